@@ -1,0 +1,216 @@
+//! Diagnostics: spans, codes, labels and help, rendered rustc-style or as JSON.
+//!
+//! Every error cpflow reports about a program is a [`Diagnostic`] with a
+//! stable code (listed in `docs/diagnostics.md`), a one-line message, a
+//! primary span, optional secondary labels and a help line.
+
+use std::ops::Range;
+
+use codespan_reporting::diagnostic::{Diagnostic as CsDiagnostic, Label, LabelStyle};
+use codespan_reporting::files::SimpleFile;
+use codespan_reporting::term::{self, termcolor::Buffer};
+use serde::Serialize;
+
+/// A byte range in a source file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize)]
+pub struct Span {
+    pub start: u32,
+    pub end: u32,
+}
+
+impl Span {
+    /// The span of IR built in memory rather than parsed.
+    pub const DUMMY: Span = Span { start: 0, end: 0 };
+
+    pub fn new(start: usize, end: usize) -> Span {
+        let clamp = |x: usize| u32::try_from(x).unwrap_or(u32::MAX);
+        Span {
+            start: clamp(start),
+            end: clamp(end),
+        }
+    }
+
+    pub fn to(self, other: Span) -> Span {
+        Span {
+            start: self.start.min(other.start),
+            end: self.end.max(other.end),
+        }
+    }
+
+    pub fn range(self) -> Range<usize> {
+        self.start as usize..self.end as usize
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Warning,
+    Error,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SecondaryLabel {
+    pub span: Span,
+    pub message: String,
+}
+
+/// One finding about a program.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    /// A stable code such as `E0401`.
+    pub code: &'static str,
+    /// Lower case, one line.
+    pub message: String,
+    pub span: Span,
+    /// What the primary span is, shown under it.
+    pub label: String,
+    pub secondary: Vec<SecondaryLabel>,
+    pub help: Option<String>,
+    pub notes: Vec<String>,
+}
+
+impl Diagnostic {
+    pub fn error(code: &'static str, message: impl Into<String>, span: Span) -> Diagnostic {
+        Diagnostic {
+            severity: Severity::Error,
+            code,
+            message: message.into(),
+            span,
+            label: String::new(),
+            secondary: Vec::new(),
+            help: None,
+            notes: Vec::new(),
+        }
+    }
+
+    pub fn warning(code: &'static str, message: impl Into<String>, span: Span) -> Diagnostic {
+        Diagnostic {
+            severity: Severity::Warning,
+            ..Diagnostic::error(code, message, span)
+        }
+    }
+
+    pub fn with_label(mut self, label: impl Into<String>) -> Diagnostic {
+        self.label = label.into();
+        self
+    }
+
+    pub fn with_secondary(mut self, span: Span, message: impl Into<String>) -> Diagnostic {
+        self.secondary.push(SecondaryLabel {
+            span,
+            message: message.into(),
+        });
+        self
+    }
+
+    pub fn with_help(mut self, help: impl Into<String>) -> Diagnostic {
+        self.help = Some(help.into());
+        self
+    }
+
+    pub fn with_note(mut self, note: impl Into<String>) -> Diagnostic {
+        self.notes.push(note.into());
+        self
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}
+
+/// A source file: its name and text, for rendering spans.
+pub struct SourceFile<'a> {
+    pub name: &'a str,
+    pub text: &'a str,
+}
+
+impl SourceFile<'_> {
+    /// 1-based line and column of a byte offset.
+    pub fn line_col(&self, offset: u32) -> (usize, usize) {
+        let offset = (offset as usize).min(self.text.len());
+        let before = &self.text.as_bytes()[..offset];
+        let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+        let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+        let col = String::from_utf8_lossy(&before[line_start..]).chars().count() + 1;
+        (line, col)
+    }
+
+    fn clamp(&self, span: Span) -> Range<usize> {
+        let len = self.text.len();
+        let mut start = (span.start as usize).min(len);
+        let mut end = (span.end as usize).clamp(start, len);
+        while !self.text.is_char_boundary(start) {
+            start -= 1;
+        }
+        while !self.text.is_char_boundary(end) {
+            end += 1;
+        }
+        start..end
+    }
+
+    /// Renders diagnostics as rustc-style text, without colour.
+    pub fn render(&self, diagnostics: &[Diagnostic]) -> String {
+        let file = SimpleFile::new(self.name, self.text);
+        let config = term::Config::default();
+        let mut buffer = Buffer::no_color();
+        for d in diagnostics {
+            let mut labels = vec![Label::new(LabelStyle::Primary, (), self.clamp(d.span)).with_message(&d.label)];
+            for s in &d.secondary {
+                labels.push(Label::new(LabelStyle::Secondary, (), self.clamp(s.span)).with_message(&s.message));
+            }
+            let mut notes: Vec<String> = d.help.iter().map(|h| format!("help: {h}")).collect();
+            notes.extend(d.notes.iter().map(|n| format!("note: {n}")));
+            let cs = match d.severity {
+                Severity::Error => CsDiagnostic::error(),
+                Severity::Warning => CsDiagnostic::warning(),
+            }
+            .with_code(d.code)
+            .with_message(&d.message)
+            .with_labels(labels)
+            .with_notes(notes);
+            // Writing to an in-memory buffer cannot fail for a file we hold.
+            let _ = term::emit_to_write_style(&mut buffer, &config, &file, &cs);
+        }
+        String::from_utf8_lossy(buffer.as_slice()).into_owned()
+    }
+
+    /// The diagnostics as JSON objects with file, line and column.
+    pub fn to_json(&self, diagnostics: &[Diagnostic]) -> Vec<serde_json::Value> {
+        diagnostics
+            .iter()
+            .map(|d| {
+                let (line, column) = self.line_col(d.span.start);
+                let (end_line, end_column) = self.line_col(d.span.end);
+                let secondary: Vec<serde_json::Value> = d
+                    .secondary
+                    .iter()
+                    .map(|s| {
+                        let (line, column) = self.line_col(s.span.start);
+                        serde_json::json!({
+                            "message": s.message, "line": line, "column": column,
+                            "start": s.span.start, "end": s.span.end,
+                        })
+                    })
+                    .collect();
+                serde_json::json!({
+                    "file": self.name,
+                    "severity": d.severity,
+                    "code": d.code,
+                    "message": d.message,
+                    "label": d.label,
+                    "line": line,
+                    "column": column,
+                    "end_line": end_line,
+                    "end_column": end_column,
+                    "start": d.span.start,
+                    "end": d.span.end,
+                    "secondary": secondary,
+                    "help": d.help,
+                    "notes": d.notes,
+                })
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,542 @@
+//! The data model: modules, kernels, values, instructions and regions.
+//!
+//! Entities are small typed ids into per-kernel arenas (as in Cranelift).
+//! A kernel's body is a [`Region`]: an ordered list of instructions, some of
+//! which (`for`, `if`) own nested regions. Values are in SSA form: each is
+//! defined once, by a kernel parameter, an instruction result or a region
+//! argument, and used only where its definition dominates.
+//!
+//! Asynchronous work is explicit: every op with a completion mechanism
+//! yields a `token`; commits consume tokens and yield a `group`/`bulk_group`;
+//! waits consume groups; mbarrier phases are `phase` values that copies
+//! complete on and waits wait for. Dependencies are def-use edges.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::ops::{Index, IndexMut};
+
+use crate::diag::Span;
+use crate::spec::{self, Family, PtxVersion, Qual, Role, Sm, Variant};
+use crate::types::{Scalar, Type};
+
+/// A typed index into an [`Arena`].
+pub trait EntityId: Copy + Eq {
+    fn new(index: usize) -> Self;
+    fn index(self) -> usize;
+}
+
+macro_rules! entity {
+    ($(#[$doc:meta])* $name:ident, $prefix:literal) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(u32);
+
+        impl EntityId for $name {
+            fn new(index: usize) -> Self {
+                $name(u32::try_from(index).expect("arena index fits in u32"))
+            }
+            fn index(self) -> usize {
+                self.0 as usize
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, concat!($prefix, "{}"), self.0)
+            }
+        }
+    };
+}
+
+entity!(
+    /// An SSA value.
+    Value,
+    "v"
+);
+entity!(
+    /// An instruction.
+    Inst,
+    "inst"
+);
+entity!(
+    /// A region: an ordered instruction list with arguments.
+    Region,
+    "region"
+);
+entity!(
+    /// A static shared-memory allocation.
+    SharedId,
+    "shared"
+);
+
+/// A vector indexed by an entity id.
+#[derive(Clone)]
+pub struct Arena<K, V> {
+    items: Vec<V>,
+    _key: PhantomData<K>,
+}
+
+impl<K: EntityId, V> Arena<K, V> {
+    pub fn new() -> Self {
+        Arena {
+            items: Vec::new(),
+            _key: PhantomData,
+        }
+    }
+
+    pub fn push(&mut self, v: V) -> K {
+        self.items.push(v);
+        K::new(self.items.len() - 1)
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (K, &V)> {
+        self.items.iter().enumerate().map(|(i, v)| (K::new(i), v))
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = K> {
+        (0..self.items.len()).map(K::new)
+    }
+}
+
+impl<K: EntityId, V> Default for Arena<K, V> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<K: EntityId, V> Index<K> for Arena<K, V> {
+    type Output = V;
+    fn index(&self, k: K) -> &V {
+        &self.items[k.index()]
+    }
+}
+
+impl<K: EntityId, V> IndexMut<K> for Arena<K, V> {
+    fn index_mut(&mut self, k: K) -> &mut V {
+        &mut self.items[k.index()]
+    }
+}
+
+impl<K: EntityId, V: fmt::Debug> fmt::Debug for Arena<K, V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(&self.items).finish()
+    }
+}
+
+/// What a module is compiled for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Target {
+    pub sm: Sm,
+    pub ptx: PtxVersion,
+}
+
+/// A translation unit: a target and its kernels.
+#[derive(Clone, Debug)]
+pub struct Module {
+    pub name: String,
+    pub target: Target,
+    /// Span of `target ... ptx ...` in the header.
+    pub target_span: Span,
+    pub kernels: Vec<Kernel>,
+}
+
+/// A kernel: parameters, shared allocations and a body.
+#[derive(Clone, Debug)]
+pub struct Kernel {
+    pub name: String,
+    pub span: Span,
+    pub params: Vec<Value>,
+    /// Cluster shape (x, y, z), when the kernel is launched as clusters.
+    pub cluster: Option<[u32; 3]>,
+    pub cluster_span: Span,
+    pub shared: Arena<SharedId, SharedAlloc>,
+    pub values: Arena<Value, ValueData>,
+    pub insts: Arena<Inst, InstData>,
+    pub regions: Arena<Region, RegionData>,
+    pub body: Region,
+}
+
+/// A static shared-memory allocation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SharedAlloc {
+    pub name: String,
+    pub kind: SharedKind,
+    /// Alignment in bytes (a power of two).
+    pub align: u32,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SharedKind {
+    /// `bytes[n]`: raw storage.
+    Bytes(u32),
+    /// `mbarrier[n]`: n mbarrier objects, 8 bytes each.
+    Mbarriers(u32),
+}
+
+impl SharedAlloc {
+    pub fn size_bytes(&self) -> u64 {
+        match self.kind {
+            SharedKind::Bytes(n) => u64::from(n),
+            SharedKind::Mbarriers(n) => 8 * u64::from(n),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct ValueData {
+    pub ty: Type,
+    /// The name in the text format, without `%`.
+    pub name: String,
+    pub def: ValueDef,
+    pub span: Span,
+    /// Declared alignment of a pointer parameter, in bytes.
+    pub align: Option<u32>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueDef {
+    Param(usize),
+    Result(Inst, usize),
+    RegionArg(Region, usize),
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct RegionData {
+    pub args: Vec<Value>,
+    pub insts: Vec<Inst>,
+}
+
+/// An operand as written: a value or an integer immediate.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Operand {
+    Value(Value),
+    Imm(i64),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Arg {
+    pub operand: Operand,
+    pub span: Span,
+}
+
+impl Arg {
+    pub fn value(self) -> Option<Value> {
+        match self.operand {
+            Operand::Value(v) => Some(v),
+            Operand::Imm(_) => None,
+        }
+    }
+
+    pub fn imm(self) -> Option<i64> {
+        match self.operand {
+            Operand::Imm(i) => Some(i),
+            Operand::Value(_) => None,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct InstData {
+    pub op: Op,
+    pub args: Vec<Arg>,
+    pub results: Vec<Value>,
+    pub regions: Vec<Region>,
+    /// The whole instruction.
+    pub span: Span,
+    /// The mnemonic word (with its qualifiers).
+    pub op_span: Span,
+    /// For table instructions: the span of each qualifier, parallel to
+    /// `PtxOp::quals` ([`Span::DUMMY`] for implied ones).
+    pub qual_spans: Vec<Span>,
+}
+
+/// A constant.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Constant {
+    Int(i64),
+    Float(f64),
+}
+
+macro_rules! spelled_enum {
+    ($(#[$doc:meta])* $name:ident { $($variant:ident => $spelling:literal,)* }) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum $name { $($variant,)* }
+
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant,)*];
+
+            pub fn spelling(self) -> &'static str {
+                match self { $($name::$variant => $spelling,)* }
+            }
+
+            pub fn from_spelling(s: &str) -> Option<$name> {
+                match s { $($spelling => Some($name::$variant),)* _ => None }
+            }
+        }
+    };
+}
+
+spelled_enum!(
+    /// Two-operand arithmetic; integer ops take `i1`/`i32`/`i64`, float ops `f32`/`f64`.
+    BinaryOp {
+        Add => "add",
+        Sub => "sub",
+        Mul => "mul",
+        DivU => "div.u",
+        DivS => "div.s",
+        RemU => "rem.u",
+        RemS => "rem.s",
+        And => "and",
+        Or => "or",
+        Xor => "xor",
+        Shl => "shl",
+        ShrU => "shr.u",
+        ShrS => "shr.s",
+        MinU => "min.u",
+        MinS => "min.s",
+        MaxU => "max.u",
+        MaxS => "max.s",
+        FAdd => "fadd",
+        FSub => "fsub",
+        FMul => "fmul",
+        FDiv => "fdiv",
+        FMin => "fmin",
+        FMax => "fmax",
+    }
+);
+
+impl BinaryOp {
+    pub fn is_float(self) -> bool {
+        matches!(
+            self,
+            BinaryOp::FAdd | BinaryOp::FSub | BinaryOp::FMul | BinaryOp::FDiv | BinaryOp::FMin | BinaryOp::FMax
+        )
+    }
+}
+
+spelled_enum!(
+    /// Comparison predicates; `cmp.*` on integers, `fcmp.*` (ordered) on floats.
+    CmpPred {
+        Eq => "cmp.eq",
+        Ne => "cmp.ne",
+        Ult => "cmp.ult",
+        Ule => "cmp.ule",
+        Ugt => "cmp.ugt",
+        Uge => "cmp.uge",
+        Slt => "cmp.slt",
+        Sle => "cmp.sle",
+        Sgt => "cmp.sgt",
+        Sge => "cmp.sge",
+        FEq => "fcmp.eq",
+        FNe => "fcmp.ne",
+        FLt => "fcmp.lt",
+        FLe => "fcmp.le",
+        FGt => "fcmp.gt",
+        FGe => "fcmp.ge",
+    }
+);
+
+impl CmpPred {
+    pub fn is_float(self) -> bool {
+        self.spelling().starts_with('f')
+    }
+}
+
+spelled_enum!(
+    /// Conversions between scalar types.
+    CastOp {
+        Zext => "zext",
+        Sext => "sext",
+        Trunc => "trunc",
+        UiToFp => "uitofp",
+        SiToFp => "sitofp",
+        FpToUi => "fptoui",
+        FpToSi => "fptosi",
+    }
+);
+
+spelled_enum!(
+    /// Special registers (all `.u32`).
+    SpecialReg {
+        TidX => "tid.x",
+        TidY => "tid.y",
+        TidZ => "tid.z",
+        NtidX => "ntid.x",
+        NtidY => "ntid.y",
+        NtidZ => "ntid.z",
+        CtaidX => "ctaid.x",
+        CtaidY => "ctaid.y",
+        CtaidZ => "ctaid.z",
+        NctaidX => "nctaid.x",
+        NctaidY => "nctaid.y",
+        NctaidZ => "nctaid.z",
+        LaneId => "laneid",
+        ClusterCtaRank => "cluster_ctarank",
+        ClusterNctaRank => "cluster_nctarank",
+        ClusterCtaidX => "cluster_ctaid.x",
+        ClusterCtaidY => "cluster_ctaid.y",
+        ClusterCtaidZ => "cluster_ctaid.z",
+        ClusterNctaidX => "cluster_nctaid.x",
+        ClusterNctaidY => "cluster_nctaid.y",
+        ClusterNctaidZ => "cluster_nctaid.z",
+        ClusteridX => "clusterid.x",
+        ClusteridY => "clusterid.y",
+        ClusteridZ => "clusterid.z",
+    }
+);
+
+impl SpecialReg {
+    /// Cluster registers need PTX ISA 7.8 and sm_90 (mbarrier-fences-cluster.md §5).
+    pub fn gate(self) -> Option<spec::Gate> {
+        self.spelling().starts_with("cluster").then_some(spec::Gate {
+            ptx: PtxVersion::new(7, 8),
+            sm: 90,
+        })
+    }
+}
+
+/// A PTX-level instruction from the spec table: a family and its qualifiers
+/// in PTX order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PtxOp {
+    pub family: Family,
+    pub quals: Vec<Qual>,
+}
+
+impl PtxOp {
+    /// The variant these qualifiers select, if any.
+    pub fn variant(&self) -> Option<&'static Variant> {
+        spec::match_variant(self.family, &self.quals).ok()
+    }
+
+    /// The qualifier filling the slot of `role`, if the op matches a variant.
+    pub fn qual(&self, role: Role) -> Option<Qual> {
+        let v = self.variant()?;
+        let roles = v.match_quals(&self.quals).ok()?;
+        roles.iter().zip(&self.quals).find(|(r, _)| **r == role).map(|(_, q)| *q)
+    }
+
+    pub fn has(&self, q: Qual) -> bool {
+        self.quals.contains(&q)
+    }
+}
+
+impl fmt::Display for PtxOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.family.mnemonic())?;
+        for q in &self.quals {
+            write!(f, "{q}")?;
+        }
+        Ok(())
+    }
+}
+
+/// What an instruction does.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Op {
+    /// `%c = const 16 : i32`
+    Const(Constant),
+    /// `%x = add %a, %b : i32`
+    Binary(BinaryOp),
+    /// `%p = cmp.ult %a, %b : i32` (the operand type)
+    Cmp(CmpPred, Scalar),
+    /// `%x = select %p, %a, %b : i32`
+    Select,
+    /// `%x = zext %a : i32 to i64` (the source type)
+    Cast(CastOp, Scalar),
+    /// `%q = ptr.add %p, %offset` (offset in bytes, `i32` or `i64`)
+    PtrAdd,
+    /// `%p = addr @tile` or `%b = addr @bars[%i]`
+    Addr(SharedId),
+    /// `%t = sreg tid.x`
+    Sreg(SpecialReg),
+    /// `%v = ld %p : f32`
+    Load(Scalar),
+    /// `st %p, %v : f32`
+    Store(Scalar),
+    /// `%r = for %i = lo to hi step s iter(%a = init) -> (types) { ... yield ... }`
+    For,
+    /// `%r = if %c -> (types) { ... } else { ... }`
+    If,
+    /// Ends a `for` body or `if` branch, passing values out.
+    Yield,
+    /// An instruction of the spec table.
+    Ptx(PtxOp),
+}
+
+impl Kernel {
+    pub fn new(name: impl Into<String>, span: Span) -> Kernel {
+        let mut regions = Arena::new();
+        let body = regions.push(RegionData::default());
+        Kernel {
+            name: name.into(),
+            span,
+            params: Vec::new(),
+            cluster: None,
+            cluster_span: Span::DUMMY,
+            shared: Arena::new(),
+            values: Arena::new(),
+            insts: Arena::new(),
+            regions,
+            body,
+        }
+    }
+
+    pub fn ty(&self, v: Value) -> Type {
+        self.values[v].ty
+    }
+
+    pub fn arg_ty(&self, a: Arg) -> Option<Type> {
+        a.value().map(|v| self.ty(v))
+    }
+
+    /// The instruction that defines `v`, if it is an instruction result.
+    pub fn def_inst(&self, v: Value) -> Option<Inst> {
+        match self.values[v].def {
+            ValueDef::Result(i, _) => Some(i),
+            _ => None,
+        }
+    }
+
+    /// The integer an operand is known to equal: an immediate or the result
+    /// of an integer `const`.
+    pub fn const_int(&self, a: Arg) -> Option<i64> {
+        match a.operand {
+            Operand::Imm(i) => Some(i),
+            Operand::Value(v) => self.const_value(v),
+        }
+    }
+
+    pub fn const_value(&self, v: Value) -> Option<i64> {
+        let inst = self.def_inst(v)?;
+        match self.insts[inst].op {
+            Op::Const(Constant::Int(i)) => Some(i),
+            _ => None,
+        }
+    }
+
+    /// All instructions of `region` and the regions nested in it, in program order.
+    pub fn walk(&self, region: Region, f: &mut impl FnMut(Inst)) {
+        for &inst in &self.regions[region].insts {
+            f(inst);
+            for &r in &self.insts[inst].regions {
+                self.walk(r, f);
+            }
+        }
+    }
+
+    /// The name of a value as printed, with `%`.
+    pub fn value_name(&self, v: Value) -> String {
+        format!("%{}", self.values[v].name)
+    }
+}

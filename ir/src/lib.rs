@@ -1,0 +1,22 @@
+//! cpflow-ir: the dataflow IR for PTX asynchronous copies.
+//!
+//! This crate owns the data model ([`ir`]), the instruction table read by
+//! every other layer ([`spec`]), the text format ([`parse`], [`print`]), the
+//! verifier ([`verify`]) and diagnostics ([`diag`]). It depends on no other
+//! cpflow crate; analyses, transforms and lowering build on it.
+
+pub mod diag;
+pub mod facts;
+pub mod ir;
+mod lexer;
+pub mod parser;
+pub mod printer;
+pub mod spec;
+pub mod types;
+pub mod verify;
+
+pub use diag::{Diagnostic, Severity, SourceFile, Span};
+pub use ir::{Kernel, Module};
+pub use parser::parse;
+pub use printer::print;
+pub use verify::verify;

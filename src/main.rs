@@ -1,0 +1,83 @@
+//! The `cpflow` command line.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use cpflow::ir::SourceFile;
+
+#[derive(Parser)]
+#[command(name = "cpflow", version, about = "A compiler toolkit for GPU asynchronous data movement")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Parse and verify IR files; print diagnostics.
+    Check {
+        /// Files to check.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Human)]
+        format: Format,
+        /// Treat warnings as errors (`--deny warnings`).
+        #[arg(long, value_parser = ["warnings"])]
+        deny: Option<String>,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    Human,
+    Json,
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    match cli.command {
+        Command::Check { files, format, deny } => check(&files, format, deny.is_some()),
+    }
+}
+
+fn check(files: &[PathBuf], format: Format, deny_warnings: bool) -> ExitCode {
+    let mut failed = false;
+    let mut json = Vec::new();
+    for path in files {
+        let name = path.display().to_string();
+        let bytes = match std::fs::read(path) {
+            Ok(b) => b,
+            Err(e) => {
+                eprintln!("error: cannot read `{name}`: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        let lossy = String::from_utf8_lossy(&bytes);
+        let diagnostics = match cpflow::decode(&bytes) {
+            Ok(text) => cpflow::check(text).diagnostics,
+            Err(d) => vec![d],
+        };
+        failed |= diagnostics.iter().any(|d| d.is_error() || deny_warnings);
+        let file = SourceFile { name: &name, text: &lossy };
+        match format {
+            Format::Human => print!("{}", file.render(&diagnostics)),
+            Format::Json => json.extend(file.to_json(&diagnostics)),
+        }
+    }
+    if let Format::Json = format {
+        println!("{}", serde_json::to_string_pretty(&json).unwrap_or_else(|_| "[]".into()));
+    }
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
