@@ -7,7 +7,11 @@ use clap::{Parser, Subcommand, ValueEnum};
 use cpflow::ir::SourceFile;
 
 #[derive(Parser)]
-#[command(name = "cpflow", version, about = "A compiler toolkit for GPU asynchronous data movement")]
+#[command(
+    name = "cpflow",
+    version,
+    about = "A compiler toolkit for GPU asynchronous data movement"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -44,7 +48,11 @@ fn main() -> ExitCode {
         }
     };
     match cli.command {
-        Command::Check { files, format, deny } => check(&files, format, deny.is_some()),
+        Command::Check {
+            files,
+            format,
+            deny,
+        } => check(&files, format, deny.is_some()),
     }
 }
 
@@ -66,14 +74,20 @@ fn check(files: &[PathBuf], format: Format, deny_warnings: bool) -> ExitCode {
             Err(d) => vec![d],
         };
         failed |= diagnostics.iter().any(|d| d.is_error() || deny_warnings);
-        let file = SourceFile { name: &name, text: &lossy };
+        let file = SourceFile {
+            name: &name,
+            text: &lossy,
+        };
         match format {
             Format::Human => print!("{}", file.render(&diagnostics)),
             Format::Json => json.extend(file.to_json(&diagnostics)),
         }
     }
     if let Format::Json = format {
-        println!("{}", serde_json::to_string_pretty(&json).unwrap_or_else(|_| "[]".into()));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json).unwrap_or_else(|_| "[]".into())
+        );
     }
     if failed {
         ExitCode::from(1)
