@@ -6,6 +6,7 @@
 //! ([`ir`]) for finer control.
 
 pub use cpflow_ir as ir;
+pub use cpflow_lowering as lowering;
 
 use cpflow_ir::{Diagnostic, Module, Span};
 

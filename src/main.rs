@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod compile;
+
 use clap::{Parser, Subcommand, ValueEnum};
 use cpflow::ir::SourceFile;
 
@@ -31,6 +33,8 @@ enum Command {
         #[arg(long, value_parser = ["warnings"])]
         deny: Option<String>,
     },
+    /// Compile an IR file to PTX (or MLIR) through MLIR's NVVM pipeline.
+    Compile(compile::CompileArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -53,6 +57,7 @@ fn main() -> ExitCode {
             format,
             deny,
         } => check(&files, format, deny.is_some()),
+        Command::Compile(args) => compile::run(args),
     }
 }
 

@@ -1,0 +1,58 @@
+//! cpflow-lowering: cpflow IR to MLIR (NVVM dialect in a `gpu.module`), then
+//! PTX through MLIR's own pipeline (`gpu-module-to-binary{format=isa}`).
+//!
+//! Depends on cpflow-ir and melior; never on passes. Input must verify
+//! clean: [`compile`] re-verifies and refuses otherwise. The lowering erases
+//! tokens, groups and phases while keeping their meaning: `wait_group %g`
+//! gets the N derived from the explicit groups ([`waits`]), a phase wait
+//! becomes a `try_wait.parity` loop on the phase's parity, and abstract
+//! `copy`/`await` are refused with the pass that should have run.
+
+mod emit;
+mod mlir;
+pub mod waits;
+
+use std::time::{Duration, Instant};
+
+use cpflow_ir::diag::Diagnostic;
+use cpflow_ir::ir::Module;
+
+pub use emit::emit;
+pub use mlir::{Mlir, PIPELINE};
+
+/// The outcome of compiling a module.
+#[derive(Debug, Clone)]
+pub struct Compiled {
+    /// The MLIR handed to MLIR's pipeline.
+    pub mlir: String,
+    /// The PTX it produced.
+    pub ptx: String,
+    /// Time spent in cpflow (verify, wait derivation, emission).
+    pub cpflow_time: Duration,
+    /// Time spent in MLIR (parse, passes, PTX generation).
+    pub mlir_time: Duration,
+}
+
+/// Verifies `module`, emits MLIR and runs it to PTX.
+pub fn compile(mlir: &Mlir, module: &Module) -> Result<Compiled, Vec<Diagnostic>> {
+    let start = Instant::now();
+    let text = lower(module)?;
+    let cpflow_time = start.elapsed();
+    let start = Instant::now();
+    let ptx = mlir.to_ptx(&text)?;
+    Ok(Compiled {
+        mlir: text,
+        ptx,
+        cpflow_time,
+        mlir_time: start.elapsed(),
+    })
+}
+
+/// Verifies `module` and emits its MLIR, without running MLIR.
+pub fn lower(module: &Module) -> Result<String, Vec<Diagnostic>> {
+    let errors: Vec<Diagnostic> = cpflow_ir::verify(module).into_iter().filter(Diagnostic::is_error).collect();
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    emit(module)
+}
