@@ -132,8 +132,14 @@ impl SourceFile<'_> {
         let offset = (offset as usize).min(self.text.len());
         let before = &self.text.as_bytes()[..offset];
         let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
-        let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
-        let col = String::from_utf8_lossy(&before[line_start..]).chars().count() + 1;
+        let line_start = before
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |p| p + 1);
+        let col = String::from_utf8_lossy(&before[line_start..])
+            .chars()
+            .count()
+            + 1;
         (line, col)
     }
 
@@ -156,9 +162,14 @@ impl SourceFile<'_> {
         let config = term::Config::default();
         let mut buffer = Buffer::no_color();
         for d in diagnostics {
-            let mut labels = vec![Label::new(LabelStyle::Primary, (), self.clamp(d.span)).with_message(&d.label)];
+            let mut labels = vec![
+                Label::new(LabelStyle::Primary, (), self.clamp(d.span)).with_message(&d.label)
+            ];
             for s in &d.secondary {
-                labels.push(Label::new(LabelStyle::Secondary, (), self.clamp(s.span)).with_message(&s.message));
+                labels.push(
+                    Label::new(LabelStyle::Secondary, (), self.clamp(s.span))
+                        .with_message(&s.message),
+                );
             }
             let mut notes: Vec<String> = d.help.iter().map(|h| format!("help: {h}")).collect();
             notes.extend(d.notes.iter().map(|n| format!("note: {n}")));

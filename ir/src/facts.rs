@@ -85,16 +85,24 @@ impl Facts {
                         Some(c) if (0..64).contains(&c) => (a(0) + c as u32).min(ZERO),
                         _ => a(0),
                     },
-                    BinaryOp::ShrU | BinaryOp::ShrS => match data.args.get(1).and_then(|x| k.const_int(*x)) {
-                        Some(c) if (0..64).contains(&c) && a(0) != ZERO => a(0).saturating_sub(c as u32),
-                        _ if a(0) == ZERO => ZERO,
-                        _ => 0,
-                    },
+                    BinaryOp::ShrU | BinaryOp::ShrS => {
+                        match data.args.get(1).and_then(|x| k.const_int(*x)) {
+                            Some(c) if (0..64).contains(&c) && a(0) != ZERO => {
+                                a(0).saturating_sub(c as u32)
+                            }
+                            _ if a(0) == ZERO => ZERO,
+                            _ => 0,
+                        }
+                    }
                     BinaryOp::RemU => match data.args.get(1).and_then(|x| k.const_int(*x)) {
-                        Some(c) if c > 0 && (c as u64).is_power_of_two() => a(0).min(c.trailing_zeros()),
+                        Some(c) if c > 0 && (c as u64).is_power_of_two() => {
+                            a(0).min(c.trailing_zeros())
+                        }
                         _ => 0,
                     },
-                    BinaryOp::MinU | BinaryOp::MinS | BinaryOp::MaxU | BinaryOp::MaxS => a(0).min(a(1)),
+                    BinaryOp::MinU | BinaryOp::MinS | BinaryOp::MaxU | BinaryOp::MaxS => {
+                        a(0).min(a(1))
+                    }
                     _ => 0,
                 }),
                 Op::Select => Some(a(1).min(a(2))),
@@ -105,7 +113,9 @@ impl Facts {
                     let alloc = &k.shared[*id];
                     let base = alloc.align.trailing_zeros();
                     Some(match alloc.kind {
-                        SharedKind::Mbarriers(_) if !data.args.is_empty() => base.min(3 + a(0).min(ZERO - 3)),
+                        SharedKind::Mbarriers(_) if !data.args.is_empty() => {
+                            base.min(3 + a(0).min(ZERO - 3))
+                        }
                         _ => base,
                     })
                 }

@@ -319,7 +319,12 @@ impl BinaryOp {
     pub fn is_float(self) -> bool {
         matches!(
             self,
-            BinaryOp::FAdd | BinaryOp::FSub | BinaryOp::FMul | BinaryOp::FDiv | BinaryOp::FMin | BinaryOp::FMax
+            BinaryOp::FAdd
+                | BinaryOp::FSub
+                | BinaryOp::FMul
+                | BinaryOp::FDiv
+                | BinaryOp::FMin
+                | BinaryOp::FMax
         )
     }
 }
@@ -398,10 +403,12 @@ spelled_enum!(
 impl SpecialReg {
     /// Cluster registers need PTX ISA 7.8 and sm_90 (mbarrier-fences-cluster.md §5).
     pub fn gate(self) -> Option<spec::Gate> {
-        self.spelling().starts_with("cluster").then_some(spec::Gate {
-            ptx: PtxVersion::new(7, 8),
-            sm: 90,
-        })
+        self.spelling()
+            .starts_with("cluster")
+            .then_some(spec::Gate {
+                ptx: PtxVersion::new(7, 8),
+                sm: 90,
+            })
     }
 }
 
@@ -423,7 +430,11 @@ impl PtxOp {
     pub fn qual(&self, role: Role) -> Option<Qual> {
         let v = self.variant()?;
         let roles = v.match_quals(&self.quals).ok()?;
-        roles.iter().zip(&self.quals).find(|(r, _)| **r == role).map(|(_, q)| *q)
+        roles
+            .iter()
+            .zip(&self.quals)
+            .find(|(r, _)| **r == role)
+            .map(|(_, q)| *q)
     }
 
     pub fn has(&self, q: Qual) -> bool {

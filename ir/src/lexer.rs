@@ -108,7 +108,11 @@ pub fn lex(src: &str) -> Result<Vec<Token>, Diagnostic> {
                     .with_label("a name such as `%x` or `@tile` goes here"));
                 }
                 let name = src[start + 1..i].to_string();
-                let tok = if b == b'%' { Tok::Local(name) } else { Tok::Global(name) };
+                let tok = if b == b'%' {
+                    Tok::Local(name)
+                } else {
+                    Tok::Global(name)
+                };
                 out.push(Token {
                     tok,
                     span: Span::new(start, i),
@@ -135,7 +139,10 @@ pub fn lex(src: &str) -> Result<Vec<Token>, Diagnostic> {
                     match bytes.get(i) {
                         Some(&c) if is_ident(c) => i += 1,
                         Some(b'.') if bytes.get(i + 1).is_some_and(|&c| is_ident(c)) => i += 1,
-                        Some(b':') if bytes.get(i + 1) == Some(&b':') && bytes.get(i + 2).is_some_and(|&c| is_ident(c)) => {
+                        Some(b':')
+                            if bytes.get(i + 1) == Some(&b':')
+                                && bytes.get(i + 2).is_some_and(|&c| is_ident(c)) =>
+                        {
                             i += 2
                         }
                         _ => break,
@@ -200,7 +207,12 @@ fn lex_number(src: &str, start: usize) -> Result<(Tok, usize), Diagnostic> {
         }
     }
     let bad = |msg: &str, end: usize| {
-        Diagnostic::error("E0001", msg.to_string(), Span::new(start, end.max(start + 1))).with_label("this number")
+        Diagnostic::error(
+            "E0001",
+            msg.to_string(),
+            Span::new(start, end.max(start + 1)),
+        )
+        .with_label("this number")
     };
     if i == digits_start || (hex && i == digits_start + 2) {
         return Err(bad("expected digits", i));
@@ -242,9 +254,13 @@ fn lex_number(src: &str, start: usize) -> Result<(Tok, usize), Diagnostic> {
     } else {
         src[digits_start..i].parse::<u64>()
     };
-    let value = magnitude
-        .ok()
-        .and_then(|m| if negative { 0i64.checked_sub_unsigned(m) } else { i64::try_from(m).ok() });
+    let value = magnitude.ok().and_then(|m| {
+        if negative {
+            0i64.checked_sub_unsigned(m)
+        } else {
+            i64::try_from(m).ok()
+        }
+    });
     match value {
         Some(v) => Ok((Tok::Int(v), i)),
         None => Err(bad("integer literal out of range (must fit in 64 bits)", i)),

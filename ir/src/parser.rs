@@ -63,10 +63,12 @@ struct KernelBuilder {
 impl KernelBuilder {
     fn define(&mut self, name: &str, span: Span, ty: Type, def: ValueDef) -> PResult<Value> {
         if let Some(prev) = self.scopes.all.get(name) {
-            return Err(Diagnostic::error(E_NAME, format!("`%{name}` is defined twice"), span)
-                .with_label("second definition")
-                .with_secondary(*prev, "first defined here")
-                .with_help("values are in SSA form: give each definition its own name"));
+            return Err(
+                Diagnostic::error(E_NAME, format!("`%{name}` is defined twice"), span)
+                    .with_label("second definition")
+                    .with_secondary(*prev, "first defined here")
+                    .with_help("values are in SSA form: give each definition its own name"),
+            );
         }
         self.scopes.all.insert(name.to_string(), span);
         let v = self.kernel.values.push(ValueData {
@@ -88,11 +90,15 @@ impl KernelBuilder {
         match self.scopes.lookup(name) {
             Some(v) => Ok(v),
             None => {
-                let mut d = Diagnostic::error(E_NAME, format!("use of undefined value `%{name}`"), span)
-                    .with_label("not defined at this point");
+                let mut d =
+                    Diagnostic::error(E_NAME, format!("use of undefined value `%{name}`"), span)
+                        .with_label("not defined at this point");
                 if let Some(def) = self.scopes.all.get(name) {
                     d = d
-                        .with_secondary(*def, "defined here, in a region that does not enclose this use")
+                        .with_secondary(
+                            *def,
+                            "defined here, in a region that does not enclose this use",
+                        )
                         .with_help("pass the value out of its region with `yield`");
                 }
                 Err(d)
@@ -205,8 +211,12 @@ impl Parser {
     fn u32_lit(&mut self, what: &str) -> PResult<(u32, Span)> {
         let (i, span) = self.int(what)?;
         u32::try_from(i).map(|v| (v, span)).map_err(|_| {
-            Diagnostic::error(E_SYNTAX, format!("{what} must be between 0 and {}", u32::MAX), span)
-                .with_label("out of range")
+            Diagnostic::error(
+                E_SYNTAX,
+                format!("{what} must be between 0 and {}", u32::MAX),
+                span,
+            )
+            .with_label("out of range")
         })
     }
 
@@ -236,10 +246,12 @@ impl Parser {
             }
             let kernel = self.kernel()?;
             if let Some(prev) = kernels.iter().find(|k| k.name == kernel.name) {
-                return Err(
-                    Diagnostic::error(E_NAME, format!("kernel `@{}` is defined twice", kernel.name), kernel.span)
-                        .with_secondary(prev.span, "first defined here"),
-                );
+                return Err(Diagnostic::error(
+                    E_NAME,
+                    format!("kernel `@{}` is defined twice", kernel.name),
+                    kernel.span,
+                )
+                .with_secondary(prev.span, "first defined here"));
             }
             kernels.push(kernel);
         }
@@ -351,8 +363,12 @@ impl Parser {
         let span = self.span();
         match self.ty()? {
             Type::Scalar(s) => Ok(s),
-            other => Err(Diagnostic::error(E_SYNTAX, format!("expected a scalar type, found `{other}`"), span)
-                .with_label("expected i1, i32, i64, f32 or f64")),
+            other => Err(Diagnostic::error(
+                E_SYNTAX,
+                format!("expected a scalar type, found `{other}`"),
+                span,
+            )
+            .with_label("expected i1, i32, i64, f32 or f64")),
         }
     }
 
@@ -372,9 +388,13 @@ impl Parser {
         self.skip_newlines();
         while self.peek() != &Tok::RBrace {
             if self.peek() == &Tok::Eof {
-                return Err(Diagnostic::error(E_SYNTAX, "unclosed `{`: the file ends inside this block", open)
-                    .with_label("this block is never closed")
-                    .with_secondary(self.span(), "file ends here"));
+                return Err(Diagnostic::error(
+                    E_SYNTAX,
+                    "unclosed `{`: the file ends inside this block",
+                    open,
+                )
+                .with_label("this block is never closed")
+                .with_secondary(self.span(), "file ends here"));
             }
             if top && self.at_keyword("shared") {
                 self.shared_decl(kb)?;
@@ -402,8 +422,12 @@ impl Parser {
             "bytes" => SharedKind::Bytes(n),
             "mbarrier" => SharedKind::Mbarriers(n),
             _ => {
-                return Err(Diagnostic::error(E_SYNTAX, format!("unknown allocation kind `{kind_word}`"), kspan)
-                    .with_label("expected `bytes[N]` or `mbarrier[N]`"))
+                return Err(Diagnostic::error(
+                    E_SYNTAX,
+                    format!("unknown allocation kind `{kind_word}`"),
+                    kspan,
+                )
+                .with_label("expected `bytes[N]` or `mbarrier[N]`"))
             }
         };
         let align = if self.at_keyword("align") {
@@ -416,10 +440,12 @@ impl Parser {
             }
         };
         if let Some(prev) = kb.shared_names.get(&name) {
-            return Err(
-                Diagnostic::error(E_NAME, format!("shared allocation `@{name}` is defined twice"), name_span)
-                    .with_secondary(kb.kernel.shared[*prev].span, "first defined here"),
-            );
+            return Err(Diagnostic::error(
+                E_NAME,
+                format!("shared allocation `@{name}` is defined twice"),
+                name_span,
+            )
+            .with_secondary(kb.kernel.shared[*prev].span, "first defined here"));
         }
         let id = kb.kernel.shared.push(SharedAlloc {
             name: name.clone(),
@@ -501,7 +527,10 @@ impl Parser {
             };
             return Err(Diagnostic::error(
                 E_SYNTAX,
-                format!("`{word}` yields {shape}, but {} result names are given", results.len()),
+                format!(
+                    "`{word}` yields {shape}, but {} result names are given",
+                    results.len()
+                ),
                 span,
             )
             .with_label("result names do not match")
@@ -556,7 +585,8 @@ impl Parser {
                 let c = match self.peek().clone() {
                     Tok::Int(i) => Constant::Int(i),
                     Tok::Float(f) => Constant::Float(f.parse::<f64>().map_err(|_| {
-                        Diagnostic::error(E_SYNTAX, "malformed float literal", span).with_label("here")
+                        Diagnostic::error(E_SYNTAX, "malformed float literal", span)
+                            .with_label("here")
                     })?),
                     _ => return Err(self.err_expected("a number")),
                 };
@@ -580,9 +610,15 @@ impl Parser {
             "addr" => {
                 let (name, nspan) = self.global_name("a shared allocation such as `@tile`")?;
                 let id = *kb.shared_names.get(&name).ok_or_else(|| {
-                    Diagnostic::error(E_NAME, format!("no shared allocation named `@{name}`"), nspan)
-                        .with_label("not declared")
-                        .with_help("declare it at the top of the kernel: `shared @name: bytes[N] align 16`")
+                    Diagnostic::error(
+                        E_NAME,
+                        format!("no shared allocation named `@{name}`"),
+                        nspan,
+                    )
+                    .with_label("not declared")
+                    .with_help(
+                        "declare it at the top of the kernel: `shared @name: bytes[N] align 16`",
+                    )
                 })?;
                 let mut args = Vec::new();
                 if self.eat(&Tok::LBracket) {
@@ -631,7 +667,10 @@ impl Parser {
     }
 
     #[allow(clippy::type_complexity)]
-    fn for_loop(&mut self, kb: &mut KernelBuilder) -> PResult<(Op, Vec<Arg>, Vec<Region>, Vec<Type>)> {
+    fn for_loop(
+        &mut self,
+        kb: &mut KernelBuilder,
+    ) -> PResult<(Op, Vec<Arg>, Vec<Region>, Vec<Type>)> {
         let (iv_name, iv_span) = self.local_name("an induction variable such as `%i`")?;
         self.expect(&Tok::Equals, "`=`")?;
         let lo = self.operand(kb)?;
@@ -649,9 +688,13 @@ impl Parser {
                 self.expect(&Tok::Equals, "`=`")?;
                 let init = self.operand(kb)?;
                 if init.value().is_none() {
-                    return Err(Diagnostic::error(E_SYNTAX, "a loop-carried value starts from a value", init.span)
-                        .with_label("an immediate has no type here")
-                        .with_help("define it first, e.g. `%zero = const 0 : i32`"));
+                    return Err(Diagnostic::error(
+                        E_SYNTAX,
+                        "a loop-carried value starts from a value",
+                        init.span,
+                    )
+                    .with_label("an immediate has no type here")
+                    .with_help("define it first, e.g. `%zero = const 0 : i32`"));
                 }
                 iters.push((n, s, init));
                 self.skip_newlines();
@@ -722,27 +765,45 @@ impl Parser {
             offset += 1 + q.len();
             let qual = Qual::from_spelling(q).filter(|qual| family.known_quals().contains(qual));
             let Some(qual) = qual else {
-                let known: Vec<String> = family.known_quals().iter().map(|q| q.to_string()).collect();
+                let known: Vec<String> =
+                    family.known_quals().iter().map(|q| q.to_string()).collect();
                 let help = if known.is_empty() {
                     format!("`{family}` takes no qualifiers")
                 } else {
                     format!("`{family}` takes: {}", known.join(" "))
                 };
-                return Err(
-                    Diagnostic::error(E_SYNTAX, format!("unknown qualifier `.{q}` on `{family}`"), qspan)
-                        .with_label("not a qualifier of this instruction")
-                        .with_help(help),
-                );
+                return Err(Diagnostic::error(
+                    E_SYNTAX,
+                    format!("unknown qualifier `.{q}` on `{family}`"),
+                    qspan,
+                )
+                .with_label("not a qualifier of this instruction")
+                .with_help(help));
             };
             if quals.contains(&qual) {
-                return Err(Diagnostic::error(E_SYNTAX, format!("qualifier `{qual}` is repeated"), qspan)
-                    .with_label("repeated"));
+                return Err(Diagnostic::error(
+                    E_SYNTAX,
+                    format!("qualifier `{qual}` is repeated"),
+                    qspan,
+                )
+                .with_label("repeated"));
             }
             quals.push(qual);
         }
         // Omitted slots with an implied qualifier are written out (READINGS.md #3).
         if let Ok(v) = spec::match_variant(family, &quals) {
             quals = v.with_implied(&quals);
+        }
+        // READINGS.md #14: `...bulk_group.L2::cache_hint}` in the spec's example.
+        if self.peek() == &Tok::RBrace && self.span().start == wspan.end {
+            return Err(Diagnostic::error(
+                E_SYNTAX,
+                format!("stray `}}` after `{word}`"),
+                self.span(),
+            )
+            .with_label("this `}` is not part of the instruction")
+            .with_help("remove it: `{...}` marks optional parts in the spec's syntax, not in code")
+            .with_note("READINGS.md #14: the spec's example has this typo"));
         }
         let args = self.operands(kb)?;
         let op = PtxOp { family, quals };
@@ -772,7 +833,11 @@ fn qual_spans(op: &PtxOp, word: &str, wspan: Span) -> Vec<Span> {
 }
 
 fn names(results: &[(String, Span)]) -> String {
-    results.iter().map(|(n, _)| format!("%{n}")).collect::<Vec<_>>().join(", ")
+    results
+        .iter()
+        .map(|(n, _)| format!("%{n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The result types of a table instruction, from its family, qualifiers and
@@ -780,7 +845,9 @@ fn names(results: &[(String, Span)]) -> String {
 pub fn result_types(kernel: &Kernel, op: &PtxOp, args: &[Arg]) -> Vec<Type> {
     let first_ty = args.first().and_then(|a| kernel.arg_ty(*a));
     match op.family {
-        Family::CpAsync | Family::CpAsyncBulk | Family::CpReduceAsyncBulk | Family::Copy => vec![Type::Token],
+        Family::CpAsync | Family::CpAsyncBulk | Family::CpReduceAsyncBulk | Family::Copy => {
+            vec![Type::Token]
+        }
         // READINGS.md #12: the release form has nothing to wait on.
         Family::RedAsync if op.has(Qual::Release) => Vec::new(),
         Family::RedAsync => vec![Type::Token],

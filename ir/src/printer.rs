@@ -70,7 +70,10 @@ fn arg_text(k: &Kernel, a: Arg) -> String {
 }
 
 fn args_text(k: &Kernel, args: &[Arg]) -> String {
-    args.iter().map(|a| arg_text(k, *a)).collect::<Vec<_>>().join(", ")
+    args.iter()
+        .map(|a| arg_text(k, *a))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A float literal that the lexer reads back as the same value.
@@ -92,7 +95,12 @@ fn print_inst(out: &mut String, k: &Kernel, inst: Inst, depth: usize) {
         let _ = write!(out, "{} = ", names.join(", "));
     }
     let args = args_text(k, &data.args);
-    let result_ty = || data.results.first().map(|&v| k.ty(v).to_string()).unwrap_or_default();
+    let result_ty = || {
+        data.results
+            .first()
+            .map(|&v| k.ty(v).to_string())
+            .unwrap_or_default()
+    };
     let sep = if args.is_empty() { "" } else { " " };
     match &data.op {
         Op::Const(c) => {
@@ -112,7 +120,13 @@ fn print_inst(out: &mut String, k: &Kernel, inst: Inst, depth: usize) {
             let _ = write!(out, "select{sep}{args} : {}", result_ty());
         }
         Op::Cast(c, from) => {
-            let _ = write!(out, "{}{sep}{args} : {} to {}", c.spelling(), from.name(), result_ty());
+            let _ = write!(
+                out,
+                "{}{sep}{args} : {} to {}",
+                c.spelling(),
+                from.name(),
+                result_ty()
+            );
         }
         Op::PtrAdd => {
             let _ = write!(out, "ptr.add{sep}{args}");

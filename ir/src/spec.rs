@@ -670,7 +670,10 @@ pub enum ArityError {
 }
 
 /// Finds the variant of `family` whose syntax matches `quals`.
-pub fn match_variant(family: Family, quals: &[Qual]) -> Result<&'static Variant, Vec<(&'static Variant, MatchFailure)>> {
+pub fn match_variant(
+    family: Family,
+    quals: &[Qual],
+) -> Result<&'static Variant, Vec<(&'static Variant, MatchFailure)>> {
     let mut failures = Vec::new();
     for v in family.variants() {
         match v.match_quals(quals) {
@@ -689,7 +692,16 @@ use Qual as Q;
 
 const SPACE_CTA: &[Qual] = &[Q::Shared, Q::SharedCta];
 const PREFETCH_SIZES: &[Qual] = &[Q::L2Prefetch64B, Q::L2Prefetch128B, Q::L2Prefetch256B];
-const RED_OPS: &[Qual] = &[Q::And, Q::Or, Q::Xor, Q::Add, Q::Inc, Q::Dec, Q::Min, Q::Max];
+const RED_OPS: &[Qual] = &[
+    Q::And,
+    Q::Or,
+    Q::Xor,
+    Q::Add,
+    Q::Inc,
+    Q::Dec,
+    Q::Min,
+    Q::Max,
+];
 const RED_TYPES: &[Qual] = &[
     Q::F16,
     Q::Bf16,
@@ -709,6 +721,7 @@ const SCOPE_CTA_CLUSTER: &[Qual] = &[Q::Cta, Q::Cluster];
 const CP_ASYNC: &str = "async-copy-overview-and-cp-async.md, cp-async-non-bulk.md (9.7.9.25.3)";
 const BULK: &str = "cp-async-bulk.md (9.7.9.25.4.1)";
 const REDUCE: &str = "cp-reduce-async-bulk.md (9.7.9.25.4.2)";
+const PREFETCH: &str = "async-copy-overview-and-cp-async.md (9.7.9.25.4.3)";
 const RED: &str = "red-async.md (9.7.13.7)";
 const MBAR: &str = "mbarrier-fences-cluster.md §1-3";
 const FENCE: &str = "mbarrier-fences-cluster.md §4";
@@ -935,7 +948,7 @@ pub static VARIANTS: &[Variant] = &[
         gate: gate(8, 0, 90),
         qual_gates: &[],
         remote_gate: None,
-        source: REDUCE,
+        source: PREFETCH,
     },
     // cp.reduce.async.bulk: READINGS.md #5, only the syntax blocks' forms.
     Variant {
@@ -1019,7 +1032,10 @@ pub static VARIANTS: &[Variant] = &[
             req(Role::RedOp, RED_OPS),
             req(Role::Type, RED_TYPES),
         ],
-        operands: &[operand("a", K::Addr(Spaces::GLOBAL)), operand("b", K::RedValue)],
+        operands: &[
+            operand("a", K::Addr(Spaces::GLOBAL)),
+            operand("b", K::RedValue),
+        ],
         completion: Completion::EndOfCta,
         gate: gate(8, 7, 100),
         qual_gates: &[],
@@ -1055,7 +1071,10 @@ pub static VARIANTS: &[Variant] = &[
     Variant {
         family: Family::MbarrierArrive,
         form: "arrive",
-        syntax: &[opt(Role::Sem, SEM_RELEASE), opt(Role::Scope, SCOPE_CTA_CLUSTER)],
+        syntax: &[
+            opt(Role::Sem, SEM_RELEASE),
+            opt(Role::Scope, SCOPE_CTA_CLUSTER),
+        ],
         operands: &[
             operand("addr", K::Phase(Spaces::SHARED_OR_CLUSTER)),
             operand_opt("count", K::U32, Some(ARRIVE_COUNT_GATE)),
@@ -1069,7 +1088,10 @@ pub static VARIANTS: &[Variant] = &[
     Variant {
         family: Family::MbarrierArriveExpectTx,
         form: "arrive.expect_tx",
-        syntax: &[opt(Role::Sem, SEM_RELEASE), opt(Role::Scope, SCOPE_CTA_CLUSTER)],
+        syntax: &[
+            opt(Role::Sem, SEM_RELEASE),
+            opt(Role::Scope, SCOPE_CTA_CLUSTER),
+        ],
         operands: &[
             operand("addr", K::Phase(Spaces::SHARED_OR_CLUSTER)),
             operand("txCount", K::U32),
@@ -1083,7 +1105,10 @@ pub static VARIANTS: &[Variant] = &[
     Variant {
         family: Family::MbarrierExpectTx,
         form: "expect_tx",
-        syntax: &[opt(Role::Sem, &[Q::Relaxed]), opt(Role::Scope, SCOPE_CTA_CLUSTER)],
+        syntax: &[
+            opt(Role::Sem, &[Q::Relaxed]),
+            opt(Role::Scope, SCOPE_CTA_CLUSTER),
+        ],
         operands: &[
             operand("addr", K::Phase(Spaces::SHARED_OR_CLUSTER)),
             operand("txCount", K::U32),
@@ -1097,7 +1122,10 @@ pub static VARIANTS: &[Variant] = &[
     Variant {
         family: Family::MbarrierTestWaitParity,
         form: "test_wait.parity",
-        syntax: &[opt(Role::Sem, SEM_ACQUIRE), opt(Role::Scope, SCOPE_CTA_CLUSTER)],
+        syntax: &[
+            opt(Role::Sem, SEM_ACQUIRE),
+            opt(Role::Scope, SCOPE_CTA_CLUSTER),
+        ],
         operands: &[operand("addr", K::Phase(Spaces::SHARED))],
         completion: Completion::Sync,
         gate: gate(7, 1, 80),
@@ -1108,7 +1136,10 @@ pub static VARIANTS: &[Variant] = &[
     Variant {
         family: Family::MbarrierTryWaitParity,
         form: "try_wait.parity",
-        syntax: &[opt(Role::Sem, SEM_ACQUIRE), opt(Role::Scope, SCOPE_CTA_CLUSTER)],
+        syntax: &[
+            opt(Role::Sem, SEM_ACQUIRE),
+            opt(Role::Scope, SCOPE_CTA_CLUSTER),
+        ],
         operands: &[
             operand("addr", K::Phase(Spaces::SHARED)),
             operand_opt("suspendTimeHint", K::U32, None),
@@ -1123,7 +1154,10 @@ pub static VARIANTS: &[Variant] = &[
     Variant {
         family: Family::MbarrierWait,
         form: "wait",
-        syntax: &[opt(Role::Sem, SEM_ACQUIRE), opt(Role::Scope, SCOPE_CTA_CLUSTER)],
+        syntax: &[
+            opt(Role::Sem, SEM_ACQUIRE),
+            opt(Role::Scope, SCOPE_CTA_CLUSTER),
+        ],
         operands: &[operand("addr", K::Phase(Spaces::SHARED))],
         completion: Completion::Sync,
         gate: gate(7, 1, 80),
@@ -1149,7 +1183,10 @@ pub static VARIANTS: &[Variant] = &[
     Variant {
         family: Family::FenceProxyAsync,
         form: "proxy.async",
-        syntax: &[opt(Role::Space, &[Q::Global, Q::SharedCta, Q::SharedCluster])],
+        syntax: &[opt(
+            Role::Space,
+            &[Q::Global, Q::SharedCta, Q::SharedCluster],
+        )],
         operands: &[],
         completion: Completion::Sync,
         gate: gate(8, 0, 90),
@@ -1160,7 +1197,10 @@ pub static VARIANTS: &[Variant] = &[
     Variant {
         family: Family::FenceMbarrierInit,
         form: "mbarrier_init",
-        syntax: &[req(Role::Sem, &[Q::Release]), req(Role::Scope, &[Q::Cluster])],
+        syntax: &[
+            req(Role::Sem, &[Q::Release]),
+            req(Role::Scope, &[Q::Cluster]),
+        ],
         operands: &[],
         completion: Completion::Sync,
         gate: gate(8, 0, 90),
@@ -1182,7 +1222,10 @@ pub static VARIANTS: &[Variant] = &[
     Variant {
         family: Family::BarrierClusterArrive,
         form: "cluster arrive",
-        syntax: &[opt(Role::Sem, SEM_RELEASE), opt(Role::Aligned, &[Q::Aligned])],
+        syntax: &[
+            opt(Role::Sem, SEM_RELEASE),
+            opt(Role::Aligned, &[Q::Aligned]),
+        ],
         operands: &[],
         completion: Completion::Sync,
         gate: gate(7, 8, 90),
@@ -1193,7 +1236,10 @@ pub static VARIANTS: &[Variant] = &[
     Variant {
         family: Family::BarrierClusterWait,
         form: "cluster wait",
-        syntax: &[opt(Role::Sem, &[Q::Acquire]), opt(Role::Aligned, &[Q::Aligned])],
+        syntax: &[
+            opt(Role::Sem, &[Q::Acquire]),
+            opt(Role::Aligned, &[Q::Aligned]),
+        ],
         operands: &[],
         completion: Completion::Sync,
         gate: gate(7, 8, 90),
@@ -1445,7 +1491,11 @@ mod tests {
 
     #[test]
     fn optional_operands_bind_by_count() {
-        let v = match_variant(Family::CpAsync, &[Q::Cg, Q::Shared, Q::Global, Q::L2CacheHint]).unwrap();
+        let v = match_variant(
+            Family::CpAsync,
+            &[Q::Cg, Q::Shared, Q::Global, Q::L2CacheHint],
+        )
+        .unwrap();
         let quals = [Q::Cg, Q::Shared, Q::Global, Q::L2CacheHint];
         let b = v.bind_operands(&quals, 4).unwrap();
         assert_eq!(b.one(3), None, "4 operands: the 4th is the policy");
@@ -1469,7 +1519,17 @@ mod tests {
         assert!(!reduction_allowed(R, Space::Cluster, Q::Add, Q::F32));
         assert!(reduction_allowed(R, Space::Global, Q::Xor, Q::B64));
         assert!(!reduction_allowed(R, Space::Cluster, Q::Xor, Q::B64));
-        assert!(reduction_allowed(Family::RedAsync, Space::Cluster, Q::Inc, Q::U32));
-        assert!(!reduction_allowed(Family::RedAsync, Space::Global, Q::Min, Q::U32));
+        assert!(reduction_allowed(
+            Family::RedAsync,
+            Space::Cluster,
+            Q::Inc,
+            Q::U32
+        ));
+        assert!(!reduction_allowed(
+            Family::RedAsync,
+            Space::Global,
+            Q::Min,
+            Q::U32
+        ));
     }
 }

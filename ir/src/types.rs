@@ -55,7 +55,13 @@ pub enum Scalar {
 }
 
 impl Scalar {
-    pub const ALL: &'static [Scalar] = &[Scalar::I1, Scalar::I32, Scalar::I64, Scalar::F32, Scalar::F64];
+    pub const ALL: &'static [Scalar] = &[
+        Scalar::I1,
+        Scalar::I32,
+        Scalar::I64,
+        Scalar::F32,
+        Scalar::F64,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -125,7 +131,10 @@ impl Type {
     /// Types that can only be produced by the ops that define them, never
     /// loaded or stored.
     pub fn is_async_handle(self) -> bool {
-        matches!(self, Type::Token | Type::Group | Type::BulkGroup | Type::Phase(_) | Type::Mbarrier(_))
+        matches!(
+            self,
+            Type::Token | Type::Group | Type::BulkGroup | Type::Phase(_) | Type::Mbarrier(_)
+        )
     }
 }
 

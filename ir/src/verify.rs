@@ -15,7 +15,9 @@ use std::collections::HashMap;
 use crate::diag::{Diagnostic, Span};
 use crate::facts::{yield_args, Facts};
 use crate::ir::*;
-use crate::spec::{self, ArityError, Completion, Family, Gate, OperandKind, OperandSlot, Qual, Role, Variant};
+use crate::spec::{
+    self, ArityError, Completion, Family, Gate, OperandKind, OperandSlot, Qual, Role, Variant,
+};
 use crate::types::{Scalar, Space, Type};
 
 /// Every code the verifier emits, with a one-line summary (the docs page and
@@ -25,24 +27,45 @@ pub const CODES: &[(&str, &str)] = &[
     ("E0102", "operand has the wrong type"),
     ("E0103", "immediate out of range or not allowed here"),
     ("E0104", "malformed region: misplaced or mismatched `yield`"),
-    ("E0105", "bad kernel signature, cluster shape or shared allocation"),
+    (
+        "E0105",
+        "bad kernel signature, cluster shape or shared allocation",
+    ),
     ("E0106", "invalid conversion"),
     ("E0201", "group mixes bulk and non-bulk async operations"),
-    ("E0202", "`commit_group` does not list exactly the operations PTX would capture"),
+    (
+        "E0202",
+        "`commit_group` does not list exactly the operations PTX would capture",
+    ),
     ("E0203", "operation is not tracked by an async-group"),
-    ("E0204", "the branches of an `if` leave different operations uncommitted"),
-    ("E0205", "a loop body changes the set of uncommitted operations"),
+    (
+        "E0204",
+        "the branches of an `if` leave different operations uncommitted",
+    ),
+    (
+        "E0205",
+        "a loop body changes the set of uncommitted operations",
+    ),
     ("E0301", "`cp.async` cp-size must be 4, 8 or 16"),
     ("E0302", "`cp.async.cg` requires cp-size 16"),
     ("E0303", "`cp.async` src-size larger than cp-size"),
     ("E0304", "address not aligned to the access size"),
-    ("E0400", "no variant of the instruction has these qualifiers"),
+    (
+        "E0400",
+        "no variant of the instruction has these qualifiers",
+    ),
     ("E0401", "bulk size is not a multiple of 16"),
     ("E0402", "bulk address not 16-byte aligned"),
     ("E0403", "destination must be in another CTA of the cluster"),
     ("E0404", "multicast mask names a CTA outside the cluster"),
-    ("E0501", "reduction op and element type not in the spec's table"),
-    ("E0502", "`.noftz` missing on f16/bf16 add, or present elsewhere"),
+    (
+        "E0501",
+        "reduction op and element type not in the spec's table",
+    ),
+    (
+        "E0502",
+        "`.noftz` missing on f16/bf16 add, or present elsewhere",
+    ),
     ("E0602", "`red.async.mmio` requires `.sys` scope"),
     ("E0701", "mbarrier count out of range"),
     ("E0702", "mbarrier tx-count out of range"),
@@ -53,7 +76,10 @@ pub const CODES: &[(&str, &str)] = &[
     ("E0803", "target needs a newer PTX ISA version"),
     ("W0301", "cannot prove the address alignment"),
     ("W0401", "cannot prove the bulk size is a multiple of 16"),
-    ("W0403", "`.multicast::cluster` is advised only on sm_90a/sm_100a-class targets"),
+    (
+        "W0403",
+        "`.multicast::cluster` is advised only on sm_90a/sm_100a-class targets",
+    ),
     ("W0701", "remote mbarrier arrive at `.cta` scope"),
 ];
 
@@ -65,10 +91,16 @@ pub fn verify(module: &Module) -> Vec<Diagnostic> {
         diags.push(
             Diagnostic::error(
                 "E0803",
-                format!("target {} needs PTX ISA {min_ptx} or newer", module.target.sm),
+                format!(
+                    "target {} needs PTX ISA {min_ptx} or newer",
+                    module.target.sm
+                ),
                 module.target_span,
             )
-            .with_label(format!("ptx {} is too old for {}", module.target.ptx, module.target.sm))
+            .with_label(format!(
+                "ptx {} is too old for {}",
+                module.target.ptx, module.target.sm
+            ))
             .with_help(format!("write `ptx {min_ptx}`")),
         );
     }
@@ -109,31 +141,55 @@ impl Verifier<'_> {
             if let Some(a) = v.align {
                 if !matches!(v.ty, Type::Ptr(_)) {
                     self.push(
-                        Diagnostic::error("E0105", "only pointer parameters take an alignment", v.span)
-                            .with_label(format!("`{}` has type `{}`", k.value_name(p), v.ty)),
+                        Diagnostic::error(
+                            "E0105",
+                            "only pointer parameters take an alignment",
+                            v.span,
+                        )
+                        .with_label(format!(
+                            "`{}` has type `{}`",
+                            k.value_name(p),
+                            v.ty
+                        )),
                     );
                 } else if !is_pow2(a) {
                     self.push(
-                        Diagnostic::error("E0105", format!("alignment {a} is not a power of two"), v.span)
-                            .with_label("alignment must be 1, 2, 4, 8, ..."),
+                        Diagnostic::error(
+                            "E0105",
+                            format!("alignment {a} is not a power of two"),
+                            v.span,
+                        )
+                        .with_label("alignment must be 1, 2, 4, 8, ..."),
                     );
                 }
             }
-            if matches!(v.ty, Type::Token | Type::Group | Type::BulkGroup | Type::Phase(_) | Type::Mbarrier(_))
-                || matches!(v.ty, Type::Ptr(Space::Shared | Space::Cluster))
+            if matches!(
+                v.ty,
+                Type::Token | Type::Group | Type::BulkGroup | Type::Phase(_) | Type::Mbarrier(_)
+            ) || matches!(v.ty, Type::Ptr(Space::Shared | Space::Cluster))
             {
                 self.push(
-                    Diagnostic::error("E0105", format!("a kernel parameter cannot have type `{}`", v.ty), v.span)
-                        .with_label("kernel parameters are scalars or global pointers")
-                        .with_help("declare shared memory with `shared @name: bytes[N]` inside the kernel"),
+                    Diagnostic::error(
+                        "E0105",
+                        format!("a kernel parameter cannot have type `{}`", v.ty),
+                        v.span,
+                    )
+                    .with_label("kernel parameters are scalars or global pointers")
+                    .with_help(
+                        "declare shared memory with `shared @name: bytes[N]` inside the kernel",
+                    ),
                 );
             }
         }
         if let Some(dims) = k.cluster {
             if dims.contains(&0) {
                 self.push(
-                    Diagnostic::error("E0105", "cluster dimensions must be at least 1", k.cluster_span)
-                        .with_label("a zero dimension"),
+                    Diagnostic::error(
+                        "E0105",
+                        "cluster dimensions must be at least 1",
+                        k.cluster_span,
+                    )
+                    .with_label("a zero dimension"),
                 );
             }
             let g = Gate {
@@ -145,8 +201,12 @@ impl Verifier<'_> {
         for (_, s) in k.shared.iter() {
             if !is_pow2(s.align) {
                 self.push(
-                    Diagnostic::error("E0105", format!("alignment {} is not a power of two", s.align), s.span)
-                        .with_label("alignment must be 1, 2, 4, 8, ..."),
+                    Diagnostic::error(
+                        "E0105",
+                        format!("alignment {} is not a power of two", s.align),
+                        s.span,
+                    )
+                    .with_label("alignment must be 1, 2, 4, 8, ..."),
                 );
             } else if matches!(s.kind, SharedKind::Mbarriers(_)) && s.align < 8 {
                 self.push(
@@ -157,8 +217,12 @@ impl Verifier<'_> {
             }
             if matches!(s.kind, SharedKind::Bytes(0) | SharedKind::Mbarriers(0)) {
                 self.push(
-                    Diagnostic::error("E0105", "a shared allocation needs at least one element", s.span)
-                        .with_label("empty"),
+                    Diagnostic::error(
+                        "E0105",
+                        "a shared allocation needs at least one element",
+                        s.span,
+                    )
+                    .with_label("empty"),
                 );
             }
         }
@@ -180,8 +244,12 @@ impl Verifier<'_> {
                     );
                 } else if !last {
                     self.push(
-                        Diagnostic::error("E0104", "`yield` must be the last operation of its region", data.span)
-                            .with_label("operations follow this `yield`"),
+                        Diagnostic::error(
+                            "E0104",
+                            "`yield` must be the last operation of its region",
+                            data.span,
+                        )
+                        .with_label("operations follow this `yield`"),
                     );
                 }
             }
@@ -198,8 +266,12 @@ impl Verifier<'_> {
             None => "an immediate".to_string(),
         };
         self.push(
-            Diagnostic::error("E0102", format!("expected {expected}, found {found}"), a.span)
-                .with_label(format!("expected {expected}")),
+            Diagnostic::error(
+                "E0102",
+                format!("expected {expected}, found {found}"),
+                a.span,
+            )
+            .with_label(format!("expected {expected}")),
         );
     }
 
@@ -210,7 +282,11 @@ impl Verifier<'_> {
         self.push(
             Diagnostic::error(
                 "E0101",
-                format!("`{what}` takes {n} operand{}, found {}", if n == 1 { "" } else { "s" }, data.args.len()),
+                format!(
+                    "`{what}` takes {n} operand{}, found {}",
+                    if n == 1 { "" } else { "s" },
+                    data.args.len()
+                ),
                 data.span,
             )
             .with_label("wrong number of operands"),
@@ -231,8 +307,12 @@ impl Verifier<'_> {
                 };
                 if !fits {
                     self.push(
-                        Diagnostic::error("E0103", format!("immediate {i} does not fit in `{}`", s.name()), a.span)
-                            .with_label("out of range"),
+                        Diagnostic::error(
+                            "E0103",
+                            format!("immediate {i} does not fit in `{}`", s.name()),
+                            a.span,
+                        )
+                        .with_label("out of range"),
                     );
                 }
             }
@@ -248,7 +328,9 @@ impl Verifier<'_> {
                 let ty = k.ty(data.results[0]).scalar();
                 let ok = match (c, ty) {
                     (Constant::Int(i), Some(Scalar::I1)) => (0..=1).contains(i),
-                    (Constant::Int(i), Some(Scalar::I32)) => i64::from(i32::MIN) <= *i && *i <= i64::from(u32::MAX),
+                    (Constant::Int(i), Some(Scalar::I32)) => {
+                        i64::from(i32::MIN) <= *i && *i <= i64::from(u32::MAX)
+                    }
                     (Constant::Int(_), Some(Scalar::I64)) => true,
                     (Constant::Float(_), Some(s)) => s.is_float(),
                     (Constant::Int(_), Some(s)) => s.is_float(),
@@ -256,18 +338,30 @@ impl Verifier<'_> {
                 };
                 if !ok {
                     self.push(
-                        Diagnostic::error("E0103", format!("constant does not fit its type `{}`", k.ty(data.results[0])), data.span)
-                            .with_label("out of range for this type"),
+                        Diagnostic::error(
+                            "E0103",
+                            format!("constant does not fit its type `{}`", k.ty(data.results[0])),
+                            data.span,
+                        )
+                        .with_label("out of range for this type"),
                     );
                 }
             }
             Op::Binary(b) => {
                 let s = k.ty(data.results[0]).scalar().unwrap_or(Scalar::I32);
                 if b.is_float() != s.is_float() {
-                    let kind = if b.is_float() { "a float" } else { "an integer" };
+                    let kind = if b.is_float() {
+                        "a float"
+                    } else {
+                        "an integer"
+                    };
                     self.push(
-                        Diagnostic::error("E0102", format!("`{}` needs {kind} type, found `{}`", b.spelling(), s.name()), data.span)
-                            .with_label("wrong type for this operation"),
+                        Diagnostic::error(
+                            "E0102",
+                            format!("`{}` needs {kind} type, found `{}`", b.spelling(), s.name()),
+                            data.span,
+                        )
+                        .with_label("wrong type for this operation"),
                     );
                 } else if self.arity(data, 2, b.spelling()) {
                     for &a in &data.args {
@@ -278,8 +372,17 @@ impl Verifier<'_> {
             Op::Cmp(c, s) => {
                 if c.is_float() != s.is_float() {
                     self.push(
-                        Diagnostic::error("E0102", format!("`{}` compares {}, found `{}`", c.spelling(), if c.is_float() { "floats" } else { "integers" }, s.name()), data.span)
-                            .with_label("wrong operand type"),
+                        Diagnostic::error(
+                            "E0102",
+                            format!(
+                                "`{}` compares {}, found `{}`",
+                                c.spelling(),
+                                if c.is_float() { "floats" } else { "integers" },
+                                s.name()
+                            ),
+                            data.span,
+                        )
+                        .with_label("wrong operand type"),
                     );
                 } else if self.arity(data, 2, c.spelling()) {
                     for &a in &data.args {
@@ -298,15 +401,27 @@ impl Verifier<'_> {
             Op::Cast(c, from) => {
                 let to = k.ty(data.results[0]).scalar().unwrap_or(Scalar::I32);
                 let ok = match c {
-                    CastOp::Zext | CastOp::Sext => from.is_int() && to.is_int() && to.bits() > from.bits(),
+                    CastOp::Zext | CastOp::Sext => {
+                        from.is_int() && to.is_int() && to.bits() > from.bits()
+                    }
                     CastOp::Trunc => from.is_int() && to.is_int() && to.bits() < from.bits(),
                     CastOp::UiToFp | CastOp::SiToFp => from.is_int() && to.is_float(),
                     CastOp::FpToUi | CastOp::FpToSi => from.is_float() && to.is_int(),
                 };
                 if !ok {
                     self.push(
-                        Diagnostic::error("E0106", format!("`{}` cannot convert `{}` to `{}`", c.spelling(), from.name(), to.name()), data.span)
-                            .with_label("invalid conversion"),
+                        Diagnostic::error(
+                            "E0106",
+                            format!(
+                                "`{}` cannot convert `{}` to `{}`",
+                                c.spelling(),
+                                from.name(),
+                                to.name()
+                            ),
+                            data.span,
+                        )
+                        .with_label("invalid conversion")
+                        .with_help("`zext`/`sext` widen and `trunc` narrows integers; `uitofp`/`sitofp` and `fptoui`/`fptosi` convert between integers and floats"),
                     );
                 }
                 if self.arity(data, 1, c.spelling()) {
@@ -318,7 +433,10 @@ impl Verifier<'_> {
                     if !matches!(k.arg_ty(data.args[0]), Some(Type::Ptr(_))) {
                         self.type_error(data.args[0], "a pointer");
                     }
-                    if !matches!(k.arg_ty(data.args[1]), None | Some(Type::Scalar(Scalar::I32 | Scalar::I64))) {
+                    if !matches!(
+                        k.arg_ty(data.args[1]),
+                        None | Some(Type::Scalar(Scalar::I32 | Scalar::I64))
+                    ) {
                         self.type_error(data.args[1], "an `i32` or `i64` byte offset");
                     }
                 }
@@ -336,28 +454,50 @@ impl Verifier<'_> {
                         if let Some(i) = k.const_int(*a) {
                             if i < 0 || i >= i64::from(n) {
                                 self.push(
-                                    Diagnostic::error("E0704", format!("mbarrier index {i} is out of range"), a.span)
-                                        .with_label(format!("`@{}` holds {n} mbarrier{}", alloc.name, if n == 1 { "" } else { "s" }))
-                                        .with_secondary(alloc.span, "declared here"),
+                                    Diagnostic::error(
+                                        "E0704",
+                                        format!("mbarrier index {i} is out of range"),
+                                        a.span,
+                                    )
+                                    .with_label(format!(
+                                        "`@{}` holds {n} mbarrier{}",
+                                        alloc.name,
+                                        if n == 1 { "" } else { "s" }
+                                    ))
+                                    .with_secondary(alloc.span, "declared here")
+                                    .with_help(format!(
+                                        "valid indices are 0..={}",
+                                        n.saturating_sub(1)
+                                    )),
                                 );
                             }
                         }
                     }
                     (SharedKind::Mbarriers(n), None) if n > 1 => self.push(
-                        Diagnostic::error("E0101", format!("`@{}` holds {n} mbarriers: say which", alloc.name), data.op_span)
-                            .with_label("missing index")
-                            .with_help(format!("write `addr @{}[%i]`", alloc.name)),
+                        Diagnostic::error(
+                            "E0101",
+                            format!("`@{}` holds {n} mbarriers: say which", alloc.name),
+                            data.op_span,
+                        )
+                        .with_label("missing index")
+                        .with_help(format!("write `addr @{}[%i]`", alloc.name)),
                     ),
                     _ => {}
                 }
             }
             Op::Sreg(r) => {
                 if let Some(g) = r.gate() {
-                    self.gate(g, data.span, &format!("special register `%{}`", r.spelling()));
+                    self.gate(
+                        g,
+                        data.span,
+                        &format!("special register `%{}`", r.spelling()),
+                    );
                 }
             }
             Op::Load(s) => {
-                if self.arity(data, 1, "ld") && !matches!(k.arg_ty(data.args[0]), Some(Type::Ptr(_))) {
+                if self.arity(data, 1, "ld")
+                    && !matches!(k.arg_ty(data.args[0]), Some(Type::Ptr(_)))
+                {
                     self.type_error(data.args[0], "a pointer");
                 }
                 let _ = s;
@@ -385,7 +525,8 @@ impl Verifier<'_> {
         }
         if k.const_int(data.args[2]) == Some(0) {
             self.push(
-                Diagnostic::error("E0103", "loop step must not be zero", data.args[2].span).with_label("this loop would never end"),
+                Diagnostic::error("E0103", "loop step must not be zero", data.args[2].span)
+                    .with_label("this loop would never end"),
             );
         }
         let body = data.regions[0];
@@ -400,9 +541,15 @@ impl Verifier<'_> {
         let types: Vec<Type> = data.results.iter().map(|&v| k.ty(v)).collect();
         if !types.is_empty() && k.regions[data.regions[1]].insts.is_empty() {
             self.push(
-                Diagnostic::error("E0104", "an `if` with results needs an `else` branch", data.span)
-                    .with_label("no `else`")
-                    .with_help("add `else { yield ... }` giving the values when the condition is false"),
+                Diagnostic::error(
+                    "E0104",
+                    "an `if` with results needs an `else` branch",
+                    data.span,
+                )
+                .with_label("no `else`")
+                .with_help(
+                    "add `else { yield ... }` giving the values when the condition is false",
+                ),
             );
             return;
         }
@@ -415,12 +562,17 @@ impl Verifier<'_> {
     fn check_yield(&mut self, region: Region, types: &[Type], owner: Span, what: &str) {
         let k = self.k;
         let yielded = yield_args(k, region);
-        let has_yield = matches!(k.regions[region].insts.last(), Some(&l) if k.insts[l].op == Op::Yield);
+        let has_yield =
+            matches!(k.regions[region].insts.last(), Some(&l) if k.insts[l].op == Op::Yield);
         if !has_yield {
             if !types.is_empty() {
                 self.push(
-                    Diagnostic::error("E0104", format!("this region must end with `yield` of {what}"), owner)
-                        .with_label("region has no `yield`"),
+                    Diagnostic::error(
+                        "E0104",
+                        format!("this region must end with `yield` of {what}"),
+                        owner,
+                    )
+                    .with_label("region has no `yield`"),
                 );
             }
             return;
@@ -428,9 +580,17 @@ impl Verifier<'_> {
         let last = *k.regions[region].insts.last().unwrap_or(&Inst::new(0));
         if yielded.len() != types.len() {
             self.push(
-                Diagnostic::error("E0104", format!("`yield` passes {} values, but {what} are {}", yielded.len(), types.len()), k.insts[last].span)
-                    .with_label("wrong number of values")
-                    .with_secondary(owner, "owner of this region"),
+                Diagnostic::error(
+                    "E0104",
+                    format!(
+                        "`yield` passes {} values, but {what} are {}",
+                        yielded.len(),
+                        types.len()
+                    ),
+                    k.insts[last].span,
+                )
+                .with_label("wrong number of values")
+                .with_secondary(owner, "owner of this region"),
             );
             return;
         }
@@ -446,17 +606,35 @@ impl Verifier<'_> {
         let target = self.module.target;
         if target.ptx < g.ptx {
             self.push(
-                Diagnostic::error("E0801", format!("{what} requires PTX ISA {} or newer", g.ptx), span)
-                    .with_label(format!("needs PTX ISA {}", g.ptx))
-                    .with_secondary(self.module.target_span, format!("the module targets PTX ISA {}", target.ptx))
-                    .with_help(format!("raise the module's version: `ptx {}`", g.ptx.max(target.sm.min_ptx()))),
+                Diagnostic::error(
+                    "E0801",
+                    format!("{what} requires PTX ISA {} or newer", g.ptx),
+                    span,
+                )
+                .with_label(format!("needs PTX ISA {}", g.ptx))
+                .with_secondary(
+                    self.module.target_span,
+                    format!("the module targets PTX ISA {}", target.ptx),
+                )
+                .with_help(format!(
+                    "raise the module's version: `ptx {}`",
+                    g.ptx.max(target.sm.min_ptx())
+                )),
             );
         }
         if target.sm.number < g.sm {
             self.push(
-                Diagnostic::error("E0802", format!("{what} requires sm_{} or higher", g.sm), span)
-                    .with_label(format!("needs sm_{}", g.sm))
-                    .with_secondary(self.module.target_span, format!("the module targets {}", target.sm)),
+                Diagnostic::error(
+                    "E0802",
+                    format!("{what} requires sm_{} or higher", g.sm),
+                    span,
+                )
+                .with_label(format!("needs sm_{}", g.sm))
+                .with_secondary(
+                    self.module.target_span,
+                    format!("the module targets {}", target.sm),
+                )
+                .with_help(format!("target sm_{} or newer", g.sm)),
             );
         }
     }
@@ -484,7 +662,11 @@ impl Verifier<'_> {
         };
         let data = &self.k.insts[inst];
         let what = format!("`{}`", p.family);
-        self.gate(variant.gate, data.op_span, &format!("{what} ({})", variant.form));
+        self.gate(
+            variant.gate,
+            data.op_span,
+            &format!("{what} ({})", variant.form),
+        );
         for &(q, g) in variant.qual_gates {
             if p.has(q) {
                 let span = self.qual_span(inst, q);
@@ -498,7 +680,12 @@ impl Verifier<'_> {
                 return;
             }
         };
-        let operand = |name: &str| variant.operand(name).and_then(|i| binding.one(i)).map(|i| data.args[i]);
+        let operand = |name: &str| {
+            variant
+                .operand(name)
+                .and_then(|i| binding.one(i))
+                .map(|i| data.args[i])
+        };
         for (pos, spec) in variant.operands.iter().enumerate() {
             match &binding.slots[pos] {
                 OperandSlot::Absent => {}
@@ -517,10 +704,12 @@ impl Verifier<'_> {
             }
         }
         if let Some(g) = variant.remote_gate {
-            let remote = data
-                .args
-                .iter()
-                .find(|a| matches!(self.k.arg_ty(**a), Some(Type::Phase(Space::Cluster) | Type::Mbarrier(Space::Cluster))));
+            let remote = data.args.iter().find(|a| {
+                matches!(
+                    self.k.arg_ty(**a),
+                    Some(Type::Phase(Space::Cluster) | Type::Mbarrier(Space::Cluster))
+                )
+            });
             if let Some(a) = remote {
                 self.gate(g, a.span, &format!("{what} on a peer CTA's mbarrier"));
             }
@@ -534,7 +723,13 @@ impl Verifier<'_> {
             Family::Copy => {
                 if let (Some(op), Some(ty)) = (p.qual(Role::RedOp), p.qual(Role::Type)) {
                     if !spec::reduction_allowed(Family::Copy, Space::Global, op, ty) {
-                        self.reduction_error(inst, Family::CpReduceAsyncBulk, Space::Global, op, ty);
+                        self.reduction_error(
+                            inst,
+                            Family::CpReduceAsyncBulk,
+                            Space::Global,
+                            op,
+                            ty,
+                        );
                     }
                 }
             }
@@ -558,8 +753,12 @@ impl Verifier<'_> {
                     if let Some(i) = self.k.const_int(a) {
                         if i < 0 {
                             self.push(
-                                Diagnostic::error("E0704", "a phase index counts completed phases: it cannot be negative", a.span)
-                                    .with_label("negative"),
+                                Diagnostic::error(
+                                    "E0704",
+                                    "a phase index counts completed phases: it cannot be negative",
+                                    a.span,
+                                )
+                                .with_label("negative"),
                             );
                         }
                     }
@@ -572,13 +771,27 @@ impl Verifier<'_> {
         let mbarrier_family = p.family.mnemonic().starts_with("mbarrier.");
         if mbarrier_family && has_sem != has_scope {
             self.push(
-                Diagnostic::error("E0703", "`.sem` and `.scope` are written together on mbarrier instructions", data.op_span)
-                    .with_label(if has_sem { "`.sem` without `.scope`" } else { "`.scope` without `.sem`" })
-                    .with_help("write both (e.g. `.release.cluster`) or neither (`.release.cta` is the default)"),
+                Diagnostic::error(
+                    "E0703",
+                    "`.sem` and `.scope` are written together on mbarrier instructions",
+                    data.op_span,
+                )
+                .with_label(if has_sem {
+                    "`.sem` without `.scope`"
+                } else {
+                    "`.scope` without `.sem`"
+                })
+                .with_help(sem_scope_help(p)),
             );
         }
-        let is_arrive = matches!(p.family, Family::MbarrierArrive | Family::MbarrierArriveExpectTx | Family::MbarrierExpectTx);
-        let remote_phase = data.args.first().filter(|a| self.k.arg_ty(**a) == Some(Type::Phase(Space::Cluster)));
+        let is_arrive = matches!(
+            p.family,
+            Family::MbarrierArrive | Family::MbarrierArriveExpectTx | Family::MbarrierExpectTx
+        );
+        let remote_phase = data
+            .args
+            .first()
+            .filter(|a| self.k.arg_ty(**a) == Some(Type::Phase(Space::Cluster)));
         if let (true, Some(a)) = (is_arrive, remote_phase) {
             if p.qual(Role::Scope) != Some(Qual::Cluster) {
                 self.push(
@@ -592,34 +805,61 @@ impl Verifier<'_> {
         }
     }
 
-    fn no_variant(&mut self, inst: Inst, p: &PtxOp, failures: &[(&'static Variant, spec::MatchFailure)]) {
+    fn no_variant(
+        &mut self,
+        inst: Inst,
+        p: &PtxOp,
+        failures: &[(&'static Variant, spec::MatchFailure)],
+    ) {
         let data = &self.k.insts[inst];
-        let forms: Vec<String> = failures.iter().map(|(v, _)| format!("  {}   ({})", v.describe_syntax(), v.form)).collect();
+        let forms: Vec<String> = failures
+            .iter()
+            .map(|(v, _)| format!("  {}   ({})", v.describe_syntax(), v.form))
+            .collect();
         // The variant that got furthest explains the mistake best.
         let best = failures.iter().max_by_key(|(_, f)| f.matched);
-        let mut d = Diagnostic::error("E0400", format!("no form of `{}` has these qualifiers", p.family), data.op_span);
+        let mut d = Diagnostic::error(
+            "E0400",
+            format!("no form of `{}` has these qualifiers", p.family),
+            data.op_span,
+        );
         if let Some((v, f)) = best {
             if let Some(&q) = p.quals.get(f.matched) {
                 let elsewhere: Vec<&str> = p
                     .family
                     .variants()
-                    .filter(|o| o.match_quals(&p.quals).is_err() && o.syntax.iter().any(|s| s.options.contains(&q)))
+                    .filter(|o| {
+                        o.match_quals(&p.quals).is_err()
+                            && o.syntax.iter().any(|s| s.options.contains(&q))
+                    })
                     .map(|o| o.form)
                     .collect();
                 let span = self.qual_span(inst, q);
-                let label = if !elsewhere.is_empty() && !v.syntax.iter().any(|s| s.options.contains(&q)) {
-                    format!("`{q}` is only allowed on the {} form", elsewhere.join(", "))
-                } else {
-                    format!("`{q}` is not expected here")
-                };
+                let label =
+                    if !elsewhere.is_empty() && !v.syntax.iter().any(|s| s.options.contains(&q)) {
+                        format!(
+                            "`{q}` is only allowed on the {} form{}",
+                            elsewhere.join(", "),
+                            if elsewhere.len() == 1 { "" } else { "s" }
+                        )
+                    } else {
+                        format!("`{q}` is not expected here")
+                    };
                 d.span = span;
                 d = d.with_label(label);
             } else if let Some(slot) = f.expected_slot {
-                let alts: Vec<String> = v.syntax[slot].options.iter().map(|q| q.to_string()).collect();
+                let alts: Vec<String> = v.syntax[slot]
+                    .options
+                    .iter()
+                    .map(|q| q.to_string())
+                    .collect();
                 d = d.with_label(format!("missing {}", alts.join(" or ")));
             }
         }
         d = d.with_help(format!("the forms are:\n{}", forms.join("\n")));
+        if p.has(Qual::L2CacheHint) && p.family == Family::CpAsyncBulk {
+            d = d.with_note("READINGS.md #9: `.L2::cache_hint` needs `.global` as the source or the destination");
+        }
         self.push(d);
     }
 
@@ -640,19 +880,38 @@ impl Verifier<'_> {
             }
             ArityError::Extra { first_extra, .. } => {
                 let a = data.args[first_extra];
-                let hint = if variant.operands.iter().any(|o| matches!(o.presence, spec::Presence::If(_))) {
+                let hint = if variant
+                    .operands
+                    .iter()
+                    .any(|o| matches!(o.presence, spec::Presence::If(_)))
+                {
                     " (an operand such as a cache policy or mask needs its qualifier)"
                 } else {
                     ""
                 };
-                Diagnostic::error("E0101", format!("unexpected operand{hint}"), a.span.to(data.args.last().map_or(a.span, |l| l.span)))
-                    .with_label("not an operand of this form")
+                Diagnostic::error(
+                    "E0101",
+                    format!("unexpected operand{hint}"),
+                    a.span.to(data.args.last().map_or(a.span, |l| l.span)),
+                )
+                .with_label("not an operand of this form")
             }
         };
-        self.push(d.with_help(format!("operands of {}: {}", variant.describe_syntax(), names.join(", "))));
+        self.push(d.with_help(format!(
+            "operands of {}: {}",
+            variant.describe_syntax(),
+            names.join(", ")
+        )));
     }
 
-    fn operand_kind(&mut self, inst: Inst, variant: &Variant, kind: OperandKind, a: Arg, name: &str) {
+    fn operand_kind(
+        &mut self,
+        inst: Inst,
+        variant: &Variant,
+        kind: OperandKind,
+        a: Arg,
+        name: &str,
+    ) {
         let k = self.k;
         let ty = k.arg_ty(a);
         let imm = a.imm();
@@ -660,12 +919,21 @@ impl Verifier<'_> {
             OperandKind::Addr(sp) => matches!(ty, Some(Type::Ptr(s)) if sp.contains(s)),
             OperandKind::Mbarrier(sp) => matches!(ty, Some(Type::Mbarrier(s)) if sp.contains(s)),
             OperandKind::Phase(sp) => matches!(ty, Some(Type::Phase(s)) if sp.contains(s)),
-            OperandKind::Mappable => matches!(ty, Some(Type::Ptr(Space::Shared) | Type::Mbarrier(Space::Shared))),
-            OperandKind::U32 => ty == Some(Type::I32) || imm.is_some_and(|i| (0..=i64::from(u32::MAX)).contains(&i)),
+            OperandKind::Mappable => matches!(
+                ty,
+                Some(Type::Ptr(Space::Shared) | Type::Mbarrier(Space::Shared))
+            ),
+            OperandKind::U32 => {
+                ty == Some(Type::I32) || imm.is_some_and(|i| (0..=i64::from(u32::MAX)).contains(&i))
+            }
             OperandKind::ImmU32 => imm.is_some_and(|i| (0..=i64::from(u32::MAX)).contains(&i)),
-            OperandKind::Mask16 => ty == Some(Type::I32) || imm.is_some_and(|i| (0..=0xffff).contains(&i)),
+            OperandKind::Mask16 => {
+                ty == Some(Type::I32) || imm.is_some_and(|i| (0..=0xffff).contains(&i))
+            }
             OperandKind::CachePolicy => ty == Some(Type::I64),
-            OperandKind::SrcSizeOrIgnore => ty == Some(Type::I32) || ty == Some(Type::I1) || imm.is_some_and(|i| i >= 0),
+            OperandKind::SrcSizeOrIgnore => {
+                ty == Some(Type::I32) || ty == Some(Type::I1) || imm.is_some_and(|i| i >= 0)
+            }
             OperandKind::RedValue => {
                 let bytes = match &k.insts[inst].op {
                     Op::Ptx(p) => p.qual(Role::Type).map_or(4, spec::type_bytes),
@@ -685,13 +953,19 @@ impl Verifier<'_> {
         };
         if ok {
             if kind == OperandKind::SrcSizeOrIgnore && ty == Some(Type::I1) {
-                self.gate(spec::IGNORE_SRC_GATE, a.span, "the `ignore-src` predicate of `cp.async`");
+                self.gate(
+                    spec::IGNORE_SRC_GATE,
+                    a.span,
+                    "the `ignore-src` predicate of `cp.async`",
+                );
             }
             return;
         }
         // The destination-in-another-CTA rules get their own code and help.
-        let own_cta_ptr = ty == Some(Type::Ptr(Space::Shared)) && kind == OperandKind::Addr(spec::Spaces::CLUSTER);
-        let own_cta_phase = ty == Some(Type::Phase(Space::Shared)) && kind == OperandKind::Phase(spec::Spaces::CLUSTER);
+        let own_cta_ptr = ty == Some(Type::Ptr(Space::Shared))
+            && kind == OperandKind::Addr(spec::Spaces::CLUSTER);
+        let own_cta_phase = ty == Some(Type::Phase(Space::Shared))
+            && kind == OperandKind::Phase(spec::Spaces::CLUSTER);
         if own_cta_ptr || own_cta_phase {
             let reading = if variant.family == Family::RedAsync {
                 "red-async.md: the destination and mbarrier belong to a CTA other than the executing one"
@@ -699,17 +973,35 @@ impl Verifier<'_> {
                 "READINGS.md #13: the destination has to be in the shared memory of a different CTA"
             };
             self.push(
-                Diagnostic::error("E0403", format!("`{name}` must be in another CTA of the cluster"), a.span)
-                    .with_label("this is the executing CTA's own shared memory")
-                    .with_help("map the address to a peer CTA with `mapa`")
-                    .with_note(reading),
+                Diagnostic::error(
+                    "E0403",
+                    format!("`{name}` must be in another CTA of the cluster"),
+                    a.span,
+                )
+                .with_label("this is the executing CTA's own shared memory")
+                .with_help("map the address to a peer CTA with `mapa`")
+                .with_note(reading),
             );
             return;
         }
-        if imm.is_some() && matches!(kind, OperandKind::U32 | OperandKind::ImmU32 | OperandKind::Mask16 | OperandKind::WaitTarget | OperandKind::SrcSizeOrIgnore) {
-            let range = if kind == OperandKind::Mask16 { "0..=65535" } else { "0..=4294967295" };
+        if imm.is_some()
+            && matches!(
+                kind,
+                OperandKind::U32
+                    | OperandKind::ImmU32
+                    | OperandKind::Mask16
+                    | OperandKind::WaitTarget
+                    | OperandKind::SrcSizeOrIgnore
+            )
+        {
+            let range = if kind == OperandKind::Mask16 {
+                "0..=65535"
+            } else {
+                "0..=4294967295"
+            };
             self.push(
-                Diagnostic::error("E0103", format!("`{name}` immediate out of range"), a.span).with_label(format!("must be in {range}")),
+                Diagnostic::error("E0103", format!("`{name}` immediate out of range"), a.span)
+                    .with_label(format!("must be in {range}")),
             );
             return;
         }
@@ -731,6 +1023,13 @@ impl Verifier<'_> {
             },
         };
         self.type_error(a, &format!("{expected} for `{name}`"));
+        if let (OperandKind::Phase(_), Some(Type::Mbarrier(_))) = (kind, ty) {
+            if let Some(d) = self.diags.last_mut() {
+                d.help = Some(
+                    "name the phase: `%ph = mbarrier.phase %bar, N` (its parity is N & 1)".into(),
+                );
+            }
+        }
     }
 
     fn count_range(&mut self, a: Arg, min: i64, code: &'static str, what: &str) {
@@ -740,13 +1039,18 @@ impl Verifier<'_> {
                 self.push(
                     Diagnostic::error(code, format!("{what} {c} is out of range"), a.span)
                         .with_label(format!("must be in [{min}, {MAX}]"))
-                        .with_note("mbarrier-fences-cluster.md §1: counts are limited to 2^20-1"),
+                        .with_note(format!(
+                            "mbarrier-fences-cluster.md §1: the valid range is [{min}, 2^20-1]"
+                        )),
                 );
             }
         }
     }
 
-    fn alignment(&mut self, a: Arg, need: u64, what: &str) {
+    /// Checks that `a` is `need`-aligned: `code` (E0304 for `cp.async`,
+    /// E0402 for bulk operations) when a misalignment is provable, W0301
+    /// when alignment cannot be proven either way.
+    fn alignment(&mut self, a: Arg, need: u64, what: &str, code: &'static str) {
         let k = self.k;
         let known = self.facts.align(a);
         if known >= need {
@@ -756,7 +1060,7 @@ impl Verifier<'_> {
         // from a base whose alignment is known to be at least `need`.
         if let Some(offset) = provable_offset(k, a, need, &self.facts) {
             self.push(
-                Diagnostic::error("E0304", format!("{what} must be {need}-byte aligned"), a.span)
+                Diagnostic::error(code, format!("{what} must be {need}-byte aligned"), a.span)
                     .with_label(format!("offset {offset} from a {need}-byte aligned base"))
                     .with_help(format!("use an offset that is a multiple of {need}")),
             );
@@ -770,23 +1074,33 @@ impl Verifier<'_> {
     }
 
     fn cp_async(&mut self, inst: Inst, p: &PtxOp, operand: &dyn Fn(&str) -> Option<Arg>) {
-        let Some(size_arg) = operand("cp-size") else { return };
+        let Some(size_arg) = operand("cp-size") else {
+            return;
+        };
         let Some(size) = size_arg.imm() else { return };
         if ![4, 8, 16].contains(&size) {
             self.push(
-                Diagnostic::error("E0301", format!("cp-size {size} is not 4, 8 or 16"), size_arg.span)
-                    .with_label("invalid cp-size")
-                    .with_help("split the copy into 16-, 8- and 4-byte `cp.async`s"),
+                Diagnostic::error(
+                    "E0301",
+                    format!("cp-size {size} is not 4, 8 or 16"),
+                    size_arg.span,
+                )
+                .with_label("invalid cp-size")
+                .with_help("split the copy into 16-, 8- and 4-byte `cp.async`s"),
             );
             return;
         }
         if p.has(Qual::Cg) && size != 16 {
             let cg = self.qual_span(inst, Qual::Cg);
             self.push(
-                Diagnostic::error("E0302", format!("`cp.async.cg` copies 16 bytes, not {size}"), size_arg.span)
-                    .with_label("must be 16")
-                    .with_secondary(cg, "`.cg` caches at L2 only and requires cp-size 16")
-                    .with_help("use `.ca` for 4- and 8-byte copies"),
+                Diagnostic::error(
+                    "E0302",
+                    format!("`cp.async.cg` copies 16 bytes, not {size}"),
+                    size_arg.span,
+                )
+                .with_label("must be 16")
+                .with_secondary(cg, "`.cg` caches at L2 only and requires cp-size 16")
+                .with_help("use `.ca` for 4- and 8-byte copies"),
             );
         }
         if let Some(src_size) = operand("src-size") {
@@ -805,19 +1119,30 @@ impl Verifier<'_> {
         }
         for name in ["dst", "src"] {
             if let Some(a) = operand(name) {
-                self.alignment(a, size as u64, &format!("`{name}` of a {size}-byte `cp.async`"));
+                self.alignment(
+                    a,
+                    size as u64,
+                    &format!("`{name}` of a {size}-byte `cp.async`"),
+                    "E0304",
+                );
             }
         }
     }
 
-    fn bulk(&mut self, inst: Inst, p: &PtxOp, variant: &Variant, operand: &dyn Fn(&str) -> Option<Arg>) {
+    fn bulk(
+        &mut self,
+        inst: Inst,
+        p: &PtxOp,
+        variant: &Variant,
+        operand: &dyn Fn(&str) -> Option<Arg>,
+    ) {
         let k = self.k;
         if let Some(size) = operand("size") {
             match k.const_int(size) {
                 Some(s) if s % 16 != 0 => self.push(
                     Diagnostic::error("E0401", format!("bulk size {s} is not a multiple of 16"), size.span)
                         .with_label("undefined behaviour")
-                        .with_help(format!("round to {} bytes, or copy the tail with `cp.async`", s - s.rem_euclid(16)))
+                        .with_help(bulk_size_help(s))
                         .with_note(format!("{}: `size` must be a multiple of 16", variant.source)),
                 ),
                 Some(_) => {}
@@ -831,21 +1156,30 @@ impl Verifier<'_> {
         }
         for name in ["dstMem", "srcMem"] {
             if let Some(a) = operand(name) {
-                self.alignment(a, 16, &format!("`{name}` of `{}`", p.family));
+                self.alignment(a, 16, &format!("`{name}` of `{}`", p.family), "E0402");
             }
         }
         if p.has(Qual::MulticastCluster) {
             let span = self.qual_span(inst, Qual::MulticastCluster);
             if !self.module.target.sm.multicast_advised() {
                 self.push(
-                    Diagnostic::warning("W0403", format!("`.multicast::cluster` may be slow on {}", self.module.target.sm), span)
-                        .with_label("advised only for sm_90a, sm_100a and similar targets")
-                        .with_help("target sm_90a (or sm_100a) for multicast copies")
-                        .with_note("READINGS.md #10: advice, not a legality rule"),
+                    Diagnostic::warning(
+                        "W0403",
+                        format!(
+                            "`.multicast::cluster` may be slow on {}",
+                            self.module.target.sm
+                        ),
+                        span,
+                    )
+                    .with_label("advised only for sm_90a, sm_100a and similar targets")
+                    .with_help("target sm_90a (or sm_100a) for multicast copies")
+                    .with_note("READINGS.md #10: advice, not a legality rule"),
                 );
             }
             if let Some(mask) = operand("ctaMask") {
-                let size: u32 = k.cluster.map_or(1, |[x, y, z]| x.saturating_mul(y).saturating_mul(z));
+                let size: u32 = k
+                    .cluster
+                    .map_or(1, |[x, y, z]| x.saturating_mul(y).saturating_mul(z));
                 if let Some(m) = k.const_int(mask) {
                     if size < 16 && (m >> size) != 0 {
                         let rank = 63 - (m >> size).leading_zeros() + size;
@@ -853,6 +1187,7 @@ impl Verifier<'_> {
                             Diagnostic::error("E0404", format!("multicast mask names CTA rank {rank}, but the cluster has {size} CTA{}", if size == 1 { "" } else { "s" }), mask.span)
                                 .with_label(format!("mask {m:#x}"))
                                 .with_secondary(if k.cluster_span == Span::DUMMY { k.span } else { k.cluster_span }, "cluster shape")
+                                .with_help(format!("the ranks are 0..={}: use a mask of at most {:#x}", size - 1, (1u64 << size) - 1))
                                 .with_note("READINGS.md #4: bit i selects the CTA with %cluster_ctarank i"),
                         );
                     }
@@ -876,14 +1211,14 @@ impl Verifier<'_> {
                         Diagnostic::error("E0502", format!("`.add{ty}` requires `.noftz`"), span)
                             .with_label("missing `.noftz`")
                             .with_help(format!("write `.add.noftz{ty}`"))
-                            .with_note("READINGS.md #7"),
+                            .with_note("READINGS.md #7: `.add.f16` and `.add.bf16` require `.noftz`; it is allowed nowhere else"),
                     );
                 } else if p.has(Qual::Noftz) && !needs_noftz {
                     let span = self.qual_span(inst, Qual::Noftz);
                     self.push(
                         Diagnostic::error("E0502", format!("`.noftz` is only allowed on `.add.f16` and `.add.bf16`, not `{op}{ty}`"), span)
                             .with_label("remove this")
-                            .with_note("READINGS.md #7"),
+                            .with_note("READINGS.md #7: `.add.f16` and `.add.bf16` require `.noftz`; it is allowed nowhere else"),
                     );
                 }
             }
@@ -892,22 +1227,65 @@ impl Verifier<'_> {
 
     fn reduction_error(&mut self, inst: Inst, family: Family, dst: Space, op: Qual, ty: Qual) {
         let span = self.qual_span(inst, ty);
-        let allowed: Vec<String> = spec::reduction_types(family, dst, op).iter().map(|q| q.to_string()).collect();
+        let allowed: Vec<String> = spec::reduction_types(family, dst, op)
+            .iter()
+            .map(|q| q.to_string())
+            .collect();
         let help = if allowed.is_empty() {
-            format!("`{op}` is not a reduction of this form")
+            let ops: Vec<String> = [
+                Qual::Add,
+                Qual::Inc,
+                Qual::Dec,
+                Qual::Min,
+                Qual::Max,
+                Qual::And,
+                Qual::Or,
+                Qual::Xor,
+            ]
+            .iter()
+            .filter(|&&o| !spec::reduction_types(family, dst, o).is_empty())
+            .map(|o| format!("`{o}`"))
+            .collect();
+            format!(
+                "`{op}` is not a reduction into `{}`; this form takes {}",
+                dst.ptx(),
+                ops.join(" ")
+            )
         } else {
-            format!("`{op}` with a {} destination takes: {}", dst.ptx(), allowed.join(" "))
+            format!("`{op}` into `{}` takes: {}", dst.ptx(), allowed.join(" "))
+        };
+        let note = if family == Family::RedAsync {
+            "red-async.md: each op's syntax block lists the types it takes"
+        } else {
+            "READINGS.md #6: the op x type table per destination is the rule"
         };
         self.push(
-            Diagnostic::error("E0501", format!("`{family}` cannot reduce `{op}` on `{ty}` into {}", dst.ptx()), span)
-                .with_label("not in the op x type table")
-                .with_help(help)
-                .with_note("READINGS.md #6: the op x type table per destination is the rule"),
+            Diagnostic::error(
+                "E0501",
+                format!(
+                    "`{family}` cannot reduce `{op}` on `{ty}` into `{}`",
+                    dst.ptx()
+                ),
+                span,
+            )
+            .with_label("not in the op x type table")
+            .with_help(help)
+            .with_note(note),
         );
     }
 
-    fn red_async(&mut self, inst: Inst, p: &PtxOp, variant: &Variant, operand: &dyn Fn(&str) -> Option<Arg>) {
-        let dst = if variant.completion == Completion::Mbarrier { Space::Cluster } else { Space::Global };
+    fn red_async(
+        &mut self,
+        inst: Inst,
+        p: &PtxOp,
+        variant: &Variant,
+        operand: &dyn Fn(&str) -> Option<Arg>,
+    ) {
+        let dst = if variant.completion == Completion::Mbarrier {
+            Space::Cluster
+        } else {
+            Space::Global
+        };
         if let (Some(op), Some(ty)) = (p.qual(Role::RedOp), p.qual(Role::Type)) {
             if !spec::reduction_allowed(Family::RedAsync, dst, op, ty) {
                 self.reduction_error(inst, Family::RedAsync, dst, op, ty);
@@ -927,6 +1305,34 @@ impl Verifier<'_> {
     }
 }
 
+/// How to write `.sem` and `.scope` together on an mbarrier instruction.
+fn sem_scope_help(p: &PtxOp) -> String {
+    let default_sem = match p.family {
+        Family::MbarrierTestWaitParity | Family::MbarrierTryWaitParity | Family::MbarrierWait => {
+            "acquire"
+        }
+        Family::MbarrierExpectTx => "relaxed",
+        _ => "release",
+    };
+    let sem = p.qual(Role::Sem).map_or(default_sem, |q| q.spelling());
+    if p.family == Family::MbarrierExpectTx {
+        format!("write both (`.{sem}.cta` or `.{sem}.cluster`) or neither")
+    } else {
+        format!("write both (`.{sem}.cta` or `.{sem}.cluster`) or neither (`.{default_sem}.cta` is the default)")
+    }
+}
+
+/// How to fix a bulk size `s` that is not a multiple of 16.
+fn bulk_size_help(s: i64) -> String {
+    let down = s - s.rem_euclid(16);
+    let up = down + 16;
+    if down > 0 {
+        format!("use a multiple of 16: {down}, or {up} with the buffers padded")
+    } else {
+        format!("use a multiple of 16: {up}, with the buffers padded")
+    }
+}
+
 /// When `a` is `base + c` (through `ptr.add` with constant offsets) and
 /// `base` is known `need`-aligned, returns the total offset if it breaks the
 /// alignment.
@@ -937,11 +1343,14 @@ fn provable_offset(k: &Kernel, a: Arg, need: u64, facts: &Facts) -> Option<i64> 
         let v = cur.value()?;
         let inst = k.def_inst(v);
         match inst.map(|i| &k.insts[i]) {
-            Some(d) if d.op == Op::PtrAdd && d.args.len() == 2 => {
-                let off = k.const_int(d.args[1])?;
-                total = total.checked_add(off)?;
+            Some(d)
+                if d.op == Op::PtrAdd && d.args.len() == 2 && k.const_int(d.args[1]).is_some() =>
+            {
+                total = total.checked_add(k.const_int(d.args[1])?)?;
                 cur = d.args[0];
             }
+            // Anything else, a `ptr.add` of a symbolic offset included, is the
+            // base: its known alignment already accounts for that offset.
             _ => {
                 let base_ok = facts.align(cur) >= need;
                 return (base_ok && total.rem_euclid(need as i64) != 0).then_some(total);
@@ -1001,6 +1410,10 @@ impl<'a> GroupChecker<'a> {
                     self.region(data.regions[1], &mut else_s);
                     if then_s != else_s {
                         self.diverge(inst, &then_s, &else_s, "E0204", "the branches of this `if` leave different async operations uncommitted", "then", "else");
+                        // Go on with what is pending on both paths, so that
+                        // later commits do not repeat this error.
+                        then_s.non_bulk.retain(|v| else_s.non_bulk.contains(v));
+                        then_s.bulk.retain(|v| else_s.bulk.contains(v));
                     }
                     *state = then_s;
                 }
@@ -1008,7 +1421,15 @@ impl<'a> GroupChecker<'a> {
                     let mut body_s = state.clone();
                     self.region(data.regions[0], &mut body_s);
                     if body_s != *state {
-                        self.diverge(inst, &body_s, state, "E0205", "this loop's body changes which async operations are uncommitted", "after an iteration", "before it");
+                        self.diverge(
+                            inst,
+                            &body_s,
+                            state,
+                            "E0205",
+                            "this loop's body changes which async operations are uncommitted",
+                            "after an iteration",
+                            "before it",
+                        );
                     }
                 }
                 _ => {}
@@ -1016,10 +1437,21 @@ impl<'a> GroupChecker<'a> {
         }
     }
 
-    fn diverge(&mut self, inst: Inst, a: &Pending, b: &Pending, code: &'static str, msg: &str, a_name: &str, b_name: &str) {
+    #[allow(clippy::too_many_arguments)]
+    fn diverge(
+        &mut self,
+        inst: Inst,
+        a: &Pending,
+        b: &Pending,
+        code: &'static str,
+        msg: &str,
+        a_name: &str,
+        b_name: &str,
+    ) {
         let k = self.k;
-        let mut d = Diagnostic::error(code, msg, k.insts[inst].op_span)
-            .with_label("a `commit_group` after this would capture different operations on different paths");
+        let mut d = Diagnostic::error(code, msg, k.insts[inst].op_span).with_label(
+            "a `commit_group` after this would capture different operations on different paths",
+        );
         let mut mention = |v: Value, side: &str| {
             let span = k.def_inst(v).map_or(k.values[v].span, |i| k.insts[i].span);
             d.secondary.push(crate::diag::SecondaryLabel {
@@ -1049,13 +1481,23 @@ impl<'a> GroupChecker<'a> {
             Family::CpAsyncCommitGroup | Family::CpAsyncBulkCommitGroup => {
                 let bulk = p.family == Family::CpAsyncBulkCommitGroup;
                 let mut listed = Vec::new();
+                // Tokens of the other kind, reported as E0201: they stay out of
+                // both pending sets so the mistake is reported once.
+                let mut mixed = Vec::new();
                 for a in &data.args {
-                    let Some(t) = a.value().filter(|v| k.ty(*v) == Type::Token) else { continue };
-                    listed.push(t);
-                    let want = if bulk { Completion::BulkGroup } else { Completion::AsyncGroup };
+                    let Some(t) = a.value().filter(|v| k.ty(*v) == Type::Token) else {
+                        continue;
+                    };
+                    listed.push((*a, t));
+                    let want = if bulk {
+                        Completion::BulkGroup
+                    } else {
+                        Completion::AsyncGroup
+                    };
                     match self.completion_of(t) {
                         Some(c) if c == want => {}
                         Some(c @ (Completion::AsyncGroup | Completion::BulkGroup)) => {
+                            mixed.push(t);
                             let (this, other) = if c == Completion::BulkGroup {
                                 ("a bulk", "non-bulk")
                             } else {
@@ -1070,40 +1512,80 @@ impl<'a> GroupChecker<'a> {
                                     .with_note("async-copy-overview: separate async-groups for bulk and non-bulk operations"),
                             );
                         }
+                        // An instruction with no matching form: E0400 says so.
+                        None if k
+                            .def_inst(t)
+                            .is_some_and(|i| matches!(k.insts[i].op, Op::Ptx(_))) => {}
                         _ => {
                             let def = k.def_inst(t).map_or(a.span, |i| k.insts[i].span);
                             self.diags.push(
-                                Diagnostic::error("E0203", "this operation is not tracked by an async-group", a.span)
-                                    .with_label("cannot be committed")
-                                    .with_secondary(def, "it completes through an mbarrier phase (or not at all)")
-                                    .with_help("wait for its mbarrier phase instead"),
+                                Diagnostic::error(
+                                    "E0203",
+                                    "this operation is not tracked by an async-group",
+                                    a.span,
+                                )
+                                .with_label("cannot be committed")
+                                .with_secondary(
+                                    def,
+                                    "it completes through an mbarrier phase (or not at all)",
+                                )
+                                .with_help("wait for its mbarrier phase instead"),
                             );
                         }
                     }
                 }
-                let pending = if bulk { &mut state.bulk } else { &mut state.non_bulk };
+                state.non_bulk.retain(|t| !mixed.contains(t));
+                state.bulk.retain(|t| !mixed.contains(t));
+                let pending = if bulk {
+                    &mut state.bulk
+                } else {
+                    &mut state.non_bulk
+                };
                 for &t in pending.iter() {
-                    if !listed.contains(&t) {
+                    if !listed.iter().any(|(_, l)| *l == t) {
                         let def = k.def_inst(t).map_or(k.values[t].span, |i| k.insts[i].span);
                         self.diags.push(
-                            Diagnostic::error("E0202", format!("`{}` captures {} but does not list it", p.family, k.value_name(t)), data.op_span)
-                                .with_label("PTX commits every uncommitted operation issued before it")
-                                .with_secondary(def, "uncommitted operation issued here")
-                                .with_help(format!("add {} to the operands", k.value_name(t))),
+                            Diagnostic::error(
+                                "E0202",
+                                format!(
+                                    "`{}` captures {} but does not list it",
+                                    p.family,
+                                    k.value_name(t)
+                                ),
+                                data.op_span,
+                            )
+                            .with_label("PTX commits every uncommitted operation issued before it")
+                            .with_secondary(def, "uncommitted operation issued here")
+                            .with_help(format!("add {} to the operands", k.value_name(t))),
                         );
                     }
                 }
-                for (a, &t) in data.args.iter().zip(&listed) {
-                    let want = if bulk { Completion::BulkGroup } else { Completion::AsyncGroup };
+                for &(a, t) in &listed {
+                    let want = if bulk {
+                        Completion::BulkGroup
+                    } else {
+                        Completion::AsyncGroup
+                    };
                     if pending.contains(&t) || self.completion_of(t) != Some(want) {
                         continue;
                     }
-                    let mut d = Diagnostic::error("E0202", format!("{} is not uncommitted at this point", k.value_name(t)), a.span)
-                        .with_label("PTX would not capture it here");
-                    if let Some(prev) = self.committed_by.get(&t) {
-                        d = d.with_secondary(k.insts[*prev].span, "already committed here");
-                    }
-                    self.diags.push(d.with_help("an operation belongs to exactly one group: list it in one commit"));
+                    let mut d = match self.committed_by.get(&t) {
+                        Some(prev) => Diagnostic::error(
+                            "E0202",
+                            format!("{} is already committed", k.value_name(t)),
+                            a.span,
+                        )
+                        .with_secondary(k.insts[*prev].span, "already committed here"),
+                        None => Diagnostic::error(
+                            "E0202",
+                            format!("{} is not uncommitted at this point", k.value_name(t)),
+                            a.span,
+                        ),
+                    };
+                    d = d.with_label("PTX would not capture it here");
+                    self.diags.push(d.with_help(
+                        "an operation belongs to exactly one group: list it in one commit",
+                    ));
                 }
                 for t in pending.drain(..) {
                     self.committed_by.insert(t, inst);
