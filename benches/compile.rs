@@ -1,0 +1,47 @@
+//! Compile time per bundled example, split into cpflow's own work (verify,
+//! wait derivation, MLIR emission) and MLIR's pipeline (parse, conversion
+//! passes, PTX generation). Run: `cargo bench --bench compile`.
+
+use std::time::Duration;
+
+use cpflow::lowering::{compile, Mlir};
+
+const RUNS: u32 = 20;
+
+fn main() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let mut files: Vec<_> = std::fs::read_dir(&root)
+        .expect("examples/ exists")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "cpf"))
+        .collect();
+    files.sort();
+    let mlir = Mlir::new();
+    println!("{:<34} {:>12} {:>12} {:>10}", "example", "cpflow (us)", "MLIR (us)", "PTX lines");
+    for path in files {
+        let text = std::fs::read_to_string(&path).expect("readable");
+        let Ok(module) = cpflow::ir::parse(&text) else { continue };
+        let (mut ours, mut theirs) = (Duration::ZERO, Duration::ZERO);
+        let mut lines = 0;
+        for _ in 0..RUNS {
+            match compile(&mlir, &module) {
+                Ok(c) => {
+                    ours += c.cpflow_time;
+                    theirs += c.mlir_time;
+                    lines = c.ptx.lines().count();
+                }
+                Err(_) => break,
+            }
+        }
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        if lines == 0 {
+            println!("{name:<34} {:>12} {:>12} {:>10}", "-", "-", "refused");
+            continue;
+        }
+        println!(
+            "{name:<34} {:>12.1} {:>12.1} {lines:>10}",
+            ours.as_secs_f64() * 1e6 / f64::from(RUNS),
+            theirs.as_secs_f64() * 1e6 / f64::from(RUNS)
+        );
+    }
+}
