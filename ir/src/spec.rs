@@ -393,6 +393,8 @@ pub enum OperandKind {
     U32,
     /// A 32-bit immediate (PTX requires a constant here).
     ImmU32,
+    /// A signed 32-bit integer: a value or an immediate.
+    I32,
     /// A 16-bit mask: an `i32` value or an immediate below 2^16.
     Mask16,
     /// A 64-bit cache policy value.
@@ -1172,7 +1174,7 @@ pub static VARIANTS: &[Variant] = &[
         syntax: &[],
         operands: &[
             operand("mbar", K::Mbarrier(Spaces::SHARED_OR_CLUSTER)),
-            operand("index", K::U32),
+            operand("index", K::I32),
         ],
         completion: Completion::Sync,
         gate: gate(7, 0, 80),

@@ -523,10 +523,11 @@ impl Verifier<'_> {
         for &a in &data.args[..3] {
             self.expect_scalar(a, Scalar::I32);
         }
-        if k.const_int(data.args[2]) == Some(0) {
+        if k.const_int(data.args[2]).is_some_and(|s| s <= 0) {
             self.push(
-                Diagnostic::error("E0103", "loop step must not be zero", data.args[2].span)
-                    .with_label("this loop would never end"),
+                Diagnostic::error("E0103", "loop step must be positive", data.args[2].span)
+                    .with_label("a loop counts up: `%k = lo, lo+step, ...` while `%k < hi`")
+                    .with_help("count up and compute the descending index from the induction variable"),
             );
         }
         let body = data.regions[0];
@@ -751,14 +752,17 @@ impl Verifier<'_> {
             Family::MbarrierPhase => {
                 if let Some(a) = operand("index") {
                     if let Some(i) = self.k.const_int(a) {
-                        if i < 0 {
+                        // READINGS.md #15: index -1 names the phase before
+                        // the first, complete from init (parity 1).
+                        if i < -1 {
                             self.push(
                                 Diagnostic::error(
                                     "E0704",
-                                    "a phase index counts completed phases: it cannot be negative",
+                                    format!("phase index {i} is before the barrier's first phase"),
                                     a.span,
                                 )
-                                .with_label("negative"),
+                                .with_label("phase indices start at -1")
+                                .with_note("READINGS.md #15: index -1 is the phase before the first, complete at init"),
                             );
                         }
                     }
@@ -926,6 +930,9 @@ impl Verifier<'_> {
             OperandKind::U32 => {
                 ty == Some(Type::I32) || imm.is_some_and(|i| (0..=i64::from(u32::MAX)).contains(&i))
             }
+            OperandKind::I32 => {
+                ty == Some(Type::I32) || imm.is_some_and(|i| i32::try_from(i).is_ok())
+            }
             OperandKind::ImmU32 => imm.is_some_and(|i| (0..=i64::from(u32::MAX)).contains(&i)),
             OperandKind::Mask16 => {
                 ty == Some(Type::I32) || imm.is_some_and(|i| (0..=0xffff).contains(&i))
@@ -989,15 +996,16 @@ impl Verifier<'_> {
                 kind,
                 OperandKind::U32
                     | OperandKind::ImmU32
+                    | OperandKind::I32
                     | OperandKind::Mask16
                     | OperandKind::WaitTarget
                     | OperandKind::SrcSizeOrIgnore
             )
         {
-            let range = if kind == OperandKind::Mask16 {
-                "0..=65535"
-            } else {
-                "0..=4294967295"
+            let range = match kind {
+                OperandKind::Mask16 => "0..=65535",
+                OperandKind::I32 => "-2147483648..=2147483647",
+                _ => "0..=4294967295",
             };
             self.push(
                 Diagnostic::error("E0103", format!("`{name}` immediate out of range"), a.span)
@@ -1010,7 +1018,7 @@ impl Verifier<'_> {
             OperandKind::Mbarrier(sp) => format!("an mbarrier in {}", sp.describe()),
             OperandKind::Phase(sp) => format!("an mbarrier phase in {}", sp.describe()),
             OperandKind::Mappable => "a shared pointer or mbarrier".to_string(),
-            OperandKind::U32 => "an `i32` or an immediate".to_string(),
+            OperandKind::U32 | OperandKind::I32 => "an `i32` or an immediate".to_string(),
             OperandKind::ImmU32 => "an immediate (PTX requires a constant here)".to_string(),
             OperandKind::Mask16 => "an `i32` mask or an immediate".to_string(),
             OperandKind::CachePolicy => "an `i64` cache policy".to_string(),
@@ -1370,10 +1378,35 @@ struct GroupChecker<'a> {
 }
 
 /// Uncommitted tokens: non-bulk (`cp.async`) and bulk-group ones, in issue order.
-#[derive(Clone, Default, PartialEq)]
+///
+/// Paths may disagree on what is uncommitted (a loop of `cp.async`s that
+/// complete through `cp.async.mbarrier.arrive` never commits them); that is
+/// an error only when a later commit would capture the path-dependent set,
+/// so the divergence is kept in `unsettled` and reported at that commit.
+#[derive(Clone, Default)]
 struct Pending {
     non_bulk: Vec<Value>,
     bulk: Vec<Value>,
+    /// Per kind (0 non-bulk, 1 bulk): the divergence a later commit would capture.
+    unsettled: [Option<Box<Diagnostic>>; 2],
+}
+
+impl Pending {
+    fn tokens(&self, kind: usize) -> &Vec<Value> {
+        if kind == 0 {
+            &self.non_bulk
+        } else {
+            &self.bulk
+        }
+    }
+
+    fn tokens_mut(&mut self, kind: usize) -> &mut Vec<Value> {
+        if kind == 0 {
+            &mut self.non_bulk
+        } else {
+            &mut self.bulk
+        }
+    }
 }
 
 impl<'a> GroupChecker<'a> {
@@ -1408,28 +1441,54 @@ impl<'a> GroupChecker<'a> {
                     self.region(data.regions[0], &mut then_s);
                     let mut else_s = state.clone();
                     self.region(data.regions[1], &mut else_s);
-                    if then_s != else_s {
-                        self.diverge(inst, &then_s, &else_s, "E0204", "the branches of this `if` leave different async operations uncommitted", "then", "else");
-                        // Go on with what is pending on both paths, so that
-                        // later commits do not repeat this error.
-                        then_s.non_bulk.retain(|v| else_s.non_bulk.contains(v));
-                        then_s.bulk.retain(|v| else_s.bulk.contains(v));
+                    for kind in 0..2 {
+                        let diverged = then_s.tokens(kind) != else_s.tokens(kind);
+                        let earlier = then_s.unsettled[kind].take().or_else(|| else_s.unsettled[kind].take());
+                        let d = if diverged {
+                            let d = self.divergence(
+                                inst,
+                                then_s.tokens(kind),
+                                else_s.tokens(kind),
+                                "E0204",
+                                "the branches of this `if` leave different async operations uncommitted",
+                                ("then", "else"),
+                            );
+                            // Go on with what is pending on both paths.
+                            let both: Vec<Value> =
+                                then_s.tokens(kind).iter().filter(|v| else_s.tokens(kind).contains(v)).copied().collect();
+                            *then_s.tokens_mut(kind) = both;
+                            Some(Box::new(d))
+                        } else {
+                            None
+                        };
+                        then_s.unsettled[kind] = earlier.or(d);
                     }
                     *state = then_s;
                 }
                 Op::For => {
                     let mut body_s = state.clone();
                     self.region(data.regions[0], &mut body_s);
-                    if body_s != *state {
-                        self.diverge(
-                            inst,
-                            &body_s,
-                            state,
-                            "E0205",
-                            "this loop's body changes which async operations are uncommitted",
-                            "after an iteration",
-                            "before it",
-                        );
+                    for kind in 0..2 {
+                        let earlier = body_s.unsettled[kind].take();
+                        if body_s.tokens(kind) != state.tokens(kind) {
+                            let d = self.divergence(
+                                inst,
+                                body_s.tokens(kind),
+                                state.tokens(kind),
+                                "E0205",
+                                "this loop's body changes which async operations are uncommitted",
+                                ("after an iteration", "before it"),
+                            );
+                            let both: Vec<Value> =
+                                state.tokens(kind).iter().filter(|v| body_s.tokens(kind).contains(v)).copied().collect();
+                            *state.tokens_mut(kind) = both;
+                            if state.unsettled[kind].is_none() {
+                                state.unsettled[kind] = Some(Box::new(d));
+                            }
+                        }
+                        if state.unsettled[kind].is_none() {
+                            state.unsettled[kind] = earlier;
+                        }
                     }
                 }
                 _ => {}
@@ -1437,21 +1496,20 @@ impl<'a> GroupChecker<'a> {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn diverge(
-        &mut self,
+    /// The diagnostic for two paths leaving `a` and `b` uncommitted; reported
+    /// when a commit captures them.
+    fn divergence(
+        &self,
         inst: Inst,
-        a: &Pending,
-        b: &Pending,
+        a: &[Value],
+        b: &[Value],
         code: &'static str,
         msg: &str,
-        a_name: &str,
-        b_name: &str,
-    ) {
+        (a_name, b_name): (&str, &str),
+    ) -> Diagnostic {
         let k = self.k;
-        let mut d = Diagnostic::error(code, msg, k.insts[inst].op_span).with_label(
-            "a `commit_group` after this would capture different operations on different paths",
-        );
+        let mut d = Diagnostic::error(code, msg, k.insts[inst].op_span)
+            .with_label("a `commit_group` after this captures different operations on different paths");
         let mut mention = |v: Value, side: &str| {
             let span = k.def_inst(v).map_or(k.values[v].span, |i| k.insts[i].span);
             d.secondary.push(crate::diag::SecondaryLabel {
@@ -1459,18 +1517,26 @@ impl<'a> GroupChecker<'a> {
                 message: format!("uncommitted {side} only"),
             });
         };
-        for v in a.non_bulk.iter().chain(&a.bulk) {
-            if !b.non_bulk.contains(v) && !b.bulk.contains(v) {
+        for v in a {
+            if !b.contains(v) {
                 mention(*v, a_name);
             }
         }
-        for v in b.non_bulk.iter().chain(&b.bulk) {
-            if !a.non_bulk.contains(v) && !a.bulk.contains(v) {
+        for v in b {
+            if !a.contains(v) {
                 mention(*v, b_name);
             }
         }
-        d = d.with_help("commit inside the region, so that every path commits the same operations");
-        self.diags.push(d);
+        d.with_help("commit inside the region, so that every path commits the same operations")
+    }
+
+    /// A commit (or `wait_all`) of `kind` captures the pending set: report a
+    /// divergence that made it path-dependent.
+    fn settle(&mut self, inst: Inst, kind: usize, state: &mut Pending) {
+        if let Some(d) = state.unsettled[kind].take() {
+            let span = self.k.insts[inst].op_span;
+            self.diags.push(d.with_secondary(span, "this commit captures them"));
+        }
     }
 
     fn ptx(&mut self, inst: Inst, p: &PtxOp, state: &mut Pending) {
@@ -1536,6 +1602,7 @@ impl<'a> GroupChecker<'a> {
                 }
                 state.non_bulk.retain(|t| !mixed.contains(t));
                 state.bulk.retain(|t| !mixed.contains(t));
+                self.settle(inst, usize::from(bulk), state);
                 let pending = if bulk {
                     &mut state.bulk
                 } else {
@@ -1593,6 +1660,7 @@ impl<'a> GroupChecker<'a> {
             }
             Family::CpAsyncWaitAll => {
                 // `wait_all` is `commit_group; wait_group 0`.
+                self.settle(inst, 0, state);
                 for t in state.non_bulk.drain(..) {
                     self.committed_by.insert(t, inst);
                 }
