@@ -1,0 +1,281 @@
+//! cpflow-interp: the reference interpreter, the executable semantics of
+//! cpflow IR and the oracle for the checker and the transforms.
+//!
+//! It owns the meaning of running one verified kernel on a small grid:
+//! concrete byte-addressed memory (global buffers bound to the `ptr<global>`
+//! parameters, per-CTA shared memory laid out from the `shared`
+//! allocations), asynchronous operations that stay in flight until a
+//! [`Schedule`] completes them at any moment PTX allows, mbarriers,
+//! async-groups, barriers and proxies as the pages in `shared/ptx-spec/`
+//! define them (with `READINGS.md` where they disagree), and the detection
+//! of undefined behaviour as [`Diagnostic`]s with stable codes ([`CODES`]).
+//! It depends only on `cpflow-ir`; it must never depend on the passes or the
+//! lowering it judges. The semantics and their sources are in `README.md`.
+
+mod arith;
+mod clock;
+mod codes;
+mod machine;
+mod sched;
+mod value;
+
+use std::collections::BTreeMap;
+
+use cpflow_ir::types::{Scalar, Space, Type};
+use cpflow_ir::{Diagnostic, Module};
+
+pub use codes::CODES;
+pub use sched::Schedule;
+
+use machine::{Geometry, Machine, Stop};
+use sched::Chooser;
+use value::Val;
+
+/// The grid to run: `ctas` CTAs of `threads` threads (1-D), grouped into
+/// clusters of `cluster` consecutive CTAs (`None`: the kernel's
+/// `cluster(...)` shape, or 1).
+#[derive(Clone, Debug)]
+pub struct Launch {
+    pub kernel: String,
+    pub ctas: u32,
+    pub threads: u32,
+    pub cluster: Option<u32>,
+}
+
+/// A scalar argument.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ScalarArg {
+    Int(i64),
+    Float(f64),
+}
+
+impl ScalarArg {
+    /// Parses `42`, `-1`, `0x10`, `1.5`, `true`/`false`.
+    pub fn parse(s: &str) -> Option<ScalarArg> {
+        let t = s.trim();
+        match t {
+            "true" => return Some(ScalarArg::Int(1)),
+            "false" => return Some(ScalarArg::Int(0)),
+            _ => {}
+        }
+        let (neg, body) = match t.strip_prefix('-') {
+            Some(b) => (true, b),
+            None => (false, t),
+        };
+        let int = match body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
+            Some(h) => u64::from_str_radix(h, 16).ok().map(|x| x as i64),
+            None => body.parse::<i64>().ok(),
+        };
+        match int {
+            Some(i) => Some(ScalarArg::Int(if neg { i.wrapping_neg() } else { i })),
+            None => t.parse::<f64>().ok().map(ScalarArg::Float),
+        }
+    }
+}
+
+/// Buffers and scalars by parameter name (without `%`).
+#[derive(Clone, Debug, Default)]
+pub struct Inputs {
+    pub buffers: BTreeMap<String, Vec<u8>>,
+    pub scalars: BTreeMap<String, ScalarArg>,
+}
+
+/// What a run produced.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// Final contents of each global buffer, in parameter order.
+    pub buffers: Vec<(String, Vec<u8>)>,
+    /// Undefined behaviour (errors) and warnings, in the order found.
+    pub findings: Vec<Diagnostic>,
+    /// Findings beyond the per-run cap, not stored.
+    pub dropped: usize,
+    /// The schedule of the reported run, replayable with [`Schedule::parse`].
+    pub schedule: String,
+    /// How many runs were made (more than one only in exhaustive mode).
+    pub runs: usize,
+    /// Exhaustive mode: whether the run limit stopped the search early.
+    pub limit_hit: bool,
+}
+
+impl Outcome {
+    pub fn has_ub(&self) -> bool {
+        self.findings.iter().any(Diagnostic::is_error)
+    }
+}
+
+/// Most threads a launch may have (the interpreter is for small grids).
+pub const MAX_THREADS: u32 = 1 << 16;
+/// Default bound on executed instructions per run.
+pub const DEFAULT_STEP_LIMIT: u64 = 200_000_000;
+
+fn launch_error(module: &Module, msg: String) -> Diagnostic {
+    let span = module
+        .kernels
+        .first()
+        .map_or(module.target_span, |k| k.span);
+    Diagnostic::error("U0002", msg, span).with_label("cannot launch this kernel")
+}
+
+/// Runs a verified kernel of `module` under `schedule`.
+///
+/// Errors are launch problems (unknown kernel, missing inputs, bad grid) and
+/// interpreter limits; undefined behaviour of the program is reported in
+/// [`Outcome::findings`].
+pub fn run(
+    module: &Module,
+    launch: &Launch,
+    inputs: &Inputs,
+    schedule: Schedule,
+) -> Result<Outcome, Diagnostic> {
+    run_with_limit(module, launch, inputs, schedule, DEFAULT_STEP_LIMIT)
+}
+
+/// [`run`] with an explicit step limit.
+pub fn run_with_limit(
+    module: &Module,
+    launch: &Launch,
+    inputs: &Inputs,
+    schedule: Schedule,
+    max_steps: u64,
+) -> Result<Outcome, Diagnostic> {
+    let Some(kernel) = module.kernels.iter().find(|k| k.name == launch.kernel) else {
+        let names: Vec<String> = module
+            .kernels
+            .iter()
+            .map(|k| format!("@{}", k.name))
+            .collect();
+        return Err(launch_error(
+            module,
+            format!(
+                "no kernel `@{}` (the module has {})",
+                launch.kernel,
+                names.join(", ")
+            ),
+        ));
+    };
+    let declared = kernel.cluster.map(|[x, y, z]| x * y * z);
+    let cluster = match (declared, launch.cluster) {
+        (Some(d), Some(c)) if d != c => {
+            return Err(launch_error(
+                module,
+                format!("cluster size {c} differs from the kernel's declared cluster of {d} CTAs"),
+            ))
+        }
+        (Some(d), _) => d,
+        (None, Some(c)) => c,
+        (None, None) => 1,
+    };
+    if launch.ctas == 0 || launch.threads == 0 || cluster == 0 || cluster > 16 {
+        return Err(launch_error(
+            module,
+            "the grid needs at least one CTA and one thread, and clusters of 1 to 16 CTAs".into(),
+        ));
+    }
+    if launch.ctas % cluster != 0 {
+        return Err(launch_error(
+            module,
+            format!(
+                "{} CTAs do not divide into clusters of {cluster}",
+                launch.ctas
+            ),
+        ));
+    }
+    if launch.ctas.saturating_mul(launch.threads) > MAX_THREADS {
+        return Err(launch_error(
+            module,
+            format!("at most {MAX_THREADS} threads per launch"),
+        ));
+    }
+    let mut buffers = Vec::new();
+    let mut scalars = Vec::new();
+    for (i, &p) in kernel.params.iter().enumerate() {
+        let name = kernel.values[p].name.clone();
+        match kernel.ty(p) {
+            Type::Ptr(Space::Global) => match inputs.buffers.get(&name) {
+                Some(b) => buffers.push((format!("%{name}"), b.clone())),
+                None => {
+                    return Err(launch_error(
+                        module,
+                        format!("no buffer given for `%{name}` (give its contents or its size)"),
+                    ))
+                }
+            },
+            Type::Scalar(s) => {
+                let Some(a) = inputs.scalars.get(&name) else {
+                    return Err(launch_error(
+                        module,
+                        format!("no value given for the scalar parameter `%{name}`"),
+                    ));
+                };
+                let v = match (s, *a) {
+                    (Scalar::F32, ScalarArg::Float(f)) => Val::F32(f as f32),
+                    (Scalar::F64, ScalarArg::Float(f)) => Val::F64(f),
+                    (Scalar::F32 | Scalar::F64, ScalarArg::Int(i)) => arith::int_as(s, i),
+                    (_, ScalarArg::Int(i)) => arith::int_as(s, i),
+                    (_, ScalarArg::Float(_)) => {
+                        return Err(launch_error(
+                            module,
+                            format!("`%{name}` is an integer parameter; got a float"),
+                        ))
+                    }
+                };
+                scalars.push((i, v));
+            }
+            other => {
+                return Err(launch_error(
+                    module,
+                    format!("parameter `%{name}` of type `{other}` cannot be given at launch"),
+                ))
+            }
+        }
+    }
+    let geo = Geometry {
+        ctas: launch.ctas,
+        threads: launch.threads,
+        cluster,
+    };
+    let one = |choices: Schedule| -> Result<(Outcome, Vec<(u32, u32)>), Diagnostic> {
+        let chooser = Chooser::new(&choices);
+        let mut m = Machine::new(kernel, geo, buffers.clone(), &scalars, chooser, max_steps);
+        match m.run() {
+            Ok(()) => {}
+            Err(Stop::Limit(d)) => return Err(d),
+        }
+        let desc = match &choices {
+            Schedule::Exhaustive { .. } | Schedule::Replay(_) => {
+                Schedule::Replay(m.chooser.choices()).to_string()
+            }
+            s => s.to_string(),
+        };
+        let record = m.chooser.record.clone();
+        Ok((
+            Outcome {
+                buffers: m.buffers(),
+                findings: std::mem::take(&mut m.findings),
+                dropped: m.dropped,
+                schedule: desc,
+                runs: 1,
+                limit_hit: false,
+            },
+            record,
+        ))
+    };
+    match schedule {
+        Schedule::Exhaustive { limit } => {
+            let mut next = Vec::new();
+            let mut runs = 0;
+            loop {
+                let (mut out, record) = one(Schedule::Replay(next))?;
+                runs += 1;
+                let following = sched::next_in_tree(&record);
+                if out.has_ub() || following.is_none() || runs >= limit.max(1) {
+                    out.runs = runs;
+                    out.limit_hit = !out.has_ub() && following.is_some();
+                    return Ok(out);
+                }
+                next = following.unwrap_or_default();
+            }
+        }
+        s => one(s).map(|(o, _)| o),
+    }
+}
