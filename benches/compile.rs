@@ -17,10 +17,15 @@ fn main() {
         .collect();
     files.sort();
     let mlir = Mlir::new();
-    println!("{:<34} {:>12} {:>12} {:>10}", "example", "cpflow (us)", "MLIR (us)", "PTX lines");
+    println!(
+        "{:<34} {:>12} {:>12} {:>10}",
+        "example", "cpflow (us)", "MLIR (us)", "PTX lines"
+    );
     for path in files {
         let text = std::fs::read_to_string(&path).expect("readable");
-        let Ok(module) = cpflow::ir::parse(&text) else { continue };
+        let Ok(module) = cpflow::ir::parse(&text) else {
+            continue;
+        };
         let (mut ours, mut theirs) = (Duration::ZERO, Duration::ZERO);
         let mut lines = 0;
         for _ in 0..RUNS {

@@ -42,7 +42,10 @@ pub fn run(args: CompileArgs) -> ExitCode {
         Err(e) => return usage(format!("cannot read `{name}`: {e}")),
     };
     let lossy = String::from_utf8_lossy(&bytes).into_owned();
-    let file = SourceFile { name: &name, text: &lossy };
+    let file = SourceFile {
+        name: &name,
+        text: &lossy,
+    };
     let report = |diags: &[Diagnostic]| {
         eprint!("{}", file.render(diags));
         ExitCode::from(1)
@@ -58,7 +61,12 @@ pub fn run(args: CompileArgs) -> ExitCode {
     if let Some(t) = &args.target {
         match Sm::parse(t) {
             Some(sm) => module.target.sm = sm,
-            None => return usage(format!("unknown target `{t}`; known: {}", Sm::known().collect::<Vec<_>>().join(", "))),
+            None => {
+                return usage(format!(
+                    "unknown target `{t}`; known: {}",
+                    Sm::known().collect::<Vec<_>>().join(", ")
+                ))
+            }
         }
     }
     if let Some(v) = &args.ptx {
@@ -70,13 +78,18 @@ pub fn run(args: CompileArgs) -> ExitCode {
             None => return usage(format!("`--ptx {v}` is not a version such as 8.6")),
         }
     }
-    let warnings: Vec<Diagnostic> = cpflow::ir::verify(&module).into_iter().filter(|d| !d.is_error()).collect();
+    let warnings: Vec<Diagnostic> = cpflow::ir::verify(&module)
+        .into_iter()
+        .filter(|d| !d.is_error())
+        .collect();
     if !warnings.is_empty() {
         eprint!("{}", file.render(&warnings));
     }
     let result = match args.emit {
         Emit::Mlir => cpflow::lowering::lower(&module),
-        Emit::Ptx => cpflow::lowering::compile(&cpflow::lowering::Mlir::new(), &module).map(|c| c.ptx),
+        Emit::Ptx => {
+            cpflow::lowering::compile(&cpflow::lowering::Mlir::new(), &module).map(|c| c.ptx)
+        }
     };
     let out = match result {
         Ok(out) => out,

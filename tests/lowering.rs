@@ -16,8 +16,13 @@ fn ptxas() -> PathBuf {
         return PathBuf::from(p);
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = Command::new(root.join("scripts/ptxas-path")).output().expect("scripts/ptxas-path runs");
-    assert!(out.status.success(), "ptxas not found: run scripts/setup.sh (or set CPFLOW_PTXAS)");
+    let out = Command::new(root.join("scripts/ptxas-path"))
+        .output()
+        .expect("scripts/ptxas-path runs");
+    assert!(
+        out.status.success(),
+        "ptxas not found: run scripts/setup.sh (or set CPFLOW_PTXAS)"
+    );
     PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
 }
 
@@ -36,8 +41,15 @@ fn assemble(ptx: &str, arch: &str, what: &str) {
         .arg(dir.join(format!("{stem}-{arch}.cubin")))
         .output()
         .expect("ptxas runs");
-    let msg = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success() && msg.trim().is_empty(), "ptxas -arch {arch} on {what}:\n{msg}");
+    let msg = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && msg.trim().is_empty(),
+        "ptxas -arch {arch} on {what}:\n{msg}"
+    );
 }
 
 fn load(path: &Path) -> (String, Module) {
@@ -77,13 +89,26 @@ fn examples_compile_and_assemble() {
         let (text, module) = load(path);
         if uses_abstract_ops(&module) {
             let err = compile(&mlir, &module).expect_err("abstract ops must be refused");
-            assert!(err.iter().all(|d| d.code == "L0002"), "{}", render(path, &text, &err));
+            assert!(
+                err.iter().all(|d| d.code == "L0002"),
+                "{}",
+                render(path, &text, &err)
+            );
             return;
         }
-        let compiled = compile(&mlir, &module).unwrap_or_else(|e| panic!("{}", render(path, &text, &e)));
+        let compiled =
+            compile(&mlir, &module).unwrap_or_else(|e| panic!("{}", render(path, &text, &e)));
         let (version, target) = header(&compiled.ptx);
-        assert_eq!(version, module.target.ptx.to_string(), "the PTX keeps the module's ISA version");
-        assert_eq!(target, module.target.sm.to_string(), "the PTX keeps the module's target");
+        assert_eq!(
+            version,
+            module.target.ptx.to_string(),
+            "the PTX keeps the module's ISA version"
+        );
+        assert_eq!(
+            target,
+            module.target.sm.to_string(),
+            "the PTX keeps the module's target"
+        );
         assemble(&compiled.ptx, &target, &path.display().to_string());
         insta::assert_snapshot!("example_mlir", compiled.mlir);
         insta::assert_snapshot!("example_ptx", compiled.ptx);
@@ -96,7 +121,8 @@ fn examples_compile_and_assemble() {
             let mut m = module.clone();
             m.target.sm = sm;
             m.target.ptx = m.target.ptx.max(sm.min_ptx());
-            let c = compile(&mlir, &m).unwrap_or_else(|e| panic!("{newer}: {}", render(path, &text, &e)));
+            let c = compile(&mlir, &m)
+                .unwrap_or_else(|e| panic!("{newer}: {}", render(path, &text, &e)));
             assemble(&c.ptx, newer, &path.display().to_string());
         }
     });
@@ -139,12 +165,21 @@ kernel @k(%out: ptr<global> align 16, %x: f32) {
 ";
     let module = parse(text).unwrap();
     let ptx = compile(&Mlir::new(), &module).unwrap().ptx;
-    let pos = |needle: &str| ptx.find(needle).unwrap_or_else(|| panic!("no `{needle}` in\n{ptx}"));
+    let pos = |needle: &str| {
+        ptx.find(needle)
+            .unwrap_or_else(|| panic!("no `{needle}` in\n{ptx}"))
+    };
     let first_store = pos("st.shared");
     let reduce = pos("cp.reduce.async.bulk");
     let wait = pos("cp.async.bulk.wait_group.read");
     let second_store = ptx.rfind("st.shared").unwrap();
-    assert!(first_store < reduce, "the store must stay before the reduction:\n{ptx}");
-    assert!(reduce < wait && wait < second_store, "the rewrite must stay after the .read wait:\n{ptx}");
+    assert!(
+        first_store < reduce,
+        "the store must stay before the reduction:\n{ptx}"
+    );
+    assert!(
+        reduce < wait && wait < second_store,
+        "the rewrite must stay after the .read wait:\n{ptx}"
+    );
     assert!(ptx.contains("fence.proxy.async.shared::cta"), "{ptx}");
 }

@@ -131,7 +131,13 @@ impl<'a> KernelEmitter<'a> {
             let ty = mlir_types(k.ty(p));
             let name = format!("%arg{i}");
             params.push(format!("{name}: {}", ty.first().copied().unwrap_or("i32")));
-            self.vals.insert(p, vec![MVal { name, ty: ty.first().copied().unwrap_or("i32") }]);
+            self.vals.insert(
+                p,
+                vec![MVal {
+                    name,
+                    ty: ty.first().copied().unwrap_or("i32"),
+                }],
+            );
         }
         let mut attrs = vec!["nvvm.kernel".to_string()];
         if let Some([x, y, z]) = k.cluster {
@@ -187,10 +193,14 @@ impl<'a> KernelEmitter<'a> {
     fn arg(&mut self, a: Arg, ty: &'static str) -> MVal {
         match a.operand {
             Operand::Imm(i) => self.constant(i, ty),
-            Operand::Value(v) => self.vals.get(&v).and_then(|m| m.first().cloned()).unwrap_or(MVal {
-                name: "%undef".into(),
-                ty,
-            }),
+            Operand::Value(v) => self
+                .vals
+                .get(&v)
+                .and_then(|m| m.first().cloned())
+                .unwrap_or(MVal {
+                    name: "%undef".into(),
+                    ty,
+                }),
         }
     }
 
@@ -205,7 +215,10 @@ impl<'a> KernelEmitter<'a> {
 
     /// An `i32` view of a pointer, for `"r"` inline-asm operands.
     fn ptr32(&mut self, p: &MVal) -> MVal {
-        self.def("i32", &format!("llvm.ptrtoint {} : {} to i32", p.name, p.ty))
+        self.def(
+            "i32",
+            &format!("llvm.ptrtoint {} : {} to i32", p.name, p.ty),
+        )
     }
 
     fn region(&mut self, r: Region) {
@@ -224,7 +237,9 @@ impl<'a> KernelEmitter<'a> {
                 let ty = scalar_ty(rty.and_then(Type::scalar).unwrap_or(Scalar::I32));
                 let m = match c {
                     Constant::Int(i) => self.constant(*i, ty),
-                    Constant::Float(f) => self.def(ty, &format!("arith.constant {} : {ty}", float_text(*f))),
+                    Constant::Float(f) => {
+                        self.def(ty, &format!("arith.constant {} : {ty}", float_text(*f)))
+                    }
                 };
                 self.define(data.results[0], vec![m]);
             }
@@ -239,14 +254,20 @@ impl<'a> KernelEmitter<'a> {
                 let ty = scalar_ty(*s);
                 let (x, y) = (self.arg(data.args[0], ty), self.arg(data.args[1], ty));
                 let (op, pred) = cmp_op(*c);
-                let m = self.def("i1", &format!("arith.{op} {pred}, {}, {} : {ty}", x.name, y.name));
+                let m = self.def(
+                    "i1",
+                    &format!("arith.{op} {pred}, {}, {} : {ty}", x.name, y.name),
+                );
                 self.define(data.results[0], vec![m]);
             }
             Op::Select => {
                 let ty = scalar_ty(rty.and_then(Type::scalar).unwrap_or(Scalar::I32));
                 let c = self.arg(data.args[0], "i1");
                 let (x, y) = (self.arg(data.args[1], ty), self.arg(data.args[2], ty));
-                let m = self.def(ty, &format!("arith.select {}, {}, {} : {ty}", c.name, x.name, y.name));
+                let m = self.def(
+                    ty,
+                    &format!("arith.select {}, {}, {} : {ty}", c.name, x.name, y.name),
+                );
                 self.define(data.results[0], vec![m]);
             }
             Op::Cast(c, from) => {
@@ -273,13 +294,19 @@ impl<'a> KernelEmitter<'a> {
                 let off = self.arg(data.args[1], off_ty);
                 let m = self.def(
                     p.ty,
-                    &format!("llvm.getelementptr {}[{}] : ({}, {off_ty}) -> {}, i8", p.name, off.name, p.ty, p.ty),
+                    &format!(
+                        "llvm.getelementptr {}[{}] : ({}, {off_ty}) -> {}, i8",
+                        p.name, off.name, p.ty, p.ty
+                    ),
                 );
                 self.define(data.results[0], vec![m]);
             }
             Op::Addr(id) => {
                 let g = self.global_name(*id);
-                let base = self.def("!llvm.ptr<3>", &format!("llvm.mlir.addressof @{g} : !llvm.ptr<3>"));
+                let base = self.def(
+                    "!llvm.ptr<3>",
+                    &format!("llvm.mlir.addressof @{g} : !llvm.ptr<3>"),
+                );
                 let m = match data.args.first() {
                     Some(a) => {
                         let i = self.arg(*a, "i32");
@@ -307,7 +334,10 @@ impl<'a> KernelEmitter<'a> {
                 let p = self.arg(data.args[0], "!llvm.ptr<1>");
                 let ty = scalar_ty(*s);
                 let v = self.arg(data.args[1], ty);
-                self.line(&format!("llvm.store {}, {} : {ty}, {}", v.name, p.name, p.ty));
+                self.line(&format!(
+                    "llvm.store {}, {} : {ty}, {}",
+                    v.name, p.name, p.ty
+                ));
             }
             Op::For => self.for_loop(inst),
             Op::If => self.if_op(inst),
@@ -331,7 +361,11 @@ impl<'a> KernelEmitter<'a> {
         } else {
             let names: Vec<&str> = vals.iter().map(|m| m.name.as_str()).collect();
             let tys: Vec<&str> = vals.iter().map(|m| m.ty).collect();
-            self.line(&format!("scf.yield {} : {}", names.join(", "), tys.join(", ")));
+            self.line(&format!(
+                "scf.yield {} : {}",
+                names.join(", "),
+                tys.join(", ")
+            ));
         }
     }
 
@@ -342,7 +376,10 @@ impl<'a> KernelEmitter<'a> {
         for &r in results {
             let mut p = Vec::new();
             for ty in mlir_types(self.k.ty(r)) {
-                p.push(MVal { name: String::new(), ty });
+                p.push(MVal {
+                    name: String::new(),
+                    ty,
+                });
                 tys.push(ty);
             }
             parts.push(p);
@@ -370,7 +407,13 @@ impl<'a> KernelEmitter<'a> {
         let hi = self.arg(data.args[1], "i32");
         let step = self.arg(data.args[2], "i32");
         let iv = self.fresh();
-        self.define(k.regions[body].args[0], vec![MVal { name: iv.clone(), ty: "i32" }]);
+        self.define(
+            k.regions[body].args[0],
+            vec![MVal {
+                name: iv.clone(),
+                ty: "i32",
+            }],
+        );
         let mut iters = Vec::new();
         for (i, &arg) in k.regions[body].args[1..].iter().enumerate() {
             let init = match data.args[3 + i].value() {
@@ -386,7 +429,11 @@ impl<'a> KernelEmitter<'a> {
             self.define(arg, parts);
         }
         let (parts, tys) = self.results_of(&data.results);
-        let res = if tys.is_empty() { String::new() } else { self.fresh() };
+        let res = if tys.is_empty() {
+            String::new()
+        } else {
+            self.fresh()
+        };
         let prefix = if tys.is_empty() {
             String::new()
         } else {
@@ -403,7 +450,8 @@ impl<'a> KernelEmitter<'a> {
         ));
         self.depth += 1;
         self.region(body);
-        let ends_in_yield = matches!(k.regions[body].insts.last(), Some(&l) if k.insts[l].op == Op::Yield);
+        let ends_in_yield =
+            matches!(k.regions[body].insts.last(), Some(&l) if k.insts[l].op == Op::Yield);
         if !ends_in_yield {
             self.line("scf.yield");
         }
@@ -417,11 +465,20 @@ impl<'a> KernelEmitter<'a> {
         let data = &k.insts[inst];
         let c = self.arg(data.args[0], "i1");
         let (parts, tys) = self.results_of(&data.results);
-        let res = if tys.is_empty() { String::new() } else { self.fresh() };
+        let res = if tys.is_empty() {
+            String::new()
+        } else {
+            self.fresh()
+        };
         let head = if tys.is_empty() {
             format!("scf.if {} {{", c.name)
         } else {
-            format!("{res}:{} = scf.if {} -> ({}) {{", tys.len(), c.name, tys.join(", "))
+            format!(
+                "{res}:{} = scf.if {} -> ({}) {{",
+                tys.len(),
+                c.name,
+                tys.join(", ")
+            )
         };
         self.line(&head);
         for (i, &r) in data.regions.iter().enumerate() {
@@ -433,7 +490,8 @@ impl<'a> KernelEmitter<'a> {
             }
             self.depth += 1;
             self.region(r);
-            let ends_in_yield = matches!(k.regions[r].insts.last(), Some(&l) if k.insts[l].op == Op::Yield);
+            let ends_in_yield =
+                matches!(k.regions[r].insts.last(), Some(&l) if k.insts[l].op == Op::Yield);
             if !ends_in_yield {
                 self.line("scf.yield");
             }
@@ -470,7 +528,13 @@ impl<'a> KernelEmitter<'a> {
         shapes
             .iter()
             .enumerate()
-            .map(|(i, &addr)| if addr { format!("[${i}]") } else { format!("${i}") })
+            .map(|(i, &addr)| {
+                if addr {
+                    format!("[${i}]")
+                } else {
+                    format!("${i}")
+                }
+            })
             .collect::<Vec<_>>()
             .join(", ")
     }
@@ -479,14 +543,27 @@ impl<'a> KernelEmitter<'a> {
         let k = self.k;
         let data = &k.insts[inst];
         let Some(variant) = p.variant() else {
-            self.errors.push(Diagnostic::error("L0003", "instruction does not match the spec table", data.op_span));
+            self.errors.push(Diagnostic::error(
+                "L0003",
+                "instruction does not match the spec table",
+                data.op_span,
+            ));
             return;
         };
         let Ok(binding) = variant.bind_operands(&p.quals, data.args.len()) else {
-            self.errors.push(Diagnostic::error("L0003", "operands do not match the spec table", data.op_span));
+            self.errors.push(Diagnostic::error(
+                "L0003",
+                "operands do not match the spec table",
+                data.op_span,
+            ));
             return;
         };
-        let get = |name: &str| variant.operand(name).and_then(|i| binding.one(i)).map(|i| data.args[i]);
+        let get = |name: &str| {
+            variant
+                .operand(name)
+                .and_then(|i| binding.one(i))
+                .map(|i| data.args[i])
+        };
         match p.family {
             Family::Copy | Family::Await => {
                 self.errors.push(
@@ -517,8 +594,15 @@ impl<'a> KernelEmitter<'a> {
             }
             Family::CpAsyncMbarrierArrive => {
                 let ph = self.phase(data.args[0]);
-                let noinc = if p.has(Qual::Noinc) { " {noinc = true}" } else { "" };
-                self.line(&format!("nvvm.cp.async.mbarrier.arrive {}{noinc} : {}", ph.0.name, ph.0.ty));
+                let noinc = if p.has(Qual::Noinc) {
+                    " {noinc = true}"
+                } else {
+                    ""
+                };
+                self.line(&format!(
+                    "nvvm.cp.async.mbarrier.arrive {}{noinc} : {}",
+                    ph.0.name, ph.0.ty
+                ));
             }
             Family::CpAsyncBulk => self.bulk(p, &get),
             Family::CpAsyncBulkCommitGroup => self.line("nvvm.cp.async.bulk.commit.group"),
@@ -527,13 +611,19 @@ impl<'a> KernelEmitter<'a> {
                 let size = self.arg(get("size").expect("bound"), "i32");
                 let hint = self.opt_arg(get("cache-policy"), "i64");
                 let hint = hint.map_or(String::new(), |h| format!(" l2_cache_hint = {}", h.name));
-                self.line(&format!("nvvm.cp.async.bulk.prefetch {}, {}{hint} : !llvm.ptr<1>", src.name, size.name));
+                self.line(&format!(
+                    "nvvm.cp.async.bulk.prefetch {}, {}{hint} : !llvm.ptr<1>",
+                    src.name, size.name
+                ));
             }
             Family::CpReduceAsyncBulk | Family::RedAsync => self.reduction(p, &get),
             Family::MbarrierInit => {
                 let b = self.arg(data.args[0], "!llvm.ptr<3>");
                 let c = self.arg(data.args[1], "i32");
-                self.line(&format!("nvvm.mbarrier.init {}, {} : {}, i32", b.name, c.name, b.ty));
+                self.line(&format!(
+                    "nvvm.mbarrier.init {}, {} : {}, i32",
+                    b.name, c.name, b.ty
+                ));
             }
             Family::MbarrierInval => {
                 let b = self.arg(data.args[0], "!llvm.ptr<3>");
@@ -543,7 +633,10 @@ impl<'a> KernelEmitter<'a> {
                 let b = self.arg(data.args[0], "!llvm.ptr<3>");
                 let idx = self.arg(data.args[1], "i32");
                 let one = self.constant(1, "i32");
-                let parity = self.def("i32", &format!("arith.andi {}, {} : i32", idx.name, one.name));
+                let parity = self.def(
+                    "i32",
+                    &format!("arith.andi {}, {} : i32", idx.name, one.name),
+                );
                 self.define(data.results[0], vec![b, parity]);
             }
             Family::MbarrierArrive | Family::MbarrierArriveExpectTx | Family::MbarrierExpectTx => {
@@ -553,15 +646,24 @@ impl<'a> KernelEmitter<'a> {
                     Family::MbarrierArrive => {
                         let count = self.opt_arg(get("count"), "i32");
                         let count = count.map_or(String::new(), |c| format!(", {}", c.name));
-                        self.line(&format!("nvvm.mbarrier.arrive {}{count}{attrs} : {}", bar.name, bar.ty));
+                        self.line(&format!(
+                            "nvvm.mbarrier.arrive {}{count}{attrs} : {}",
+                            bar.name, bar.ty
+                        ));
                     }
                     Family::MbarrierArriveExpectTx => {
                         let tx = self.arg(get("txCount").expect("bound"), "i32");
-                        self.line(&format!("nvvm.mbarrier.arrive.expect_tx {}, {}{attrs} : {}, i32", bar.name, tx.name, bar.ty));
+                        self.line(&format!(
+                            "nvvm.mbarrier.arrive.expect_tx {}, {}{attrs} : {}, i32",
+                            bar.name, tx.name, bar.ty
+                        ));
                     }
                     _ => {
                         let tx = self.arg(get("txCount").expect("bound"), "i32");
-                        self.line(&format!("nvvm.mbarrier.expect_tx {}, {}{attrs} : {}, i32", bar.name, tx.name, bar.ty));
+                        self.line(&format!(
+                            "nvvm.mbarrier.expect_tx {}, {}{attrs} : {}, i32",
+                            bar.name, tx.name, bar.ty
+                        ));
                     }
                 }
             }
@@ -569,14 +671,29 @@ impl<'a> KernelEmitter<'a> {
                 let (bar, parity) = self.phase(data.args[0]);
                 let attrs = sem_scope_attrs(p);
                 let m = if p.family == Family::MbarrierTestWaitParity {
-                    self.def("i1", &format!("nvvm.mbarrier.test.wait {}, {}{attrs} : {}, i32 -> i1", bar.name, parity.name, bar.ty))
+                    self.def(
+                        "i1",
+                        &format!(
+                            "nvvm.mbarrier.test.wait {}, {}{attrs} : {}, i32 -> i1",
+                            bar.name, parity.name, bar.ty
+                        ),
+                    )
                 } else {
                     match self.opt_arg(get("suspendTimeHint"), "i32") {
                         Some(h) => self.def(
                             "i1",
-                            &format!("nvvm.mbarrier.try_wait {}, {}, {}{attrs} : {}, i32, i32 -> i1", bar.name, parity.name, h.name, bar.ty),
+                            &format!(
+                                "nvvm.mbarrier.try_wait {}, {}, {}{attrs} : {}, i32, i32 -> i1",
+                                bar.name, parity.name, h.name, bar.ty
+                            ),
                         ),
-                        None => self.def("i1", &format!("nvvm.mbarrier.try_wait {}, {}{attrs} : {}, i32 -> i1", bar.name, parity.name, bar.ty)),
+                        None => self.def(
+                            "i1",
+                            &format!(
+                                "nvvm.mbarrier.try_wait {}, {}{attrs} : {}, i32 -> i1",
+                                bar.name, parity.name, bar.ty
+                            ),
+                        ),
                     }
                 };
                 self.define(data.results[0], vec![m]);
@@ -585,10 +702,20 @@ impl<'a> KernelEmitter<'a> {
                 // A phase wait is a loop over try_wait (sm_90+) or test_wait (sm_80).
                 let (bar, parity) = self.phase(data.args[0]);
                 let attrs = sem_scope_attrs(p);
-                let op = if self.module.target.sm.number >= 90 { "try_wait" } else { "test.wait" };
+                let op = if self.module.target.sm.number >= 90 {
+                    "try_wait"
+                } else {
+                    "test.wait"
+                };
                 self.line("scf.while : () -> () {");
                 self.depth += 1;
-                let done = self.def("i1", &format!("nvvm.mbarrier.{op} {}, {}{attrs} : {}, i32 -> i1", bar.name, parity.name, bar.ty));
+                let done = self.def(
+                    "i1",
+                    &format!(
+                        "nvvm.mbarrier.{op} {}, {}{attrs} : {}, i32 -> i1",
+                        bar.name, parity.name, bar.ty
+                    ),
+                );
                 let t = self.constant(1, "i1");
                 let again = self.def("i1", &format!("arith.xori {}, {} : i1", done.name, t.name));
                 self.line(&format!("scf.condition({})", again.name));
@@ -621,7 +748,11 @@ impl<'a> KernelEmitter<'a> {
             Family::FenceMbarrierInit => self.line("nvvm.fence.mbarrier.init"),
             Family::BarrierCta => self.line("nvvm.barrier0"),
             Family::BarrierClusterArrive => {
-                let aligned = if p.has(Qual::Aligned) { " {aligned}" } else { "" };
+                let aligned = if p.has(Qual::Aligned) {
+                    " {aligned}"
+                } else {
+                    ""
+                };
                 if p.has(Qual::Relaxed) {
                     self.line(&format!("nvvm.cluster.arrive.relaxed{aligned}"));
                 } else {
@@ -629,13 +760,23 @@ impl<'a> KernelEmitter<'a> {
                 }
             }
             Family::BarrierClusterWait => {
-                let aligned = if p.has(Qual::Aligned) { " {aligned}" } else { "" };
+                let aligned = if p.has(Qual::Aligned) {
+                    " {aligned}"
+                } else {
+                    ""
+                };
                 self.line(&format!("nvvm.cluster.wait{aligned}"));
             }
             Family::Mapa => {
                 let a = self.arg(data.args[0], "!llvm.ptr<3>");
                 let rank = self.arg(data.args[1], "i32");
-                let m = self.def("!llvm.ptr<7>", &format!("nvvm.mapa {}, {} : {} -> !llvm.ptr<7>", a.name, rank.name, a.ty));
+                let m = self.def(
+                    "!llvm.ptr<7>",
+                    &format!(
+                        "nvvm.mapa {}, {} : {} -> !llvm.ptr<7>",
+                        a.name, rank.name, a.ty
+                    ),
+                );
                 self.define(data.results[0], vec![m]);
             }
         }
@@ -720,7 +861,10 @@ impl<'a> KernelEmitter<'a> {
                     }
                     None => None,
                 };
-                let mut text = format!("nvvm.cp.async.bulk.global.shared.cta {}, {}, {}", dst.name, src.name, size.name);
+                let mut text = format!(
+                    "nvvm.cp.async.bulk.global.shared.cta {}, {}, {}",
+                    dst.name, src.name, size.name
+                );
                 if let Some(h) = &hint {
                     let _ = write!(text, " l2_cache_hint = {}", h.name);
                 }
@@ -743,7 +887,13 @@ impl<'a> KernelEmitter<'a> {
                 let (bar, _) = self.phase(get("mbar").expect("bound"));
                 let to_cluster = dst_q == Some(Qual::SharedCluster);
                 let dst = if to_cluster && dst.ty == "!llvm.ptr<3>" {
-                    self.def("!llvm.ptr<7>", &format!("llvm.addrspacecast {} : !llvm.ptr<3> to !llvm.ptr<7>", dst.name))
+                    self.def(
+                        "!llvm.ptr<7>",
+                        &format!(
+                            "llvm.addrspacecast {} : !llvm.ptr<3> to !llvm.ptr<7>",
+                            dst.name
+                        ),
+                    )
                 } else {
                     dst
                 };
@@ -791,14 +941,22 @@ impl<'a> KernelEmitter<'a> {
                 _ => "i32",
             };
             let a = self.arg(get("a").expect("bound"), "!llvm.ptr<7>");
-            let a = if a.ty == "!llvm.ptr<1>" { a } else { self.ptr32(&a) };
+            let a = if a.ty == "!llvm.ptr<1>" {
+                a
+            } else {
+                self.ptr32(&a)
+            };
             ops.push(a);
             shapes.push(true);
             ops.push(self.arg(get("b").expect("bound"), ty));
             shapes.push(false);
         } else {
             let dst = self.arg(get("dstMem").expect("bound"), "!llvm.ptr<1>");
-            let dst = if dst.ty == "!llvm.ptr<1>" { dst } else { self.ptr32(&dst) };
+            let dst = if dst.ty == "!llvm.ptr<1>" {
+                dst
+            } else {
+                self.ptr32(&dst)
+            };
             let src = self.arg(get("srcMem").expect("bound"), "!llvm.ptr<3>");
             let src32 = self.ptr32(&src);
             ops.extend([dst, src32, self.arg(get("size").expect("bound"), "i32")]);

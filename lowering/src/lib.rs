@@ -50,7 +50,10 @@ pub fn compile(mlir: &Mlir, module: &Module) -> Result<Compiled, Vec<Diagnostic>
 
 /// Verifies `module` and emits its MLIR, without running MLIR.
 pub fn lower(module: &Module) -> Result<String, Vec<Diagnostic>> {
-    let errors: Vec<Diagnostic> = cpflow_ir::verify(module).into_iter().filter(Diagnostic::is_error).collect();
+    let errors: Vec<Diagnostic> = cpflow_ir::verify(module)
+        .into_iter()
+        .filter(Diagnostic::is_error)
+        .collect();
     if !errors.is_empty() {
         return Err(errors);
     }

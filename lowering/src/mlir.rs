@@ -12,11 +12,14 @@ use melior::ir::attribute::ArrayAttribute;
 use melior::ir::operation::OperationLike;
 use melior::ir::{AttributeLike, BlockLike, Module};
 use melior::pass::PassManager;
-use melior::utility::{parse_pass_pipeline, register_all_dialects, register_all_llvm_translations, register_all_passes};
+use melior::utility::{
+    parse_pass_pipeline, register_all_dialects, register_all_llvm_translations, register_all_passes,
+};
 use melior::Context;
 
 /// The pass pipeline from the emitted MLIR to PTX, as `mlir-opt` takes it.
-pub const PIPELINE: &str = "builtin.module(gpu.module(convert-scf-to-cf,convert-arith-to-llvm,convert-nvvm-to-llvm),\
+pub const PIPELINE: &str =
+    "builtin.module(gpu.module(convert-scf-to-cf,convert-arith-to-llvm,convert-nvvm-to-llvm),\
 convert-cf-to-llvm,reconcile-unrealized-casts,gpu-module-to-binary{format=isa})";
 
 /// An MLIR context with every dialect, translation and pass registered.
@@ -77,10 +80,12 @@ impl Mlir {
     }
 
     fn run(&self, text: &str) -> Result<String, String> {
-        let mut module = Module::parse(&self.context, text).ok_or("the emitted MLIR does not parse")?;
+        let mut module =
+            Module::parse(&self.context, text).ok_or("the emitted MLIR does not parse")?;
         let pm = PassManager::new(&self.context);
         parse_pass_pipeline(pm.as_operation_pass_manager(), PIPELINE).map_err(|e| e.to_string())?;
-        pm.run(&mut module).map_err(|e| format!("MLIR pipeline failed: {e}"))?;
+        pm.run(&mut module)
+            .map_err(|e| format!("MLIR pipeline failed: {e}"))?;
         let mut op = module.body().first_operation();
         while let Some(o) = op {
             if o.name().as_string_ref().as_str() == Ok("gpu.binary") {

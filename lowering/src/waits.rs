@@ -62,7 +62,11 @@ fn name(entries: &mut [Entry], of: Value, also: Value) {
 /// Builds `[Unknown, anonymous..., ]` with `named` values placed at their
 /// distances from the newest group.
 fn rebuild(named: &[(Value, u32)]) -> Vec<Entry> {
-    let depth = named.iter().map(|(_, d)| *d as usize + 1).max().unwrap_or(0);
+    let depth = named
+        .iter()
+        .map(|(_, d)| *d as usize + 1)
+        .max()
+        .unwrap_or(0);
     let mut out = vec![Entry::Unknown];
     out.extend((0..depth).map(|_| Entry::Group(Vec::new())));
     let len = out.len();
@@ -107,12 +111,18 @@ impl Analysis<'_> {
             match &data.op {
                 Op::Ptx(p) => match p.family {
                     Family::CpAsyncCommitGroup => st[0].push(Entry::Group(data.results.clone())),
-                    Family::CpAsyncBulkCommitGroup => st[1].push(Entry::Group(data.results.clone())),
+                    Family::CpAsyncBulkCommitGroup => {
+                        st[1].push(Entry::Group(data.results.clone()))
+                    }
                     // `wait_all` is `commit_group; wait_group 0`.
                     Family::CpAsyncWaitAll => st[0].push(Entry::Group(Vec::new())),
                     Family::CpAsyncWaitGroup | Family::CpAsyncBulkWaitGroup => {
-                        let Some(g) = data.args.first().and_then(|a| a.value()) else { continue };
-                        let Some(kind) = kind_of(self.k.ty(g)) else { continue };
+                        let Some(g) = data.args.first().and_then(|a| a.value()) else {
+                            continue;
+                        };
+                        let Some(kind) = kind_of(self.k.ty(g)) else {
+                            continue;
+                        };
                         match distance(&st[kind], g) {
                             Some(n) => {
                                 self.n.insert(inst, n);
@@ -146,7 +156,9 @@ impl Analysis<'_> {
 
     fn yielded(&self, region: Region) -> Vec<Option<Value>> {
         match self.k.regions[region].insts.last() {
-            Some(&l) if self.k.insts[l].op == Op::Yield => self.k.insts[l].args.iter().map(|a| a.value()).collect(),
+            Some(&l) if self.k.insts[l].op == Op::Yield => {
+                self.k.insts[l].args.iter().map(|a| a.value()).collect()
+            }
             _ => Vec::new(),
         }
     }
@@ -180,8 +192,16 @@ impl Analysis<'_> {
                 if kind_of(k.ty(r)) != Some(kind) {
                     continue;
                 }
-                let dt = ty_yields.get(i).copied().flatten().and_then(|y| distance(t, y));
-                let de = ey_yields.get(i).copied().flatten().and_then(|y| distance(e, y));
+                let dt = ty_yields
+                    .get(i)
+                    .copied()
+                    .flatten()
+                    .and_then(|y| distance(t, y));
+                let de = ey_yields
+                    .get(i)
+                    .copied()
+                    .flatten()
+                    .and_then(|y| distance(e, y));
                 if let (Some(a), Some(b)) = (dt, de) {
                     if a == b {
                         named.push((r, a));
@@ -231,14 +251,20 @@ impl Analysis<'_> {
         for &(i, a, _) in &carried {
             let kind = kind_of(k.ty(a)).unwrap_or(0);
             let d_entry = distance(&entry[kind], a);
-            let d_end = yields.get(i).copied().flatten().and_then(|y| distance(&end[kind], y));
+            let d_end = yields
+                .get(i)
+                .copied()
+                .flatten()
+                .and_then(|y| distance(&end[kind], y));
             if let (Some(x), Some(y)) = (d_entry, d_end) {
                 if x == y {
                     stable.push((i, a, x));
                 }
             }
         }
-        let commits = |kind: usize| end[kind].len() != entry[kind].len() || end[kind].contains(&Entry::Unknown);
+        let commits = |kind: usize| {
+            end[kind].len() != entry[kind].len() || end[kind].contains(&Entry::Unknown)
+        };
         if !commits(0) && !commits(1) && stable.len() == carried.len() {
             // Nothing committed per iteration: the first pass is the answer.
             for (i, &r) in data.results.iter().enumerate() {
