@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 mod compile;
+mod run;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use cpflow::ir::SourceFile;
@@ -35,6 +36,8 @@ enum Command {
     },
     /// Compile an IR file to PTX (or MLIR) through MLIR's NVVM pipeline.
     Compile(compile::CompileArgs),
+    /// Run a kernel in the reference interpreter; report undefined behaviour.
+    Run(run::RunArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -58,6 +61,7 @@ fn main() -> ExitCode {
             deny,
         } => check(&files, format, deny.is_some()),
         Command::Compile(args) => compile::run(args),
+        Command::Run(args) => run::run(args),
     }
 }
 
