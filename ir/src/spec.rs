@@ -24,6 +24,16 @@ impl PtxVersion {
     pub const fn new(major: u8, minor: u8) -> Self {
         PtxVersion { major, minor }
     }
+
+    /// Whether NVIDIA has published this PTX ISA version (7.0-7.8, 8.0-8.8,
+    /// 9.0-9.4 as of the spec pages' newest copy); older ones predate every
+    /// instruction cpflow knows.
+    pub fn exists(self) -> bool {
+        matches!(
+            (self.major, self.minor),
+            (7, 0..=8) | (8, 0..=8) | (9, 0..=4)
+        )
+    }
 }
 
 impl fmt::Display for PtxVersion {

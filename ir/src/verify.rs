@@ -73,7 +73,10 @@ pub const CODES: &[(&str, &str)] = &[
     ("E0704", "mbarrier index out of range"),
     ("E0801", "instruction needs a newer PTX ISA version"),
     ("E0802", "instruction needs a newer sm target"),
-    ("E0803", "target needs a newer PTX ISA version"),
+    (
+        "E0803",
+        "target needs a newer PTX ISA version, or the version does not exist",
+    ),
     ("W0301", "cannot prove the address alignment"),
     ("W0401", "cannot prove the bulk size is a multiple of 16"),
     (
@@ -87,7 +90,17 @@ pub const CODES: &[(&str, &str)] = &[
 pub fn verify(module: &Module) -> Vec<Diagnostic> {
     let mut diags = Vec::new();
     let min_ptx = module.target.sm.min_ptx();
-    if module.target.ptx < min_ptx {
+    if !module.target.ptx.exists() {
+        diags.push(
+            Diagnostic::error(
+                "E0803",
+                format!("there is no PTX ISA version {}", module.target.ptx),
+                module.target_span,
+            )
+            .with_label("unknown PTX ISA version")
+            .with_help("PTX ISA versions are 7.0-7.8, 8.0-8.8 and 9.0-9.4"),
+        );
+    } else if module.target.ptx < min_ptx {
         diags.push(
             Diagnostic::error(
                 "E0803",
@@ -527,7 +540,9 @@ impl Verifier<'_> {
             self.push(
                 Diagnostic::error("E0103", "loop step must be positive", data.args[2].span)
                     .with_label("a loop counts up: `%k = lo, lo+step, ...` while `%k < hi`")
-                    .with_help("count up and compute the descending index from the induction variable"),
+                    .with_help(
+                        "count up and compute the descending index from the induction variable",
+                    ),
             );
         }
         let body = data.regions[0];
@@ -1443,7 +1458,9 @@ impl<'a> GroupChecker<'a> {
                     self.region(data.regions[1], &mut else_s);
                     for kind in 0..2 {
                         let diverged = then_s.tokens(kind) != else_s.tokens(kind);
-                        let earlier = then_s.unsettled[kind].take().or_else(|| else_s.unsettled[kind].take());
+                        let earlier = then_s.unsettled[kind]
+                            .take()
+                            .or_else(|| else_s.unsettled[kind].take());
                         let d = if diverged {
                             let d = self.divergence(
                                 inst,
@@ -1454,8 +1471,12 @@ impl<'a> GroupChecker<'a> {
                                 ("then", "else"),
                             );
                             // Go on with what is pending on both paths.
-                            let both: Vec<Value> =
-                                then_s.tokens(kind).iter().filter(|v| else_s.tokens(kind).contains(v)).copied().collect();
+                            let both: Vec<Value> = then_s
+                                .tokens(kind)
+                                .iter()
+                                .filter(|v| else_s.tokens(kind).contains(v))
+                                .copied()
+                                .collect();
                             *then_s.tokens_mut(kind) = both;
                             Some(Box::new(d))
                         } else {
@@ -1479,8 +1500,12 @@ impl<'a> GroupChecker<'a> {
                                 "this loop's body changes which async operations are uncommitted",
                                 ("after an iteration", "before it"),
                             );
-                            let both: Vec<Value> =
-                                state.tokens(kind).iter().filter(|v| body_s.tokens(kind).contains(v)).copied().collect();
+                            let both: Vec<Value> = state
+                                .tokens(kind)
+                                .iter()
+                                .filter(|v| body_s.tokens(kind).contains(v))
+                                .copied()
+                                .collect();
                             *state.tokens_mut(kind) = both;
                             if state.unsettled[kind].is_none() {
                                 state.unsettled[kind] = Some(Box::new(d));
@@ -1508,8 +1533,9 @@ impl<'a> GroupChecker<'a> {
         (a_name, b_name): (&str, &str),
     ) -> Diagnostic {
         let k = self.k;
-        let mut d = Diagnostic::error(code, msg, k.insts[inst].op_span)
-            .with_label("a `commit_group` after this captures different operations on different paths");
+        let mut d = Diagnostic::error(code, msg, k.insts[inst].op_span).with_label(
+            "a `commit_group` after this captures different operations on different paths",
+        );
         let mut mention = |v: Value, side: &str| {
             let span = k.def_inst(v).map_or(k.values[v].span, |i| k.insts[i].span);
             d.secondary.push(crate::diag::SecondaryLabel {
@@ -1535,7 +1561,8 @@ impl<'a> GroupChecker<'a> {
     fn settle(&mut self, inst: Inst, kind: usize, state: &mut Pending) {
         if let Some(d) = state.unsettled[kind].take() {
             let span = self.k.insts[inst].op_span;
-            self.diags.push(d.with_secondary(span, "this commit captures them"));
+            self.diags
+                .push(d.with_secondary(span, "this commit captures them"));
         }
     }
 

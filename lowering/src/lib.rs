@@ -48,6 +48,30 @@ pub fn compile(mlir: &Mlir, module: &Module) -> Result<Compiled, Vec<Diagnostic>
     })
 }
 
+/// The PTX ISA versions LLVM 22's NVPTX backend emits (`+ptxNN` features);
+/// others would be ignored with a warning on stderr and a default version.
+const LLVM_PTX_VERSIONS: &[(u8, u8)] = &[
+    (7, 0),
+    (7, 1),
+    (7, 2),
+    (7, 3),
+    (7, 4),
+    (7, 5),
+    (7, 6),
+    (7, 7),
+    (7, 8),
+    (8, 0),
+    (8, 1),
+    (8, 2),
+    (8, 3),
+    (8, 4),
+    (8, 5),
+    (8, 6),
+    (8, 7),
+    (8, 8),
+    (9, 0),
+];
+
 /// Verifies `module` and emits its MLIR, without running MLIR.
 pub fn lower(module: &Module) -> Result<String, Vec<Diagnostic>> {
     let errors: Vec<Diagnostic> = cpflow_ir::verify(module)
@@ -56,6 +80,16 @@ pub fn lower(module: &Module) -> Result<String, Vec<Diagnostic>> {
         .collect();
     if !errors.is_empty() {
         return Err(errors);
+    }
+    let ptx = module.target.ptx;
+    if !LLVM_PTX_VERSIONS.contains(&(ptx.major, ptx.minor)) {
+        return Err(vec![Diagnostic::error(
+            "L0004",
+            format!("LLVM 22's NVPTX backend cannot emit PTX ISA {ptx}"),
+            module.target_span,
+        )
+        .with_label("not supported by the lowering")
+        .with_help("use PTX ISA 7.0-7.8, 8.0-8.8 or 9.0 (`cpflow compile --ptx 8.8`)")]);
     }
     emit(module)
 }
