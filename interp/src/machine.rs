@@ -659,7 +659,7 @@ impl<'a> Machine<'a> {
             self.report(
                 "U0401",
                 format!(
-                    "{what} to the shared memory of CTA {} after it exited",
+                    "{what} of the shared memory of CTA {} after it exited",
                     a.cta().unwrap_or(0)
                 ),
                 inst,
@@ -1160,7 +1160,7 @@ impl<'a> Machine<'a> {
                     Some(thread),
                     "this op's source is still being read".into(),
                     None,
-                    vec!["wait for the op (e.g. `cp.async.bulk.wait_group.read 0`) before the CTA exits".into()],
+                    vec!["async-copy-overview-and-cp-async.md 9.7.9.25.1: modifying (here: freeing) the source before the op completes is UB".into()],
                 );
             } else if issuer_cta != cta && (reads_here || writes_here) {
                 self.report(
@@ -1253,20 +1253,12 @@ impl<'a> Machine<'a> {
             "the kernel hangs: no thread can make progress",
             self.k.insts[first].span,
         )
-        .with_label(format!(
-            "{} thread{} wait here forever",
-            threads.len(),
-            if threads.len() == 1 { "" } else { "s" }
-        ))
+        .with_label(format!("{} here forever", waits(threads.len())))
         .with_note(format!("waiting: {}{more}", names.join(", ")));
         for (inst, ts) in waiting.iter().skip(1) {
             d = d.with_secondary(
                 self.k.insts[*inst].span,
-                format!(
-                    "{} more thread{} wait here",
-                    ts.len(),
-                    if ts.len() == 1 { "" } else { "s" }
-                ),
+                format!("{} here too", waits(ts.len())),
             );
         }
         for t in &self.threads {
@@ -1286,6 +1278,15 @@ impl<'a> Machine<'a> {
             d = d.with_help(h);
         }
         self.findings.push(d);
+    }
+}
+
+/// "1 thread waits" / "3 threads wait".
+fn waits(n: usize) -> String {
+    if n == 1 {
+        "1 thread waits".into()
+    } else {
+        format!("{n} threads wait")
     }
 }
 
