@@ -5,6 +5,7 @@
 //! and returns every diagnostic. The layers themselves are re-exported
 //! ([`ir`]) for finer control.
 
+pub use cpflow_interp as interp;
 pub use cpflow_ir as ir;
 pub use cpflow_lowering as lowering;
 

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod bundle;
 mod compile;
 mod run;
 
@@ -38,6 +39,9 @@ enum Command {
     Compile(compile::CompileArgs),
     /// Run a kernel in the reference interpreter; report undefined behaviour.
     Run(run::RunArgs),
+    /// Package programs with `// run:` lines for differential runs on a GPU
+    /// (PTX, launch shapes, inputs and the interpreter's outputs).
+    Bundle(bundle::BundleArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -62,6 +66,7 @@ fn main() -> ExitCode {
         } => check(&files, format, deny.is_some()),
         Command::Compile(args) => compile::run(args),
         Command::Run(args) => run::run(args),
+        Command::Bundle(args) => bundle::run_bundle(args),
     }
 }
 

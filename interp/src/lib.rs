@@ -16,6 +16,7 @@ mod arith;
 mod clock;
 mod codes;
 mod machine;
+pub mod runline;
 mod sched;
 mod value;
 
