@@ -174,7 +174,7 @@ fn bundle_launch(
                     .ok_or_else(|| format!("{tag}: no buffer %{}", v.name))?;
                 let want = expected
                     .iter()
-                    .find(|(n, _)| *n == v.name)
+                    .find(|(n, _)| n.trim_start_matches('%') == v.name)
                     .map(|(_, b)| b.clone())
                     .unwrap_or_default();
                 let (fin, fexp) = (
@@ -186,7 +186,7 @@ fn bundle_launch(
                 let dtype = rl
                     .float_buffers
                     .iter()
-                    .find(|(n, _)| *n == v.name)
+                    .find(|(n, _)| n.trim_start_matches('%') == v.name)
                     .map(|(_, s)| s.name());
                 params.push(json!({"name": v.name, "kind": "buffer", "input": fin, "expect": fexp, "dtype": dtype}));
             }

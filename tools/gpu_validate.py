@@ -19,6 +19,7 @@ import argparse
 import datetime
 import json
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -85,22 +86,33 @@ def main():
     ap.add_argument("--rtol", type=float, default=1e-5)
     ap.add_argument("--atol", type=float, default=1e-6)
     ap.add_argument("--report")
+    ap.add_argument("--one", help=argparse.SUPPRESS)
     args = ap.parse_args()
     with open(os.path.join(args.bundle, "manifest.json")) as f:
         manifest = json.load(f)
-    props = cp.cuda.runtime.getDeviceProperties(0)
-    gpu = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
-    cuda = cp.cuda.runtime.runtimeGetVersion()
+    if args.one:
+        launch = next(l for l in manifest["launches"] if l["name"] == args.one)
+        print(json.dumps(run_launch(args.bundle, launch, args.repeat, args.rtol, args.atol)))
+        return
     results = []
     for launch in manifest["launches"]:
-        try:
-            r = run_launch(args.bundle, launch, args.repeat, args.rtol, args.atol)
-        except Exception as e:  # a launch failure is a result, not a crash
-            r = {"name": launch["name"], "runs": 0, "exact": 0, "close": 0, "mismatch": 0, "detail": f"error: {e}"}
+        # One process per launch: a faulting kernel poisons its CUDA context.
+        cmd = [sys.executable, __file__, args.bundle, "--one", launch["name"], "--repeat", str(args.repeat),
+               "--rtol", str(args.rtol), "--atol", str(args.atol)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        lines = [l for l in proc.stdout.splitlines() if l.startswith("{")]
+        if proc.returncode == 0 and lines:
+            r = json.loads(lines[-1])
+        else:
+            err = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            r = {"name": launch["name"], "runs": 0, "exact": 0, "close": 0, "mismatch": 0, "detail": f"error: {err}"}
         results.append(r)
         status = "ok" if r["mismatch"] == 0 and r["runs"] > 0 else "FAIL"
         print(f"{status:4} {r['name']:48} runs={r['runs']:3} exact={r['exact']:3} close={r['close']:3} "
               f"mismatch={r['mismatch']:3} {r['detail']}", flush=True)
+    props = cp.cuda.runtime.getDeviceProperties(0)
+    gpu = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+    cuda = cp.cuda.runtime.runtimeGetVersion()
     bad = [r for r in results if r["mismatch"] or not r["runs"]]
     total_runs = sum(r["runs"] for r in results)
     print(f"{len(results) - len(bad)} passed, {len(bad)} failed ({total_runs} GPU runs on {gpu})")

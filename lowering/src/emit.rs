@@ -830,8 +830,26 @@ impl<'a> KernelEmitter<'a> {
         let size_text = size.to_string();
         let mut tail = Vec::new();
         if let Some(a) = extra {
-            let ty = if is_ignore { "i1" } else { "i32" };
-            ops.push(self.arg(a, ty));
+            if is_ignore && hint {
+                // `ignore-src` together with a cache policy faults with an
+                // illegal instruction on an H100 (docs/gpu-validation.md),
+                // though ptxas accepts it. Ignoring the source is reading 0
+                // bytes of it, so pass `src-size = ignore ? 0 : cp-size`.
+                let p = self.arg(a, "i1");
+                let zero = self.constant(0, "i32");
+                let full = self.constant(size, "i32");
+                let n = self.def(
+                    "i32",
+                    &format!(
+                        "arith.select {}, {}, {} : i32",
+                        p.name, zero.name, full.name
+                    ),
+                );
+                ops.push(n);
+            } else {
+                let ty = if is_ignore { "i1" } else { "i32" };
+                ops.push(self.arg(a, ty));
+            }
             shapes.push(false);
         }
         if let Some(a) = get("cache-policy") {
