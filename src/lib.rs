@@ -1,13 +1,15 @@
 //! cpflow: a compiler toolkit for GPU asynchronous data movement.
 //!
 //! This facade ties the layers together for the CLI and for compiler
-//! pipelines that embed cpflow: [`check`] parses and verifies a source file
+//! pipelines that embed cpflow: [`check`] parses and verifies a source file,
+//! runs the static checker ([`passes`]) when the verifier reports no error,
 //! and returns every diagnostic. The layers themselves are re-exported
 //! ([`ir`]) for finer control.
 
 pub use cpflow_interp as interp;
 pub use cpflow_ir as ir;
 pub use cpflow_lowering as lowering;
+pub use cpflow_passes as passes;
 
 use cpflow_ir::{Diagnostic, Module, Span};
 
@@ -15,7 +17,7 @@ use cpflow_ir::{Diagnostic, Module, Span};
 pub struct Checked {
     /// The parsed module, when parsing succeeded.
     pub module: Option<Module>,
-    /// Parse and verifier findings, in source order.
+    /// Parse, verifier and checker findings, in source order.
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -25,11 +27,16 @@ impl Checked {
     }
 }
 
-/// Parses and verifies source text.
+/// Parses and verifies source text, then runs the checker when the
+/// verifier found no error.
 pub fn check(text: &str) -> Checked {
     match cpflow_ir::parse(text) {
         Ok(module) => {
-            let diagnostics = cpflow_ir::verify(&module);
+            let mut diagnostics = cpflow_ir::verify(&module);
+            if !diagnostics.iter().any(Diagnostic::is_error) {
+                diagnostics.extend(cpflow_passes::check(&module));
+                diagnostics.sort_by_key(|d| (d.span.start, d.code));
+            }
             Checked {
                 module: Some(module),
                 diagnostics,

@@ -1,0 +1,421 @@
+//! Affine integer expressions over symbolic atoms, and a prover that two
+//! byte ranges given by such expressions never overlap.
+//!
+//! An [`Affine`] is `c + Σ coeff·atom`. Atoms are thread ids, loop induction
+//! variables, opaque SSA values and `inner mod m` / `inner div d` of another
+//! affine expression, which is what a ring slot `base + (k mod S)·TILE +
+//! tid·16` needs. Expressions are kept normalised (no zero coefficients,
+//! `mod` offsets reduced), so equality of expressions is structural.
+
+use std::collections::BTreeMap;
+
+use cpflow_ir::ir::{Inst, Value};
+
+/// A symbolic integer.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Atom {
+    /// `%tid.{x,y,z}` (0, 1, 2) or `%laneid` (3) of the analysed thread.
+    Tid(u8),
+    /// The same register of another thread (used only inside the prover).
+    OtherTid(u8),
+    /// The induction variable of the `for` loop `Inst`, in the current iteration.
+    Iv(Inst),
+    /// Some iteration of a loop that has exited (a family of instances).
+    Exist(Inst),
+    /// A value the analysis does not understand, loop-invariant where used.
+    Opaque(Value),
+    /// `inner mod m` (unsigned, m > 0).
+    Mod(Box<Affine>, i64),
+    /// `inner div d` (unsigned, d > 0).
+    Div(Box<Affine>, i64),
+}
+
+/// `c + Σ coeff·atom`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Affine {
+    pub c: i64,
+    pub terms: BTreeMap<Atom, i64>,
+}
+
+impl Affine {
+    pub fn constant(c: i64) -> Affine {
+        Affine {
+            c,
+            terms: BTreeMap::new(),
+        }
+    }
+
+    pub fn atom(a: Atom) -> Affine {
+        let mut terms = BTreeMap::new();
+        terms.insert(a, 1);
+        Affine { c: 0, terms }
+    }
+
+    pub fn as_const(&self) -> Option<i64> {
+        self.terms.is_empty().then_some(self.c)
+    }
+
+    pub fn add(&self, o: &Affine) -> Affine {
+        let mut r = self.clone();
+        r.c = r.c.wrapping_add(o.c);
+        for (a, k) in &o.terms {
+            let e = r.terms.entry(a.clone()).or_insert(0);
+            *e = e.wrapping_add(*k);
+        }
+        r.terms.retain(|_, k| *k != 0);
+        r
+    }
+
+    pub fn scale(&self, f: i64) -> Affine {
+        if f == 0 {
+            return Affine::constant(0);
+        }
+        Affine {
+            c: self.c.wrapping_mul(f),
+            terms: self
+                .terms
+                .iter()
+                .map(|(a, k)| (a.clone(), k.wrapping_mul(f)))
+                .collect(),
+        }
+    }
+
+    pub fn sub(&self, o: &Affine) -> Affine {
+        self.add(&o.scale(-1))
+    }
+
+    /// `self mod m`, folded when constant.
+    pub fn modulo(&self, m: i64) -> Affine {
+        if m <= 0 {
+            return Affine::atom(Atom::Mod(Box::new(self.clone()), m.max(1)));
+        }
+        if let Some(c) = self.as_const() {
+            return Affine::constant(c.rem_euclid(m));
+        }
+        // Terms whose coefficient is a multiple of m vanish; the offset is reduced.
+        let mut inner = self.clone();
+        inner.terms.retain(|_, k| *k % m != 0);
+        inner.c = inner.c.rem_euclid(m);
+        if let Some(c) = inner.as_const() {
+            return Affine::constant(c);
+        }
+        Affine::atom(Atom::Mod(Box::new(inner), m))
+    }
+
+    /// `self div d`, folded when constant.
+    pub fn div(&self, d: i64) -> Affine {
+        if d == 1 {
+            return self.clone();
+        }
+        match self.as_const() {
+            Some(c) if d > 0 => Affine::constant(c.div_euclid(d)),
+            _ => Affine::atom(Atom::Div(Box::new(self.clone()), d.max(1))),
+        }
+    }
+
+    /// Replaces every occurrence of atom `from` by `to`, re-normalising.
+    pub fn subst(&self, from: &Atom, to: &Affine) -> Affine {
+        let mut r = Affine::constant(self.c);
+        for (a, k) in &self.terms {
+            let t = if a == from {
+                to.clone()
+            } else {
+                match a {
+                    Atom::Mod(inner, m) => inner.subst(from, to).modulo(*m),
+                    Atom::Div(inner, d) => inner.subst(from, to).div(*d),
+                    _ => Affine::atom(a.clone()),
+                }
+            };
+            r = r.add(&t.scale(*k));
+        }
+        r
+    }
+
+    /// Whether `pred` holds for some atom, looking inside `mod`/`div`.
+    pub fn mentions(&self, pred: &impl Fn(&Atom) -> bool) -> bool {
+        self.terms.keys().any(|a| {
+            pred(a)
+                || match a {
+                    Atom::Mod(i, _) | Atom::Div(i, _) => i.mentions(pred),
+                    _ => false,
+                }
+        })
+    }
+
+    /// Every atom (looking inside `mod`/`div`).
+    pub fn atoms(&self, out: &mut Vec<Atom>) {
+        for a in self.terms.keys() {
+            out.push(a.clone());
+            if let Atom::Mod(i, _) | Atom::Div(i, _) = a {
+                i.atoms(out);
+            }
+        }
+    }
+
+    /// Renames the analysed thread's registers to another thread's.
+    pub fn other_thread(&self) -> Affine {
+        let mut r = self.clone();
+        for axis in 0..4 {
+            r = r.subst(&Atom::Tid(axis), &Affine::atom(Atom::OtherTid(axis)));
+        }
+        r
+    }
+}
+
+/// What the prover may assume about atoms.
+#[derive(Clone, Debug, Default)]
+pub struct Bounds {
+    /// Inclusive ranges of loop induction variables (constant bounds).
+    pub iv: BTreeMap<Inst, (i64, i64)>,
+    /// Largest `%tid.x` any thread can have, when known.
+    pub max_tid: Option<i64>,
+}
+
+impl Bounds {
+    fn range(&self, a: &Atom) -> Option<(i64, i64)> {
+        match a {
+            Atom::Mod(_, m) => Some((0, m - 1)),
+            Atom::Iv(l) | Atom::Exist(l) => self.iv.get(l).copied(),
+            Atom::Tid(0) | Atom::OtherTid(0) => self.max_tid.map(|m| (0, m)),
+            Atom::Tid(3) | Atom::OtherTid(3) => Some((0, 31)),
+            Atom::Div(inner, d) => {
+                let (lo, hi) = self.interval(inner)?;
+                Some((lo.div_euclid(*d), hi.div_euclid(*d)))
+            }
+            _ => None,
+        }
+    }
+
+    /// Inclusive range of an expression, when every atom is bounded.
+    pub fn interval(&self, e: &Affine) -> Option<(i64, i64)> {
+        let (mut lo, mut hi) = (e.c, e.c);
+        for (a, k) in &e.terms {
+            let (l, h) = self.range(a)?;
+            let (x, y) = (l.checked_mul(*k)?, h.checked_mul(*k)?);
+            lo = lo.checked_add(x.min(y))?;
+            hi = hi.checked_add(x.max(y))?;
+        }
+        Some((lo, hi))
+    }
+}
+
+fn gcd(a: i64, b: i64) -> i64 {
+    if b == 0 {
+        a.abs()
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// Proves that `[a, a + sa)` and `[b, b + sb)` are disjoint for every value
+/// of the atoms. With `distinct_threads`, `a` belongs to the analysed thread
+/// and `b` (already renamed with [`Affine::other_thread`]) to another one,
+/// so `%tid.x` differs between them when it is the only thread register.
+pub fn disjoint(
+    a: &Affine,
+    sa: i64,
+    b: &Affine,
+    sb: i64,
+    distinct_threads: bool,
+    bnd: &Bounds,
+) -> bool {
+    let d = a.sub(b);
+    // Overlap iff -sa < d < sb.
+    let (lo_gap, hi_gap) = (-sa, sb);
+    // Pairs `k·(x mod m) - k·(y mod m)` with x - y constant take two values.
+    let mut rest = d.clone();
+    let mut choices: Vec<[i64; 2]> = Vec::new();
+    let mods: Vec<(Atom, i64)> = d
+        .terms
+        .iter()
+        .filter(|(a, _)| matches!(a, Atom::Mod(..)))
+        .map(|(a, k)| (a.clone(), *k))
+        .collect();
+    let mut used = vec![false; mods.len()];
+    for i in 0..mods.len() {
+        for j in 0..mods.len() {
+            if i == j || used[i] || used[j] || mods[i].1 != -mods[j].1 {
+                continue;
+            }
+            if let (Atom::Mod(x, m), Atom::Mod(y, n)) = (&mods[i].0, &mods[j].0) {
+                if m != n {
+                    continue;
+                }
+                if let Some(delta) = x.sub(y).as_const() {
+                    let r = delta.rem_euclid(*m);
+                    let k = mods[i].1;
+                    choices.push(if r == 0 { [0, 0] } else { [r * k, (r - m) * k] });
+                    rest.terms.remove(&mods[i].0);
+                    rest.terms.remove(&mods[j].0);
+                    used[i] = true;
+                    used[j] = true;
+                }
+            }
+        }
+    }
+    // The thread-difference term.
+    let kt = rest.terms.get(&Atom::Tid(0)).copied().unwrap_or(0);
+    let other_only = [
+        Atom::Tid(1),
+        Atom::Tid(2),
+        Atom::OtherTid(1),
+        Atom::OtherTid(2),
+    ]
+    .iter()
+    .all(|a| !rest.mentions(&|x| x == a));
+    let mut delta: Option<(i64, bool)> = None;
+    if kt != 0 && rest.terms.get(&Atom::OtherTid(0)).copied() == Some(-kt) {
+        rest.terms.remove(&Atom::Tid(0));
+        rest.terms.remove(&Atom::OtherTid(0));
+        delta = Some((kt, distinct_threads && other_only));
+    } else if distinct_threads
+        && kt == 0
+        && !rest.mentions(&|x| matches!(x, Atom::OtherTid(_) | Atom::Tid(_)))
+    {
+        // Neither range depends on the thread: no extra freedom.
+    }
+    // Stride argument: d ≡ c (mod g).
+    let mut g = 0;
+    for k in rest.terms.values() {
+        g = gcd(g, *k);
+    }
+    if let Some((k, _)) = delta {
+        g = gcd(g, k);
+    }
+    for c in &choices {
+        g = gcd(g, c[0]);
+        g = gcd(g, c[1]);
+    }
+    if g > 1 {
+        let r = rest.c.rem_euclid(g);
+        // Is there x ≡ r (mod g) with lo_gap < x < hi_gap?
+        let first = lo_gap + 1 + (r - (lo_gap + 1)).rem_euclid(g);
+        if first >= hi_gap {
+            return true;
+        }
+    }
+    // Interval argument, per choice of the mod pairs.
+    let Some((rlo, rhi)) = bnd.interval(&rest) else {
+        return false;
+    };
+    let n = choices.len().min(6);
+    for mask in 0..(1u32 << n) {
+        let mut off = 0i64;
+        for (i, c) in choices.iter().take(n).enumerate() {
+            off += c[((mask >> i) & 1) as usize];
+        }
+        let (lo, hi) = (rlo + off, rhi + off);
+        let overlaps = |lo: i64, hi: i64| lo < hi_gap && hi > lo_gap;
+        match delta {
+            None => {
+                if overlaps(lo, hi) {
+                    return false;
+                }
+            }
+            Some((k, nonzero)) => {
+                let span = bnd.max_tid.unwrap_or(i64::MAX / 4 / k.abs().max(1));
+                // n ranges over the tid differences; find any n with overlap.
+                let ka = k.abs();
+                // lo + k n < hi_gap and hi + k n > lo_gap  =>  n in an open interval.
+                let (nlo, nhi) = if k > 0 {
+                    (
+                        (lo_gap - hi).div_euclid(ka) + 1,
+                        (hi_gap - lo - 1).div_euclid(ka),
+                    )
+                } else {
+                    (
+                        -((hi_gap - lo - 1).div_euclid(ka)),
+                        -((lo_gap - hi).div_euclid(ka) + 1),
+                    )
+                };
+                let (nlo, nhi) = (nlo.max(-span), nhi.min(span));
+                if nlo > nhi {
+                    continue;
+                }
+                if nonzero && nlo == 0 && nhi == 0 {
+                    continue;
+                }
+                return false;
+            }
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cpflow_ir::ir::EntityId;
+
+    fn k() -> Affine {
+        Affine::atom(Atom::Iv(Inst::new(0)))
+    }
+    fn tid() -> Affine {
+        Affine::atom(Atom::Tid(0))
+    }
+
+    #[test]
+    fn ring_slots_are_disjoint() {
+        let b = Bounds {
+            max_tid: Some(127),
+            ..Bounds::default()
+        };
+        let slot = |c: i64| {
+            k().add(&Affine::constant(c))
+                .modulo(3)
+                .scale(2048)
+                .add(&tid().scale(16))
+        };
+        assert!(disjoint(&slot(0), 4, &slot(1), 16, false, &b));
+        assert!(disjoint(&slot(0), 4, &slot(2), 16, false, &b));
+        assert!(!disjoint(&slot(0), 4, &slot(3), 16, false, &b));
+        // Another thread's chunk of the same slot is disjoint, of the next slot too.
+        assert!(disjoint(
+            &slot(0),
+            16,
+            &slot(0).other_thread(),
+            16,
+            true,
+            &b
+        ));
+        assert!(disjoint(&slot(0), 4, &slot(1).other_thread(), 16, true, &b));
+        // Without a bound on the thread count, thread 128 reaches the next slot.
+        assert!(!disjoint(
+            &slot(0),
+            4,
+            &slot(1).other_thread(),
+            16,
+            true,
+            &Bounds::default()
+        ));
+    }
+
+    #[test]
+    fn whole_tile_overlaps_every_thread() {
+        let b = Bounds::default();
+        let part = tid().scale(4);
+        assert!(!disjoint(&part, 4, &Affine::constant(0), 4096, true, &b));
+        assert!(disjoint(
+            &part,
+            4,
+            &Affine::constant(4096),
+            4096,
+            true,
+            &Bounds {
+                max_tid: Some(1023),
+                ..b
+            }
+        ));
+    }
+
+    #[test]
+    fn shifting_a_mod_renormalises() {
+        let e = k().add(&Affine::constant(2)).modulo(3);
+        let shifted = e.subst(&Atom::Iv(Inst::new(0)), &k().add(&Affine::constant(-1)));
+        assert_eq!(shifted, k().add(&Affine::constant(1)).modulo(3));
+        assert_eq!(
+            e.subst(&Atom::Iv(Inst::new(0)), &Affine::constant(0)),
+            Affine::constant(2)
+        );
+    }
+}

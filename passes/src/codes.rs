@@ -1,0 +1,58 @@
+//! Every code the checker emits, with a one-line summary. `E1xxx` are
+//! errors and `W1xxx` lints, so they never collide with the verifier's
+//! `E0xxx`/`W0xxx`. The docs page and the test that each code has a case
+//! are checked against this table.
+
+pub const CODES: &[(&str, &str)] = &[
+    (
+        "E1001",
+        "reads the destination of an async copy before its completion is observed",
+    ),
+    ("E1002", "`wait_group N` is too weak for a use that follows"),
+    (
+        "E1003",
+        "writes the source or destination of an async copy still in flight",
+    ),
+    (
+        "E1004",
+        "reads bytes another thread copied, with no barrier after its wait",
+    ),
+    (
+        "E1005",
+        "two `cp.async` of one group write overlapping bytes",
+    ),
+    (
+        "E1006",
+        "generic writes reach an async-proxy read without `fence.proxy.async`",
+    ),
+    (
+        "E1007",
+        "reuses a buffer the async proxy read without `fence.proxy.async`",
+    ),
+    (
+        "E1008",
+        "an async copy may overwrite bytes other threads still read (no barrier)",
+    ),
+    (
+        "E1009",
+        "expect_tx bytes differ from the bytes completing on the phase",
+    ),
+    (
+        "E1010",
+        "wait on a phase its arrivals never complete (wrong parity or index)",
+    ),
+    (
+        "E1011",
+        "mbarrier arrival count can never be met, or is exceeded",
+    ),
+    ("E1012", "mbarrier used before `mbarrier.init`"),
+    (
+        "E1013",
+        "mbarrier init not published before other threads or peers use it",
+    ),
+    ("E1014", "async operations left uncommitted at kernel exit"),
+    ("E1015", "async writes still in flight at kernel exit"),
+    ("W1001", "wait stronger than any use needs (lost overlap)"),
+    ("W1002", "redundant `fence.proxy.async`"),
+    ("W1003", "redundant wait: nothing is pending"),
+];

@@ -1,0 +1,1113 @@
+//! The checker's dataflow engine: one forward walk of a kernel's structured
+//! control flow over [`State`], with a fixed point at every loop, applying
+//! the transfer function of each instruction and reporting hazards.
+//!
+//! It assumes a kernel that verifies clean. The analysed thread is any
+//! thread; facts about other threads come from the same program with
+//! `%tid` renamed (see [`crate::affine::disjoint`]). Diagnostics are only
+//! emitted in the reporting walk, which runs each loop body once more from
+//! its fixed-point head state, so each hazard is reported once.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use cpflow_ir::diag::{Diagnostic, Span};
+use cpflow_ir::ir::*;
+use cpflow_ir::spec::{Completion, Family};
+
+use crate::affine::{disjoint, Affine, Atom};
+use crate::state::{Init, Issuer, Kind, Mem, OpRec, State};
+use crate::values::{Base, Sym, Syms};
+
+const HUGE: i64 = 1 << 40;
+const MAX_ITERS: usize = 10;
+/// The depth of a record whose group a wait completed.
+const DONE: u32 = u32::MAX;
+
+pub struct Engine<'a> {
+    pub k: &'a Kernel,
+    pub syms: &'a Syms,
+    conds: Vec<(Value, bool)>,
+    loops: Vec<Inst>,
+    report: bool,
+    diags: BTreeMap<(u32, &'static str, u32), Diagnostic>,
+    /// For each wait: the shallowest depth a later use needed, and its N.
+    demand: BTreeMap<Inst, u32>,
+    wait_n: BTreeMap<Inst, u32>,
+    /// Barrier allocations some wait observes.
+    waited_bars: BTreeSet<SharedId>,
+}
+
+fn norm_base(b: &Base) -> Base {
+    match b {
+        Base::Remote(id) => Base::Shared(*id),
+        other => other.clone(),
+    }
+}
+
+fn norm_sym(s: &Sym) -> Sym {
+    match s {
+        Sym::Ptr(b, o) => Sym::Ptr(norm_base(b), o.clone()),
+        Sym::Phase { bar, idx } => Sym::Phase {
+            bar: Box::new(norm_sym(bar)),
+            idx: idx.clone(),
+        },
+        other => other.clone(),
+    }
+}
+
+fn bar_alloc(s: &Sym) -> Option<SharedId> {
+    match s {
+        Sym::Phase { bar, .. } => bar_alloc(bar),
+        Sym::Ptr(Base::Shared(id) | Base::Remote(id), _) => Some(*id),
+        _ => None,
+    }
+}
+
+fn is_remote(s: &Sym) -> bool {
+    match s {
+        Sym::Phase { bar, .. } => is_remote(bar),
+        Sym::Ptr(Base::Remote(_), _) => true,
+        _ => false,
+    }
+}
+
+impl<'a> Engine<'a> {
+    pub fn new(k: &'a Kernel, syms: &'a Syms) -> Self {
+        let mut waited_bars = BTreeSet::new();
+        k.walk(k.body, &mut |i| {
+            if let Op::Ptx(p) = &k.insts[i].op {
+                if matches!(
+                    p.family,
+                    Family::MbarrierWait
+                        | Family::MbarrierTestWaitParity
+                        | Family::MbarrierTryWaitParity
+                ) {
+                    if let Some(id) = k.insts[i]
+                        .args
+                        .first()
+                        .and_then(|a| bar_alloc(&syms.arg(*a)))
+                    {
+                        waited_bars.insert(id);
+                    }
+                }
+            }
+        });
+        Engine {
+            k,
+            syms,
+            conds: Vec::new(),
+            loops: Vec::new(),
+            report: false,
+            diags: BTreeMap::new(),
+            demand: BTreeMap::new(),
+            wait_n: BTreeMap::new(),
+            waited_bars,
+        }
+    }
+
+    /// Runs the analysis and returns the diagnostics, in source order.
+    pub fn run(mut self) -> Vec<Diagnostic> {
+        self.report = true;
+        let mut st = State::default();
+        self.region(self.k.body, &mut st);
+        self.at_exit(&st);
+        self.lint_waits();
+        self.diags.into_values().collect()
+    }
+
+    fn emit(&mut self, d: Diagnostic) {
+        if self.report {
+            let second = d.secondary.first().map_or(0, |s| s.span.start);
+            self.diags
+                .entry((d.span.start, d.code, second))
+                .or_insert(d);
+        }
+    }
+
+    fn span(&self, i: Inst) -> Span {
+        self.k.insts[i].span
+    }
+
+    // ---- memory facts -------------------------------------------------
+
+    /// Whether the thread is the only one that can run here and issued `r`.
+    fn same_single_thread(&self, r: &OpRec) -> bool {
+        r.conds
+            .iter()
+            .any(|(c, pol)| *pol && self.single_thread(*c) && self.conds.contains(&(*c, true)))
+    }
+
+    /// `cmp.eq %tid.x, const`: true in exactly one thread.
+    fn single_thread(&self, c: Value) -> bool {
+        let Some(i) = self.k.def_inst(c) else {
+            return false;
+        };
+        let data = &self.k.insts[i];
+        if !matches!(data.op, Op::Cmp(CmpPred::Eq, _)) || data.args.len() != 2 {
+            return false;
+        }
+        let tid = Affine::atom(Atom::Tid(0));
+        let s = |j: usize| self.syms.int(data.args[j]);
+        matches!((s(0), s(1)), (Some(a), Some(b)) if (a == tid && b.as_const().is_some()) || (b == tid && a.as_const().is_some()))
+    }
+
+    fn guarded(&self, e: &Affine, guard: Option<(Inst, i64)>) -> Affine {
+        match guard {
+            Some((l, c)) if self.loops.contains(&l) => e.subst(&Atom::Iv(l), &Affine::constant(c)),
+            _ => e.clone(),
+        }
+    }
+
+    /// May `a` (this thread) overlap `b` (of record `r`, by this thread or, with `cross`, another)?
+    fn overlap(&self, a: &Mem, b: &Mem, guard: Option<(Inst, i64)>, cross: bool) -> bool {
+        let (ba, bb) = (norm_base(&a.base), norm_base(&b.base));
+        if ba != Base::Unknown && bb != Base::Unknown && ba != bb {
+            return false;
+        }
+        let (Some(oa), Some(ob)) = (&a.off, &b.off) else {
+            return true;
+        };
+        if ba == Base::Unknown || bb == Base::Unknown {
+            return true;
+        }
+        let oa = self.guarded(oa, guard);
+        let mut ob = self.guarded(ob, guard);
+        if cross {
+            ob = ob.other_thread();
+        }
+        !disjoint(
+            &oa,
+            a.size.unwrap_or(HUGE),
+            &ob,
+            b.size.unwrap_or(HUGE),
+            cross,
+            &self.syms.bounds,
+        )
+    }
+
+    fn either_thread(&self, a: &Mem, b: &Mem, r: &OpRec) -> (bool, bool) {
+        let same = self.overlap(a, b, r.guard, false);
+        let cross = !self.same_single_thread(r) && self.overlap(a, b, r.guard, true);
+        (same, cross)
+    }
+
+    /// A generic read (`write == false`) or write of `m` at `at`.
+    fn access(&mut self, st: &mut State, m: &Mem, at: Inst, write: bool) {
+        let what = if write { "writes" } else { "reads" };
+        let ops: Vec<OpRec> = st.ops.iter().cloned().collect();
+        for r in &ops {
+            let issued = self.span(r.inst);
+            if let Some(d) = &r.dst {
+                let (same, cross) = self.either_thread(m, d, r);
+                let done_own = r.seen || r.issuer == Issuer::Done;
+                let done_all = r.seen || (r.issuer == Issuer::Done && r.published);
+                if !done_own && (same || cross) {
+                    self.in_flight(r, at, write, "destination");
+                } else if !done_all && cross {
+                    self.emit(
+                        Diagnostic::error("E1004", format!("{what} bytes another thread copied, with no barrier after its wait"), self.span(at))
+                            .with_label("another thread's copy may not be visible here")
+                            .with_secondary(issued, "copied by this async operation")
+                            .with_help("add `barrier.cta` after the wait and before this access (the wait orders the copy only for the thread that issued it)"),
+                    );
+                }
+                if same {
+                    if let Some((w, depth)) = r.done_by {
+                        let e = self.demand.entry(w).or_insert(depth);
+                        *e = (*e).min(depth);
+                    }
+                }
+            }
+            if write {
+                if let Some(s) = &r.src {
+                    let (same, cross) = self.either_thread(m, s, r);
+                    if r.issuer == Issuer::InFlight && !r.seen && (same || cross) {
+                        self.in_flight(r, at, true, "source");
+                    }
+                }
+            }
+        }
+        if write {
+            let reads: Vec<(Mem, bool, Inst)> = st.async_read.iter().cloned().collect();
+            for (b, fenced, op) in reads {
+                let dummy = OpRec {
+                    inst: op,
+                    kind: Kind::Bulk,
+                    dst: None,
+                    src: None,
+                    depth: None,
+                    phase: None,
+                    issuer: Issuer::Done,
+                    published: false,
+                    seen: false,
+                    conds: Vec::new(),
+                    guard: None,
+                    left_by: None,
+                    done_by: None,
+                    tok: BTreeSet::new(),
+                };
+                let (same, cross) = self.either_thread(m, &b, &dummy);
+                if cross || (!fenced && same) {
+                    self.emit(
+                        Diagnostic::error("E1007", "reuses a buffer the async proxy read, with no `fence.proxy.async` ordering the reuse", self.span(at))
+                            .with_label(if fenced { "the fence is not followed by a barrier before other threads write" } else { "generic write after an async-proxy read" })
+                            .with_secondary(self.span(op), "the async proxy read this buffer")
+                            .with_help("after the wait, run `fence.proxy.async.shared::cta` in the waiting thread, then `barrier.cta`, before rewriting the buffer"),
+                    );
+                }
+            }
+            if matches!(m.base, Base::Shared(_)) {
+                st.gen_writes.insert((m.clone(), false, at));
+                st.fence_useful = true;
+            }
+        } else if matches!(m.base, Base::Shared(_)) {
+            st.reads.insert((m.clone(), at));
+        }
+    }
+
+    fn in_flight(&mut self, r: &OpRec, at: Inst, write: bool, part: &str) {
+        let issued = self.span(r.inst);
+        if let (Some((w, depth)), false) = (r.left_by, write) {
+            let kind = if r.kind == Kind::Bulk {
+                "cp.async.bulk.wait_group"
+            } else {
+                "cp.async.wait_group"
+            };
+            let n = self.wait_n.get(&w).copied();
+            self.emit(
+                Diagnostic::error("E1002", format!("`{kind}` is too weak for this read: the copy's group is still pending"), self.span(at))
+                    .with_label("reads bytes of a group this wait leaves pending")
+                    .with_secondary(self.span(w), format!("{}this wait leaves the copy's group pending ({depth} younger group(s) after it)", n.map_or(String::new(), |n| format!("with N = {n}, "))))
+                    .with_secondary(issued, "the copy was issued here")
+                    .with_help(format!("wait with `{kind} {depth}` (or on the copy's group value)")),
+            );
+            return;
+        }
+        let (code, msg, help) = if write {
+            ("E1003", format!("writes the {part} of an async operation that may still be in flight"), "wait for the operation's completion (its group or mbarrier phase) before writing these bytes")
+        } else {
+            ("E1001", "reads the destination of an async copy before its completion is observed".to_string(), match r.kind {
+                Kind::Mbar => "wait on the mbarrier phase the copy completes on (`mbarrier.wait`) before reading",
+                Kind::Bulk => "commit it and wait with `cp.async.bulk.wait_group` before reading",
+                _ => "commit it and wait with `cp.async.wait_group` (or `cp.async.wait_all`) before reading",
+            })
+        };
+        self.emit(
+            Diagnostic::error(code, msg, self.span(at))
+                .with_label(if r.phase.is_some() && r.kind == Kind::Mbar {
+                    "cannot prove the copy's phase was observed"
+                } else {
+                    "cannot prove the copy is complete here"
+                })
+                .with_secondary(issued, format!("async {part} of this operation"))
+                .with_help(help),
+        );
+    }
+
+    /// Issues an async op.
+    #[allow(clippy::too_many_arguments)]
+    fn issue(
+        &mut self,
+        st: &mut State,
+        at: Inst,
+        kind: Kind,
+        dst: Option<Mem>,
+        src: Option<Mem>,
+        phase: Option<Sym>,
+        async_src: bool,
+    ) {
+        if let Some(d) = &dst {
+            let reads: Vec<(Mem, Inst)> = st.reads.iter().cloned().collect();
+            for (m, rd) in reads {
+                let dummy = OpRec {
+                    inst: at,
+                    kind,
+                    dst: None,
+                    src: None,
+                    depth: None,
+                    phase: None,
+                    issuer: Issuer::Done,
+                    published: false,
+                    seen: false,
+                    conds: self.conds.clone(),
+                    guard: None,
+                    left_by: None,
+                    done_by: None,
+                    tok: BTreeSet::new(),
+                };
+                if !self.same_single_thread(&dummy) && self.overlap(d, &m, None, true) {
+                    self.emit(
+                        Diagnostic::error("E1008", "this async copy may overwrite bytes other threads still read", self.span(at))
+                            .with_label("no barrier orders the other threads' reads before this copy")
+                            .with_secondary(self.span(rd), "other threads read these bytes here")
+                            .with_help("add `barrier.cta` between the reads and the copy that overwrites the buffer"),
+                    );
+                }
+            }
+        }
+        if let Some(s) = &src {
+            if matches!(s.base, Base::Shared(_)) {
+                self.access_as_async_read(st, s, at);
+                if async_src {
+                    let writes: Vec<(Mem, bool, Inst)> = st.gen_writes.iter().cloned().collect();
+                    for (w, fenced, wi) in writes {
+                        let dummy = OpRec {
+                            inst: wi,
+                            kind,
+                            dst: None,
+                            src: None,
+                            depth: None,
+                            phase: None,
+                            issuer: Issuer::Done,
+                            published: false,
+                            seen: false,
+                            conds: Vec::new(),
+                            guard: None,
+                            left_by: None,
+                            done_by: None,
+                            tok: BTreeSet::new(),
+                        };
+                        let (same, cross) = self.either_thread(s, &w, &dummy);
+                        if cross || (!fenced && same) {
+                            self.emit(
+                                Diagnostic::error("E1006", "the async proxy reads shared memory written by generic stores not ordered by `fence.proxy.async`", self.span(at))
+                                    .with_label("async-proxy read of generic writes")
+                                    .with_secondary(self.span(wi), if fenced { "written here; fenced, but no barrier before another thread's copy" } else { "generic write here, with no fence after it" })
+                                    .with_help("each writing thread runs `fence.proxy.async.shared::cta` after its stores, then `barrier.cta`, then one thread issues the copy"),
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        let phase = phase.map(|p| norm_sym(&p));
+        let norm = |m: Option<Mem>| {
+            m.map(|mut m| {
+                m.base = norm_base(&m.base);
+                m
+            })
+        };
+        st.ops.insert(OpRec {
+            inst: at,
+            kind,
+            dst: norm(dst),
+            src: norm(src),
+            depth: None,
+            phase,
+            issuer: Issuer::InFlight,
+            published: false,
+            seen: false,
+            conds: self.conds.clone(),
+            guard: None,
+            left_by: None,
+            done_by: None,
+            tok: data_results(self.k, at, kind),
+        });
+    }
+
+    /// An async op reading shared memory is a read of the bytes it reads.
+    fn access_as_async_read(&mut self, st: &mut State, s: &Mem, at: Inst) {
+        let saved = st.reads.clone();
+        self.access(st, s, at, false);
+        st.reads = saved;
+    }
+
+    fn use_bar(&mut self, st: &State, s: &Sym, at: Inst, cluster: bool) {
+        let Some(id) = bar_alloc(s) else { return };
+        let init = st.init.get(&id).copied().unwrap_or(Init::None);
+        let name = &self.k.shared[id].name;
+        let decl = self.k.shared[id].span;
+        let need_cluster = cluster || is_remote(s);
+        match init {
+            Init::None => self.emit(
+                Diagnostic::error("E1012", format!("mbarrier `@{name}` is used before `mbarrier.init`"), self.span(at))
+                    .with_label("no path initialises it before this use")
+                    .with_secondary(decl, "declared here")
+                    .with_help(format!("initialise it first: `mbarrier.init` (in one thread), then `barrier.cta` before other threads use `@{name}`")),
+            ),
+            Init::Other | Init::OtherFenced => self.emit(
+                Diagnostic::error("E1013", format!("the init of mbarrier `@{name}` is not published before this use"), self.span(at))
+                    .with_label("another thread initialised it; nothing orders that init before this use")
+                    .with_secondary(decl, "declared here")
+                    .with_help(if need_cluster { "publish it to the cluster: `fence.mbarrier_init.release.cluster`, then `barrier.cluster.arrive.relaxed` + `barrier.cluster.wait`" } else { "add `barrier.cta` after the `mbarrier.init` and before this use" }),
+            ),
+            Init::Local | Init::Fenced | Init::Cta if need_cluster => self.emit(
+                Diagnostic::error("E1013", format!("the init of mbarrier `@{name}` is not published to the cluster before a peer uses it"), self.span(at))
+                    .with_label("a peer CTA signals this barrier")
+                    .with_secondary(decl, "declared here")
+                    .with_help("after init: `fence.mbarrier_init.release.cluster`, `barrier.cluster.arrive.relaxed`, `barrier.cluster.wait`"),
+            ),
+            _ => {}
+        }
+    }
+
+    /// Does observing `w` complete phase `p`?
+    fn covers(&self, w: &Sym, p: &Sym) -> bool {
+        let (Sym::Phase { bar: wb, idx: wi }, Sym::Phase { bar: pb, idx: pi }) = (norm_sym(w), p)
+        else {
+            return false;
+        };
+        let ok = |pb: &Sym, pi: &Affine| -> bool {
+            *wb == *pb && wi.sub(pi).as_const().is_some_and(|d| d >= 0)
+        };
+        if ok(pb, pi) {
+            return true;
+        }
+        // A family of instances from an exited loop: the instance this loop's
+        // iteration waits for.
+        let mut atoms = Vec::new();
+        pi.atoms(&mut atoms);
+        if let Sym::Ptr(_, o) = pb.as_ref() {
+            o.atoms(&mut atoms);
+        }
+        for a in atoms.iter().filter(|a| matches!(a, Atom::Exist(_))) {
+            for &l in &self.loops {
+                let to = Affine::atom(Atom::Iv(l));
+                let pb2 = match pb.as_ref() {
+                    Sym::Ptr(b, o) => Sym::Ptr(b.clone(), o.subst(a, &to)),
+                    other => other.clone(),
+                };
+                if ok(&pb2, &pi.subst(a, &to)) {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    fn observe(&mut self, st: &mut State, w: &Sym) {
+        st.ops = std::mem::take(&mut st.ops)
+            .into_iter()
+            .map(|mut r| {
+                if !r.seen && r.phase.as_ref().is_some_and(|p| self.covers(w, p)) {
+                    r.seen = true;
+                    if let Some(s) = &r.src {
+                        if r.kind == Kind::Mbar && matches!(s.base, Base::Shared(_)) {
+                            st.async_read.insert((s.clone(), false, r.inst));
+                        }
+                    }
+                }
+                r
+            })
+            .collect();
+    }
+
+    // ---- the walk -----------------------------------------------------
+
+    fn region(&mut self, r: Region, st: &mut State) {
+        for &inst in &self.k.regions[r].insts.clone() {
+            self.inst(inst, st);
+        }
+    }
+
+    fn inst(&mut self, inst: Inst, st: &mut State) {
+        let k = self.k;
+        let data = &k.insts[inst];
+        let scalar_size = |s: &cpflow_ir::types::Scalar| Some(i64::from(s.bits().max(8) / 8));
+        match &data.op {
+            Op::Load(s) => {
+                if let Some(m) = data
+                    .args
+                    .first()
+                    .and_then(|a| Mem::of(&self.syms.arg(*a), scalar_size(s)))
+                {
+                    self.access(st, &m, inst, false);
+                }
+            }
+            Op::Store(s) => {
+                if let Some(m) = data
+                    .args
+                    .first()
+                    .and_then(|a| Mem::of(&self.syms.arg(*a), scalar_size(s)))
+                {
+                    self.access(st, &m, inst, true);
+                }
+            }
+            Op::Binary(BinaryOp::Xor) => {
+                if let (Some(v), Some(1), Some(&res)) = (
+                    data.args.first().and_then(|a| a.value()),
+                    data.args.get(1).and_then(|a| k.const_int(*a)),
+                    data.results.first(),
+                ) {
+                    if let Some((ph, pol)) = st.preds.get(&v).cloned() {
+                        st.preds.insert(res, (ph, !pol));
+                    }
+                }
+            }
+            Op::If => self.if_op(inst, st),
+            Op::For => self.for_loop(inst, st),
+            Op::Ptx(p) => self.ptx(inst, p, st),
+            _ => {}
+        }
+    }
+
+    fn if_op(&mut self, inst: Inst, st: &mut State) {
+        let data = &self.k.insts[inst];
+        let cond = data.args.first().and_then(|a| a.value());
+        let fact = cond.and_then(|c| st.preds.get(&c).cloned());
+        let mut then_s = st.clone();
+        let mut else_s = st.clone();
+        for (branch, pol, s) in [(0, true, &mut then_s), (1, false, &mut else_s)] {
+            if let Some((ph, p)) = &fact {
+                if *p == pol {
+                    self.observe(s, ph);
+                }
+            }
+            if let Some(c) = cond {
+                self.conds.push((c, pol));
+            }
+            self.region(data.regions[branch], s);
+            if cond.is_some() {
+                self.conds.pop();
+            }
+        }
+        *st = State::join_if(then_s, else_s, cond);
+    }
+
+    fn for_loop(&mut self, inst: Inst, st: &mut State) {
+        let k = self.k;
+        let data = &k.insts[inst];
+        let body = data.regions[0];
+        let args = k.regions[body].args.clone();
+        let lo = data.args.first().and_then(|a| k.const_int(*a));
+        let step = data
+            .args
+            .get(2)
+            .and_then(|a| k.const_int(*a))
+            .filter(|s| *s > 0);
+        let inits: Vec<Option<Value>> = (0..args.len().saturating_sub(1))
+            .map(|i| data.args.get(3 + i).and_then(|a| a.value()))
+            .collect();
+        let mut entry = st.clone();
+        if let Some(lo) = lo {
+            entry.ops = std::mem::take(&mut entry.ops)
+                .into_iter()
+                .map(|mut r| {
+                    if r.guard.is_none() {
+                        r.guard = Some((inst, lo));
+                    }
+                    r
+                })
+                .collect();
+        }
+        rename(&mut entry, &inits, &args[1.min(args.len())..]);
+        let yields = cpflow_ir::facts::yield_args(k, body);
+        let yielded: Vec<Option<Value>> = yields.iter().map(|a| a.value()).collect();
+        let syms = self.syms;
+        let inside = |v: Value| syms.loops[v.index()].contains(&inst);
+        let report = self.report;
+        self.report = false;
+        self.loops.push(inst);
+        let mut head = entry.clone();
+        for it in 0..MAX_ITERS {
+            let mut s = head.clone();
+            self.region(body, &mut s);
+            rename(&mut s, &yielded, &args[1.min(args.len())..]);
+            for names in &mut s.names {
+                for set in names.values_mut() {
+                    set.retain(|v| !inside(*v) || args.contains(v));
+                }
+                names.retain(|_, s| !s.is_empty());
+            }
+            s.ops
+                .retain(|r| !(r.seen || (r.issuer == Issuer::Done && r.published)));
+            s.ops = std::mem::take(&mut s.ops)
+                .into_iter()
+                .map(|mut r| {
+                    r.tok.retain(|v| !inside(*v) || args.contains(v));
+                    r
+                })
+                .collect();
+            s.familyize(inst);
+            s.shift(inst, step, &|v| inside(v));
+            let mut next = State::join(entry.clone(), s);
+            if it >= 3 {
+                next.merge_similar();
+            }
+            if it + 2 >= MAX_ITERS {
+                next.widen(inst);
+            }
+            if next == head {
+                break;
+            }
+            head = next;
+        }
+        self.report = report;
+        if report {
+            let mut s = head.clone();
+            self.region(body, &mut s);
+        }
+        self.loops.pop();
+        let results = data.results.clone();
+        rename(
+            &mut head,
+            &args[1.min(args.len())..]
+                .iter()
+                .map(|v| Some(*v))
+                .collect::<Vec<_>>(),
+            &results,
+        );
+        head.exit_loop(inst);
+        *st = head;
+    }
+
+    fn ptx(&mut self, inst: Inst, p: &PtxOp, st: &mut State) {
+        let k = self.k;
+        let data = &k.insts[inst];
+        let Some(variant) = p.variant() else { return };
+        let arg = |name: &str| -> Option<Arg> {
+            let b = variant.bind_operands(&p.quals, data.args.len()).ok()?;
+            variant
+                .operand(name)
+                .and_then(|i| b.one(i))
+                .map(|i| data.args[i])
+        };
+        let sym = |name: &str| arg(name).map(|a| self.syms.arg(a));
+        let size = |name: &str| arg(name).and_then(|a| k.const_int(a));
+        let first = data.args.first().map(|a| self.syms.arg(*a));
+        match p.family {
+            Family::CpAsync => {
+                let dst = first
+                    .as_ref()
+                    .and_then(|s| Mem::of(s, data.args.get(2).and_then(|a| k.const_int(*a))));
+                let src = data
+                    .args
+                    .get(1)
+                    .and_then(|a| Mem::of(&self.syms.arg(*a), None));
+                self.issue(st, inst, Kind::NonBulk, dst, src, None, false);
+            }
+            Family::CpAsyncBulk | Family::CpReduceAsyncBulk | Family::RedAsync => {
+                let n = data.args.get(2).and_then(|a| k.const_int(*a));
+                let dst = first.as_ref().and_then(|s| Mem::of(s, n));
+                let src = if p.family == Family::RedAsync {
+                    None
+                } else {
+                    data.args
+                        .get(1)
+                        .and_then(|a| Mem::of(&self.syms.arg(*a), n))
+                };
+                let (kind, phase) = match variant.completion {
+                    Completion::BulkGroup => (Kind::Bulk, None),
+                    Completion::Mbarrier => {
+                        let ph = data
+                            .args
+                            .get(3)
+                            .map(|a| self.syms.arg(*a))
+                            .filter(|s| matches!(s, Sym::Phase { .. }))
+                            .or_else(|| {
+                                data.args
+                                    .iter()
+                                    .map(|a| self.syms.arg(*a))
+                                    .find(|s| matches!(s, Sym::Phase { .. }))
+                            });
+                        if let Some(ph) = &ph {
+                            let multicast =
+                                p.quals.iter().any(|q| q.spelling().contains("multicast"));
+                            self.use_bar(st, ph, inst, multicast);
+                        }
+                        (Kind::Mbar, ph)
+                    }
+                    _ => (Kind::EndOfCta, None),
+                };
+                let async_src = matches!(p.family, Family::CpAsyncBulk | Family::CpReduceAsyncBulk);
+                self.issue(st, inst, kind, dst, src, phase, async_src);
+            }
+            Family::Copy => {
+                let n = data.args.get(2).and_then(|a| k.const_int(*a));
+                let dst = first.as_ref().and_then(|s| Mem::of(s, n));
+                let src = data
+                    .args
+                    .get(1)
+                    .and_then(|a| Mem::of(&self.syms.arg(*a), n));
+                self.issue(st, inst, Kind::Abstract, dst, src, None, false);
+            }
+            Family::Await => {
+                if let Some(t) = data.args.first().and_then(|a| a.value()) {
+                    st.ops = std::mem::take(&mut st.ops)
+                        .into_iter()
+                        .map(|mut r| {
+                            if r.tok.contains(&t) {
+                                r.seen = true;
+                                r.issuer = Issuer::Done;
+                            }
+                            r
+                        })
+                        .collect();
+                }
+            }
+            Family::CpAsyncCommitGroup | Family::CpAsyncBulkCommitGroup => {
+                let kind = if p.family == Family::CpAsyncBulkCommitGroup {
+                    Kind::Bulk
+                } else {
+                    Kind::NonBulk
+                };
+                self.commit(st, inst, kind, data.results.first().copied());
+            }
+            Family::CpAsyncWaitAll => {
+                self.commit(st, inst, Kind::NonBulk, None);
+                self.wait(st, inst, Kind::NonBulk, Some(0), false, false);
+            }
+            Family::CpAsyncWaitGroup | Family::CpAsyncBulkWaitGroup => {
+                let kind = if p.family == Family::CpAsyncBulkWaitGroup {
+                    Kind::Bulk
+                } else {
+                    Kind::NonBulk
+                };
+                let read = p.quals.iter().any(|q| q.spelling().contains("read"));
+                let a = data.args.first().copied();
+                let (n, by_value) = match a.map(|a| a.operand) {
+                    Some(Operand::Imm(i)) => (u32::try_from(i).ok(), false),
+                    Some(Operand::Value(g)) => {
+                        let kidx = usize::from(kind == Kind::Bulk);
+                        (
+                            st.names[kidx]
+                                .iter()
+                                .find(|(_, s)| s.contains(&g))
+                                .map(|(d, _)| *d),
+                            true,
+                        )
+                    }
+                    None => (None, false),
+                };
+                self.wait(st, inst, kind, n, read, by_value);
+            }
+            Family::CpAsyncMbarrierArrive => {
+                if let Some(ph) = first.clone() {
+                    self.use_bar(st, &ph, inst, false);
+                    let ph = norm_sym(&ph);
+                    st.ops = std::mem::take(&mut st.ops)
+                        .into_iter()
+                        .map(|mut r| {
+                            if r.kind == Kind::NonBulk
+                                && r.phase.is_none()
+                                && r.issuer == Issuer::InFlight
+                                && r.conds == self.conds
+                            {
+                                r.phase = Some(ph.clone());
+                            }
+                            r
+                        })
+                        .collect();
+                }
+            }
+            Family::MbarrierInit => {
+                if let Some(id) = first.as_ref().and_then(bar_alloc) {
+                    st.init.insert(id, Init::Local);
+                    st.fence_useful = true;
+                }
+            }
+            Family::MbarrierArrive | Family::MbarrierArriveExpectTx | Family::MbarrierExpectTx => {
+                if let Some(ph) = &first {
+                    self.use_bar(st, ph, inst, false);
+                }
+            }
+            Family::MbarrierTestWaitParity | Family::MbarrierTryWaitParity => {
+                if let Some(ph) = &first {
+                    self.use_bar(st, ph, inst, false);
+                    if let Some(&res) = data.results.first() {
+                        st.preds.insert(res, (ph.clone(), true));
+                    }
+                }
+            }
+            Family::MbarrierWait => {
+                if let Some(ph) = &first {
+                    self.use_bar(st, ph, inst, false);
+                    self.observe(st, ph);
+                }
+            }
+            Family::FenceProxyAsync => {
+                if !st.fence_useful {
+                    self.emit(
+                        Diagnostic::warning("W1002", "redundant `fence.proxy.async`: nothing since the last fence needs ordering", data.span)
+                            .with_label("no generic write, mbarrier init or completed async-proxy read since the previous fence on any path")
+                            .with_help("remove this fence"),
+                    );
+                }
+                st.fence_useful = false;
+                st.gen_writes = std::mem::take(&mut st.gen_writes)
+                    .into_iter()
+                    .map(|(m, _, i)| (m, true, i))
+                    .collect();
+                st.async_read = std::mem::take(&mut st.async_read)
+                    .into_iter()
+                    .map(|(m, _, i)| (m, true, i))
+                    .collect();
+            }
+            Family::FenceMbarrierInit => {
+                for v in st.init.values_mut() {
+                    if *v == Init::Local {
+                        *v = Init::Fenced;
+                    }
+                }
+            }
+            Family::BarrierCta => self.barrier(st, false),
+            Family::BarrierClusterWait => self.barrier(st, true),
+            _ => {
+                let _ = (sym("x"), size("x"));
+            }
+        }
+    }
+
+    fn barrier(&mut self, st: &mut State, cluster: bool) {
+        st.ops = std::mem::take(&mut st.ops)
+            .into_iter()
+            .map(|mut r| {
+                if r.issuer == Issuer::Done {
+                    r.published = true;
+                }
+                if cluster
+                    && r.dst
+                        .as_ref()
+                        .is_some_and(|d| matches!(d.base, Base::Unknown))
+                {
+                    r.seen = true;
+                }
+                r
+            })
+            .collect();
+        st.reads.clear();
+        st.gen_writes.retain(|(_, fenced, _)| !fenced);
+        st.async_read.retain(|(_, fenced, _)| !fenced);
+        for v in st.init.values_mut() {
+            *v = match (*v, cluster) {
+                (Init::Fenced | Init::OtherFenced, true) => Init::Cluster,
+                (Init::Local | Init::Other | Init::Fenced | Init::OtherFenced, _) => Init::Cta,
+                (x, _) => x,
+            };
+        }
+    }
+
+    fn commit(&mut self, st: &mut State, inst: Inst, kind: Kind, name: Option<Value>) {
+        let kidx = usize::from(kind == Kind::Bulk);
+        let fresh: Vec<OpRec> = st
+            .ops
+            .iter()
+            .filter(|r| r.kind == kind && r.depth.is_none())
+            .cloned()
+            .collect();
+        // Two copies of the new group writing the same bytes.
+        for (i, a) in fresh.iter().enumerate() {
+            for b in &fresh[i + 1..] {
+                if a.inst == b.inst || kind != Kind::NonBulk {
+                    continue;
+                }
+                if let (Some(x), Some(y)) = (&a.dst, &b.dst) {
+                    if self.overlap(x, y, None, false) {
+                        let (first, second) = if a.inst < b.inst { (a, b) } else { (b, a) };
+                        self.emit(
+                            Diagnostic::error("E1005", "two `cp.async` of one group may write overlapping bytes", self.span(second.inst))
+                                .with_label("cannot prove this destination is disjoint from the other copy's")
+                                .with_secondary(self.span(first.inst), "the other copy of the group")
+                                .with_secondary(self.span(inst), "both are committed here")
+                                .with_help("copies in one group are unordered: give them disjoint destinations, or put them in separate groups with a wait between"),
+                        );
+                    }
+                }
+            }
+        }
+        st.ops = std::mem::take(&mut st.ops)
+            .into_iter()
+            .map(|mut r| {
+                if r.kind == kind {
+                    r.depth = Some(r.depth.map_or(0, |d| if d == DONE { DONE } else { d + 1 }));
+                }
+                r
+            })
+            .collect();
+        let old = std::mem::take(&mut st.names[kidx]);
+        st.names[kidx] = old.into_iter().map(|(d, s)| (d + 1, s)).collect();
+        if let Some(v) = name {
+            st.names[kidx].insert(0, [v].into_iter().collect());
+        }
+    }
+
+    fn wait(
+        &mut self,
+        st: &mut State,
+        inst: Inst,
+        kind: Kind,
+        n: Option<u32>,
+        read: bool,
+        by_value: bool,
+    ) {
+        let kidx = usize::from(kind == Kind::Bulk);
+        let Some(n) = n else {
+            if !by_value {
+                return;
+            }
+            // The named group is complete already (or no longer tracked).
+            return;
+        };
+        self.wait_n.insert(inst, n);
+        let target = if read { Issuer::ReadDone } else { Issuer::Done };
+        let pending = st.ops.iter().any(|r| {
+            r.kind == kind && r.depth.is_some_and(|d| d >= n && d != DONE) && r.issuer < target
+        });
+        let any = st.ops.iter().any(|r| {
+            r.kind == kind && r.depth.is_some_and(|d| d != DONE) && r.issuer < Issuer::Done
+        });
+        if !pending && !any && self.report {
+            let what = if kind == Kind::Bulk {
+                "bulk async-group"
+            } else {
+                "cp.async-group"
+            };
+            self.emit(
+                Diagnostic::warning(
+                    "W1003",
+                    format!("redundant wait: no {what} is pending here on any path"),
+                    self.span(inst),
+                )
+                .with_label("nothing to wait for")
+                .with_help("remove this wait"),
+            );
+        }
+        let mut completed = Vec::new();
+        st.ops = std::mem::take(&mut st.ops)
+            .into_iter()
+            .map(|mut r| {
+                if r.kind == kind {
+                    if let Some(d) = r.depth {
+                        if d >= n {
+                            r.depth = Some(DONE);
+                            if r.issuer < target {
+                                r.issuer = target;
+                                r.published = false;
+                                r.done_by = Some((inst, d));
+                                if let Some(s) = &r.src {
+                                    if matches!(s.base, Base::Shared(_)) {
+                                        completed.push((s.clone(), r.inst));
+                                    }
+                                }
+                            }
+                        } else {
+                            r.left_by = Some((inst, d));
+                        }
+                    }
+                }
+                r
+            })
+            .collect();
+        for (m, i) in completed {
+            st.async_read.insert((m, false, i));
+            st.fence_useful = true;
+        }
+        st.names[kidx].retain(|d, _| *d < n);
+    }
+
+    fn at_exit(&mut self, st: &State) {
+        let end = self.k.regions[self.k.body]
+            .insts
+            .last()
+            .map_or(self.k.span, |&i| self.span(i));
+        for r in &st.ops {
+            let issued = self.span(r.inst);
+            let group = matches!(r.kind, Kind::NonBulk | Kind::Bulk);
+            if group && r.depth.is_none() && r.phase.is_none() {
+                let (commit, wait) = if r.kind == Kind::Bulk {
+                    ("cp.async.bulk.commit_group", "cp.async.bulk.wait_group 0")
+                } else {
+                    ("cp.async.commit_group", "cp.async.wait_group 0")
+                };
+                self.emit(
+                    Diagnostic::error(
+                        "E1014",
+                        "async operation left uncommitted at kernel exit",
+                        issued,
+                    )
+                    .with_label("never committed to a group on some path")
+                    .with_secondary(end, "the kernel exits here")
+                    .with_help(format!(
+                        "commit it (`{commit}`) and wait (`{wait}`) before the kernel exits"
+                    )),
+                );
+                continue;
+            }
+            let in_flight = if r.kind == Kind::Mbar {
+                !r.seen
+                    && r.phase
+                        .as_ref()
+                        .and_then(bar_alloc)
+                        .is_none_or(|id| !self.waited_bars.contains(&id))
+            } else if group || r.kind == Kind::Abstract {
+                !r.seen && r.issuer < Issuer::Done && r.phase.is_none()
+            } else {
+                false
+            };
+            if in_flight {
+                self.emit(
+                    Diagnostic::error("E1015", "async writes may still be in flight when the kernel exits", issued)
+                        .with_label("its completion is not observed on some path to the exit")
+                        .with_secondary(end, "the kernel exits here")
+                        .with_help(match r.kind {
+                            Kind::Bulk => "wait with `cp.async.bulk.wait_group 0` (not only `.read`) before exiting",
+                            Kind::Mbar => "wait on the mbarrier phase the copy completes on before exiting",
+                            _ => "wait with `cp.async.wait_group 0` or `cp.async.wait_all` before exiting",
+                        }),
+                );
+            }
+        }
+    }
+
+    fn lint_waits(&mut self) {
+        let waits: Vec<(Inst, u32)> = self.wait_n.iter().map(|(i, n)| (*i, *n)).collect();
+        for (w, n) in waits {
+            let Some(&need) = self.demand.get(&w) else {
+                continue;
+            };
+            if n < need {
+                let data = &self.k.insts[w];
+                let literal = matches!(data.args.first().map(|a| a.operand), Some(Operand::Imm(_)));
+                let family = match &data.op {
+                    Op::Ptx(p) => p.family.mnemonic(),
+                    _ => "wait",
+                };
+                if family == "cp.async.wait_all" {
+                    continue;
+                }
+                self.report = true;
+                self.emit(
+                    Diagnostic::warning("W1001", format!("this wait completes more groups than any later use needs (N = {n}, {need} would do)"), data.span)
+                        .with_label("waits for groups nothing reads before the next wait")
+                        .with_help(if literal { format!("wait with `{family} {need}` to keep {need} group(s) in flight") } else { format!("wait on a group {need} commit(s) younger, keeping them in flight") }),
+                );
+            }
+        }
+    }
+}
+
+fn data_results(k: &Kernel, at: Inst, kind: Kind) -> BTreeSet<Value> {
+    if kind == Kind::Abstract {
+        k.insts[at].results.iter().copied().collect()
+    } else {
+        BTreeSet::new()
+    }
+}
+
+/// Adds `to[i]` as a name of every group `from[i]` names.
+fn rename(st: &mut State, from: &[Option<Value>], to: &[Value]) {
+    st.ops = std::mem::take(&mut st.ops)
+        .into_iter()
+        .map(|mut r| {
+            let add: Vec<Value> = from
+                .iter()
+                .zip(to)
+                .filter(|(f, _)| f.is_some_and(|f| r.tok.contains(&f)))
+                .map(|(_, t)| *t)
+                .collect();
+            r.tok.extend(add);
+            r
+        })
+        .collect();
+    for names in &mut st.names {
+        for set in names.values_mut() {
+            let add: Vec<Value> = from
+                .iter()
+                .zip(to)
+                .filter(|(f, _)| f.is_some_and(|f| set.contains(&f)))
+                .map(|(_, t)| *t)
+                .collect();
+            set.extend(add);
+        }
+    }
+}

@@ -1,0 +1,32 @@
+//! cpflow-passes: analyses over cpflow IR and the static checker built on
+//! them; later, the egg transforms.
+//!
+//! It owns the dataflow analyses of a verified kernel (symbolic addresses,
+//! async-op completion, async-group stacks, mbarrier phases and
+//! initialisation, proxy state of shared memory), the checker that turns
+//! their facts into diagnostics with stable codes ([`CODES`]), and the salsa
+//! database that makes checking incremental per kernel. It depends on
+//! `cpflow-ir` only (plus salsa); never on the lowering or the interpreter.
+
+pub mod affine;
+pub mod codes;
+pub mod engine;
+pub mod state;
+pub mod values;
+
+pub use codes::CODES;
+
+use cpflow_ir::{Diagnostic, Kernel, Module};
+
+/// Checks one kernel: every hazard the analyses find.
+pub fn check_kernel(k: &Kernel) -> Vec<Diagnostic> {
+    let syms = values::Syms::compute(k);
+    engine::Engine::new(k, &syms).run()
+}
+
+/// Checks every kernel of a module that verifies clean; diagnostics in source order.
+pub fn check(module: &Module) -> Vec<Diagnostic> {
+    let mut out: Vec<Diagnostic> = module.kernels.iter().flat_map(check_kernel).collect();
+    out.sort_by_key(|d| (d.span.start, d.code));
+    out
+}

@@ -1,0 +1,381 @@
+//! The abstract state of one thread at one program point, and its lattice
+//! operations (join at `if`, shift and exit at loops, widening).
+//!
+//! * completion: every async op that may still matter ([`OpRec`]): its
+//!   memory, its completion mechanism, what the issuing thread observed
+//!   (`issuer`), whether a barrier published that (`published`) and
+//!   whether this thread observed its mbarrier phase (`seen`);
+//! * groups: each record's depth in the pending async-group / bulk-group
+//!   stack (`None` while uncommitted) and the SSA names of each pending group;
+//! * proxy: generic writes of shared memory not yet ordered for the async
+//!   proxy, and buffers the async proxy read whose reuse needs a fence;
+//! * races: generic reads of shared memory since the last barrier;
+//! * mbarriers: initialisation and publication per allocation.
+//!
+//! Joins are unions of may-facts, except that a record issued under the
+//! condition of the `if` being joined keeps the issuing branch's status:
+//! the issuing thread ran that branch.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use cpflow_ir::ir::{Inst, SharedId, Value};
+
+use crate::affine::{Affine, Atom};
+use crate::values::{Base, Sym};
+
+/// A byte range: base, offset (None: anywhere in the base), size (None: unknown).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Mem {
+    pub base: Base,
+    pub off: Option<Affine>,
+    pub size: Option<i64>,
+}
+
+impl Mem {
+    pub fn of(ptr: &Sym, size: Option<i64>) -> Option<Mem> {
+        match ptr {
+            Sym::Ptr(b, o) => Some(Mem {
+                base: b.clone(),
+                off: Some(o.clone()),
+                size,
+            }),
+            _ => None,
+        }
+    }
+
+    pub fn map(&mut self, f: &impl Fn(&Affine) -> Option<Affine>) {
+        self.off = self.off.as_ref().and_then(f);
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    /// Non-bulk `cp.async` (async-group, or an mbarrier via `cp.async.mbarrier.arrive`).
+    NonBulk,
+    /// Bulk async-group operation.
+    Bulk,
+    /// complete-tx on an mbarrier phase.
+    Mbar,
+    /// Completes at the end of the CTA at the latest.
+    EndOfCta,
+    /// cpflow's abstract `copy`, completed by `await` of its token.
+    Abstract,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Issuer {
+    InFlight,
+    /// `wait_group.read`: the sources are read, the writes may be pending.
+    ReadDone,
+    Done,
+}
+
+/// One async operation (or family of instances, for ops of an exited loop).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct OpRec {
+    pub inst: Inst,
+    pub kind: Kind,
+    pub dst: Option<Mem>,
+    pub src: Option<Mem>,
+    /// Depth in the pending-group stack (0 = youngest); None = uncommitted.
+    pub depth: Option<u32>,
+    /// The mbarrier phase it completes on, if any.
+    pub phase: Option<Sym>,
+    pub issuer: Issuer,
+    pub published: bool,
+    pub seen: bool,
+    /// Conditions (value, polarity) of the `if`s it was issued under.
+    pub conds: Vec<(Value, bool)>,
+    /// Only present when the induction variable of this loop equals this value.
+    pub guard: Option<(Inst, i64)>,
+    /// The last wait that left it pending, with its depth then.
+    pub left_by: Option<(Inst, u32)>,
+    /// The wait that completed it, with its depth then.
+    pub done_by: Option<(Inst, u32)>,
+    /// For abstract copies: the token values naming it.
+    pub tok: BTreeSet<Value>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Init {
+    /// No thread initialised it on this path.
+    None,
+    /// Another thread may have initialised it; not published to this one.
+    Other,
+    /// Like `Other`, and the initialising thread ran `fence.mbarrier_init`.
+    OtherFenced,
+    /// This thread initialised it.
+    Local,
+    /// This thread initialised it and ran `fence.mbarrier_init`.
+    Fenced,
+    /// Published to the CTA by a barrier.
+    Cta,
+    /// Published to the cluster (`fence.mbarrier_init` + cluster barrier).
+    Cluster,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct State {
+    pub ops: BTreeSet<OpRec>,
+    /// Names of pending groups per kind (0 non-bulk, 1 bulk), by depth.
+    pub names: [BTreeMap<u32, BTreeSet<Value>>; 2],
+    /// Generic writes of shared memory: (range, fenced by this thread).
+    pub gen_writes: BTreeSet<(Mem, bool, Inst)>,
+    /// Buffers the async proxy read, completion observed: (range, fenced, op).
+    pub async_read: BTreeSet<(Mem, bool, Inst)>,
+    /// Generic reads since the last barrier.
+    pub reads: BTreeSet<(Mem, Inst)>,
+    pub init: BTreeMap<SharedId, Init>,
+    /// Something since the last `fence.proxy.async` that a fence orders.
+    pub fence_useful: bool,
+    /// Predicates that imply an observed phase: value -> (phase, polarity).
+    pub preds: BTreeMap<Value, (Sym, bool)>,
+}
+
+fn join_init(a: Init, b: Init) -> Init {
+    use Init::*;
+    match (a, b) {
+        (x, y) if x == y => x,
+        (None | Other | OtherFenced, Fenced | OtherFenced)
+        | (Fenced | OtherFenced, None | Other | OtherFenced) => OtherFenced,
+        (None, _) | (_, None) | (Other, _) | (_, Other) | (OtherFenced, _) | (_, OtherFenced) => {
+            Other
+        }
+        (x, y) => x.min(y),
+    }
+}
+
+impl State {
+    /// Join at the end of `if cond`; `then`/`els` are the branch states.
+    pub fn join_if(then: State, els: State, cond: Option<Value>) -> State {
+        let mut out = State::default();
+        let issued_under = |r: &OpRec, pol: bool| cond.is_some_and(|c| r.conds.contains(&(c, pol)));
+        for r in &then.ops {
+            if !issued_under(r, false) {
+                out.ops.insert(r.clone());
+            }
+        }
+        for r in &els.ops {
+            if !issued_under(r, true) {
+                out.ops.insert(r.clone());
+            }
+        }
+        for kind in 0..2 {
+            let (a, b) = (&then.names[kind], &els.names[kind]);
+            for (d, names) in a {
+                out.names[kind].insert(
+                    *d,
+                    names
+                        .union(b.get(d).unwrap_or(&BTreeSet::new()))
+                        .copied()
+                        .collect(),
+                );
+            }
+            for (d, names) in b {
+                out.names[kind].entry(*d).or_insert_with(|| names.clone());
+            }
+        }
+        for names in &mut out.names {
+            names.retain(|_, s| !s.is_empty());
+        }
+        out.gen_writes = then.gen_writes.union(&els.gen_writes).cloned().collect();
+        out.async_read = then.async_read.union(&els.async_read).cloned().collect();
+        out.reads = then.reads.union(&els.reads).cloned().collect();
+        let ids: BTreeSet<SharedId> = then.init.keys().chain(els.init.keys()).copied().collect();
+        for id in ids {
+            let a = then.init.get(&id).copied().unwrap_or(Init::None);
+            let b = els.init.get(&id).copied().unwrap_or(Init::None);
+            out.init.insert(id, join_init(a, b));
+        }
+        out.fence_useful = then.fence_useful || els.fence_useful;
+        for (v, f) in &then.preds {
+            if els.preds.get(v) == Some(f) {
+                out.preds.insert(*v, f.clone());
+            }
+        }
+        out
+    }
+
+    /// Plain join (loop head: entry and back edge).
+    pub fn join(a: State, b: State) -> State {
+        State::join_if(a, b, None)
+    }
+
+    /// Applies `f` to every affine expression of the state (offsets and
+    /// phase indices); `None` forgets the offset.
+    pub fn map_exprs(&mut self, f: &impl Fn(&Affine) -> Option<Affine>) {
+        let map_sym = |s: &Sym| -> Sym {
+            match s {
+                Sym::Phase { bar, idx } => {
+                    let bar = match bar.as_ref() {
+                        Sym::Ptr(b, o) => f(o).map_or(Sym::Unknown, |o| Sym::Ptr(b.clone(), o)),
+                        other => other.clone(),
+                    };
+                    f(idx).map_or(Sym::Unknown, |idx| Sym::Phase {
+                        bar: Box::new(bar),
+                        idx,
+                    })
+                }
+                other => other.clone(),
+            }
+        };
+        self.ops = std::mem::take(&mut self.ops)
+            .into_iter()
+            .map(|mut r| {
+                if let Some(m) = &mut r.dst {
+                    m.map(f);
+                }
+                if let Some(m) = &mut r.src {
+                    m.map(f);
+                }
+                r.phase = r.phase.as_ref().map(map_sym);
+                r
+            })
+            .collect();
+        let remap = |set: BTreeSet<(Mem, bool, Inst)>| -> BTreeSet<(Mem, bool, Inst)> {
+            set.into_iter()
+                .map(|(mut m, b, i)| {
+                    m.map(f);
+                    (m, b, i)
+                })
+                .collect()
+        };
+        self.gen_writes = remap(std::mem::take(&mut self.gen_writes));
+        self.async_read = remap(std::mem::take(&mut self.async_read));
+        self.reads = std::mem::take(&mut self.reads)
+            .into_iter()
+            .map(|(mut m, i)| {
+                m.map(f);
+                (m, i)
+            })
+            .collect();
+        self.preds.clear();
+    }
+
+    /// The back edge of loop `l` (step `step`): the iteration that ran is
+    /// now the previous one; `carried` maps yielded values to region args.
+    pub fn shift(&mut self, l: Inst, step: Option<i64>, variant: &impl Fn(Value) -> bool) {
+        let iv = Atom::Iv(l);
+        let prev = step.map(|s| Affine::atom(iv.clone()).add(&Affine::constant(-s)));
+        self.map_exprs(&|e: &Affine| {
+            if e.mentions(&|a| matches!(a, Atom::Opaque(v) if variant(*v))) {
+                return None;
+            }
+            match &prev {
+                Some(p) => Some(e.subst(&iv, p)),
+                None if e.mentions(&|a| *a == iv) => None,
+                None => Some(e.clone()),
+            }
+        });
+        self.ops = std::mem::take(&mut self.ops)
+            .into_iter()
+            .map(|mut r| {
+                if let Some((gl, c)) = r.guard {
+                    if gl == l {
+                        r.guard = step.filter(|_| c < 2).map(|s| (l, c + s));
+                    }
+                }
+                r
+            })
+            .collect();
+    }
+
+    /// Mbarrier-tracked ops of the iteration that ran become a family of
+    /// instances ("some earlier iteration"), matched to waits by slot.
+    pub fn familyize(&mut self, l: Inst) {
+        let iv = Atom::Iv(l);
+        let ex = Affine::atom(Atom::Exist(l));
+        let (fam, rest): (BTreeSet<OpRec>, BTreeSet<OpRec>) = std::mem::take(&mut self.ops)
+            .into_iter()
+            .partition(|r| r.kind == Kind::Mbar);
+        let preds = std::mem::take(&mut self.preds);
+        self.map_exprs(&|e: &Affine| Some(e.subst(&iv, &ex)));
+        let mut tmp = State {
+            ops: fam,
+            ..State::default()
+        };
+        tmp.map_exprs(&|e: &Affine| Some(e.subst(&iv, &ex)));
+        self.ops = rest.into_iter().chain(tmp.ops).collect();
+        self.preds = preds;
+    }
+
+    /// Leaves loop `l`: its induction variable becomes "some iteration".
+    pub fn exit_loop(&mut self, l: Inst) {
+        let iv = Atom::Iv(l);
+        let ex = Affine::atom(Atom::Exist(l));
+        self.map_exprs(&|e: &Affine| Some(e.subst(&iv, &ex)));
+        self.ops = std::mem::take(&mut self.ops)
+            .into_iter()
+            .map(|mut r| {
+                if r.guard.is_some_and(|(gl, _)| gl == l) {
+                    r.guard = None;
+                }
+                r
+            })
+            .collect();
+    }
+
+    /// Merges records that differ only in their byte ranges, forgetting the
+    /// offsets that differ (a cheap widening that keeps everything else).
+    pub fn merge_similar(&mut self) {
+        let mut out: Vec<OpRec> = Vec::new();
+        for r in std::mem::take(&mut self.ops) {
+            let key = |x: &OpRec| {
+                let mut x = x.clone();
+                x.dst = x.dst.map(|m| Mem { off: None, ..m });
+                x.src = x.src.map(|m| Mem { off: None, ..m });
+                x
+            };
+            if let Some(o) = out.iter_mut().find(|o| key(o) == key(&r)) {
+                if o.dst != r.dst {
+                    o.dst = o.dst.take().map(|m| Mem { off: None, ..m });
+                }
+                if o.src != r.src {
+                    o.src = o.src.take().map(|m| Mem { off: None, ..m });
+                }
+            } else {
+                out.push(r);
+            }
+        }
+        self.ops = out.into_iter().collect();
+        let merge3 = |set: BTreeSet<(Mem, bool, Inst)>| -> BTreeSet<(Mem, bool, Inst)> {
+            let mut seen: BTreeMap<(bool, Inst), Mem> = BTreeMap::new();
+            for (m, b, i) in set {
+                seen.entry((b, i))
+                    .and_modify(|o| {
+                        if *o != m {
+                            o.off = None;
+                        }
+                    })
+                    .or_insert(m);
+            }
+            seen.into_iter().map(|((b, i), m)| (m, b, i)).collect()
+        };
+        self.gen_writes = merge3(std::mem::take(&mut self.gen_writes));
+        self.async_read = merge3(std::mem::take(&mut self.async_read));
+        let reads = std::mem::take(&mut self.reads)
+            .into_iter()
+            .map(|(m, i)| (m, false, i))
+            .collect();
+        self.reads = merge3(reads).into_iter().map(|(m, _, i)| (m, i)).collect();
+    }
+
+    /// Forgets precision so that a loop's fixed point is reached: offsets
+    /// that mention the loop's variable go, guards go, stacks are capped.
+    pub fn widen(&mut self, l: Inst) {
+        let iv = Atom::Iv(l);
+        self.map_exprs(&|e: &Affine| (!e.mentions(&|a| *a == iv)).then(|| e.clone()));
+        self.ops = std::mem::take(&mut self.ops)
+            .into_iter()
+            .map(|mut r| {
+                r.guard = None;
+                r.left_by = None;
+                r.depth = r.depth.map(|d| if d == u32::MAX { d } else { d.min(8) });
+                r
+            })
+            .collect();
+        for names in &mut self.names {
+            names.retain(|d, _| *d < 8);
+        }
+    }
+}

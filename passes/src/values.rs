@@ -1,0 +1,278 @@
+//! Symbolic values: every SSA value of a kernel as an affine integer, a
+//! pointer (base allocation + affine byte offset) or an mbarrier phase
+//! (barrier pointer + affine phase index), plus the bounds the prover may
+//! assume (constant loop ranges, and the largest `%tid.x` that keeps every
+//! thread-indexed shared access in bounds).
+//!
+//! Computed once per kernel in program order (SSA: definitions come first).
+//! Loop-carried values and anything not affine become opaque atoms.
+
+use cpflow_ir::ir::*;
+use cpflow_ir::spec::Family;
+use cpflow_ir::types::Type;
+
+use crate::affine::{Affine, Atom, Bounds};
+
+/// Where a pointer points.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Base {
+    /// A shared allocation of the analysed CTA.
+    Shared(SharedId),
+    /// The same allocation in a peer CTA (`mapa`).
+    Remote(SharedId),
+    /// The buffer of the `i`-th kernel parameter (parameters are assumed not to alias).
+    Global(usize),
+    /// Unknown.
+    Unknown,
+}
+
+/// The symbolic value of one SSA value.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Sym {
+    Int(Affine),
+    Ptr(Base, Affine),
+    /// Phase `idx` of the mbarrier at `bar`.
+    Phase {
+        bar: Box<Sym>,
+        idx: Affine,
+    },
+    Unknown,
+}
+
+pub struct Syms {
+    vals: Vec<Sym>,
+    /// The `for` loops enclosing each value's definition, outermost first.
+    pub loops: Vec<Vec<Inst>>,
+    /// Values that may differ between threads.
+    pub thread_dependent: Vec<bool>,
+    pub bounds: Bounds,
+}
+
+impl Syms {
+    pub fn get(&self, v: Value) -> &Sym {
+        &self.vals[v.index()]
+    }
+
+    pub fn arg(&self, a: Arg) -> Sym {
+        match a.operand {
+            Operand::Imm(i) => Sym::Int(Affine::constant(i)),
+            Operand::Value(v) => self.get(v).clone(),
+        }
+    }
+
+    pub fn int(&self, a: Arg) -> Option<Affine> {
+        match self.arg(a) {
+            Sym::Int(x) => Some(x),
+            _ => None,
+        }
+    }
+
+    pub fn compute(k: &Kernel) -> Syms {
+        let n = k.values.len();
+        let mut s = Syms {
+            vals: vec![Sym::Unknown; n],
+            loops: vec![Vec::new(); n],
+            thread_dependent: vec![false; n],
+            bounds: Bounds::default(),
+        };
+        for (i, &p) in k.params.iter().enumerate() {
+            s.vals[p.index()] = match k.ty(p) {
+                Type::Ptr(_) => Sym::Ptr(Base::Global(i), Affine::constant(0)),
+                _ => Sym::Int(Affine::atom(Atom::Opaque(p))),
+            };
+        }
+        s.region(k, k.body, &mut Vec::new());
+        s.infer_max_tid(k);
+        s
+    }
+
+    fn region(&mut self, k: &Kernel, r: Region, loops: &mut Vec<Inst>) {
+        for &inst in &k.regions[r].insts {
+            self.inst(k, inst, loops);
+            let data = &k.insts[inst];
+            if data.op == Op::For {
+                let body = data.regions[0];
+                let args = &k.regions[body].args;
+                if let Some(&iv) = args.first() {
+                    self.vals[iv.index()] = Sym::Int(Affine::atom(Atom::Iv(inst)));
+                    let lo = data.args.first().and_then(|a| k.const_int(*a));
+                    let hi = data.args.get(1).and_then(|a| k.const_int(*a));
+                    if let (Some(lo), Some(hi)) = (lo, hi) {
+                        if hi > lo {
+                            self.bounds.iv.insert(inst, (lo, hi - 1));
+                        }
+                    }
+                }
+                for (i, &a) in args.iter().enumerate().skip(1) {
+                    self.vals[a.index()] = self.opaque(k, a);
+                    let init = data.args.get(2 + i).and_then(|x| x.value());
+                    self.thread_dependent[a.index()] =
+                        init.is_none_or(|v| self.thread_dependent[v.index()]);
+                }
+                loops.push(inst);
+                for &a in args {
+                    self.loops[a.index()] = loops.clone();
+                }
+                self.region(k, body, loops);
+                loops.pop();
+            } else {
+                for &sub in &data.regions {
+                    self.region(k, sub, loops);
+                }
+            }
+            for &res in &data.results {
+                self.loops[res.index()] = loops.clone();
+            }
+        }
+    }
+
+    fn opaque(&self, k: &Kernel, v: Value) -> Sym {
+        match k.ty(v) {
+            Type::Scalar(_) => Sym::Int(Affine::atom(Atom::Opaque(v))),
+            _ => Sym::Unknown,
+        }
+    }
+
+    fn inst(&mut self, k: &Kernel, inst: Inst, _loops: &[Inst]) {
+        let data = &k.insts[inst];
+        let Some(&res) = data.results.first() else {
+            return;
+        };
+        let td = data
+            .args
+            .iter()
+            .any(|a| a.value().is_some_and(|v| self.thread_dependent[v.index()]))
+            || matches!(
+                data.op,
+                Op::Load(_)
+                    | Op::Sreg(
+                        SpecialReg::TidX
+                            | SpecialReg::TidY
+                            | SpecialReg::TidZ
+                            | SpecialReg::LaneId
+                            | SpecialReg::ClusterCtaRank
+                    )
+            )
+            || matches!(&data.op, Op::Ptx(p) if matches!(p.family, Family::MbarrierTestWaitParity | Family::MbarrierTryWaitParity));
+        for &r in &data.results {
+            self.thread_dependent[r.index()] = td;
+        }
+        let int = |i: usize| data.args.get(i).and_then(|a| self.int(*a));
+        let cst = |i: usize| data.args.get(i).and_then(|a| k.const_int(*a));
+        let sym = match &data.op {
+            Op::Const(Constant::Int(c)) => Sym::Int(Affine::constant(*c)),
+            Op::Sreg(r) => Sym::Int(match r {
+                SpecialReg::TidX => Affine::atom(Atom::Tid(0)),
+                SpecialReg::TidY => Affine::atom(Atom::Tid(1)),
+                SpecialReg::TidZ => Affine::atom(Atom::Tid(2)),
+                SpecialReg::LaneId => Affine::atom(Atom::Tid(3)),
+                _ => Affine::atom(Atom::Opaque(res)),
+            }),
+            Op::Binary(b) => {
+                let (x, y) = (int(0), int(1));
+                let r = match (b, &x, &y) {
+                    (BinaryOp::Add, Some(x), Some(y)) => Some(x.add(y)),
+                    (BinaryOp::Sub, Some(x), Some(y)) => Some(x.sub(y)),
+                    (BinaryOp::Mul, Some(x), Some(y)) => match (x.as_const(), y.as_const()) {
+                        (_, Some(c)) => Some(x.scale(c)),
+                        (Some(c), _) => Some(y.scale(c)),
+                        _ => None,
+                    },
+                    (BinaryOp::Shl, Some(x), _) => cst(1)
+                        .filter(|c| (0..32).contains(c))
+                        .map(|c| x.scale(1 << c)),
+                    (BinaryOp::RemU, Some(x), _) => cst(1).filter(|c| *c > 0).map(|c| x.modulo(c)),
+                    (BinaryOp::DivU, Some(x), _) => cst(1).filter(|c| *c > 0).map(|c| x.div(c)),
+                    (BinaryOp::ShrU, Some(x), _) => cst(1)
+                        .filter(|c| (0..32).contains(c))
+                        .map(|c| x.div(1 << c)),
+                    (BinaryOp::And, Some(x), _) => cst(1)
+                        .filter(|c| *c > 0 && (c + 1).count_ones() == 1)
+                        .map(|c| x.modulo(c + 1)),
+                    _ => None,
+                };
+                Sym::Int(r.unwrap_or_else(|| Affine::atom(Atom::Opaque(res))))
+            }
+            Op::Cast(CastOp::Zext | CastOp::Sext | CastOp::Trunc, _) => {
+                Sym::Int(int(0).unwrap_or_else(|| Affine::atom(Atom::Opaque(res))))
+            }
+            Op::PtrAdd => match (data.args.first().map(|a| self.arg(*a)), int(1)) {
+                (Some(Sym::Ptr(b, o)), Some(x)) => Sym::Ptr(b, o.add(&x)),
+                (Some(Sym::Ptr(b, _)), None) => Sym::Ptr(b, Affine::atom(Atom::Opaque(res))),
+                _ => Sym::Unknown,
+            },
+            Op::Addr(id) => {
+                let off = match data.args.first() {
+                    Some(a) => self
+                        .int(*a)
+                        .map_or_else(|| Affine::atom(Atom::Opaque(res)), |x| x.scale(8)),
+                    None => Affine::constant(0),
+                };
+                Sym::Ptr(Base::Shared(*id), off)
+            }
+            Op::Ptx(p) if p.family == Family::Mapa => match data.args.first().map(|a| self.arg(*a))
+            {
+                Some(Sym::Ptr(Base::Shared(id), o)) => Sym::Ptr(Base::Remote(id), o),
+                _ => Sym::Unknown,
+            },
+            Op::Ptx(p) if p.family == Family::MbarrierPhase => {
+                let bar = data.args.first().map_or(Sym::Unknown, |a| self.arg(*a));
+                let idx = int(1).unwrap_or_else(|| Affine::atom(Atom::Opaque(res)));
+                Sym::Phase {
+                    bar: Box::new(bar),
+                    idx,
+                }
+            }
+            _ => self.opaque(k, res),
+        };
+        self.vals[res.index()] = sym;
+    }
+
+    /// The largest `%tid.x` for which every `ld`/`st`/`cp.async` of shared
+    /// memory indexed by `%tid.x` stays inside its allocation (an
+    /// out-of-bounds access is a bug of its own, reported elsewhere).
+    fn infer_max_tid(&mut self, k: &Kernel) {
+        let mut best: Option<i64> = None;
+        let mut visit = |ptr: &Sym, size: i64, syms: &Syms| {
+            let Sym::Ptr(Base::Shared(id), off) = ptr else {
+                return;
+            };
+            let kt = off.terms.get(&Atom::Tid(0)).copied().unwrap_or(0);
+            if kt <= 0 {
+                return;
+            }
+            let mut rest = off.clone();
+            rest.terms.remove(&Atom::Tid(0));
+            let Some((_, hi)) = syms.bounds.interval(&rest) else {
+                return;
+            };
+            let total = k.shared[*id].size_bytes() as i64;
+            let m = (total - size - hi).div_euclid(kt);
+            if m >= 0 {
+                best = Some(best.map_or(m, |b: i64| b.min(m)));
+            }
+        };
+        let mut insts = Vec::new();
+        k.walk(k.body, &mut |i| insts.push(i));
+        for inst in insts {
+            let data = &k.insts[inst];
+            match &data.op {
+                Op::Load(s) | Op::Store(s) => {
+                    if let Some(a) = data.args.first() {
+                        visit(&self.arg(*a), i64::from(s.bits().max(8) / 8), self);
+                    }
+                }
+                Op::Ptx(p) if p.family == Family::CpAsync => {
+                    if let (Some(d), Some(sz)) = (
+                        data.args.first(),
+                        data.args.get(2).and_then(|a| k.const_int(*a)),
+                    ) {
+                        visit(&self.arg(*d), sz, self);
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.bounds.max_tid = best;
+    }
+}

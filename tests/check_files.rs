@@ -1,0 +1,96 @@
+//! The checker's test files, in the style of `ir_files.rs`: adding a case is
+//! adding a file; expectations are insta snapshots.
+//!
+//! * `examples/*.cpf` check with no diagnostic at all (a false positive is a bug).
+//! * `tests/check/CODE-name.cpf` verifies clean and must make the checker
+//!   report `CODE`; the rendered diagnostics are snapshotted.
+//!   `tests/check/CODE-name.ok.cpf` is its fixed twin and must check clean.
+
+use std::path::Path;
+
+use cpflow::ir::{parse, verify, SourceFile};
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn render(path: &Path, text: &str, diags: &[cpflow::ir::Diagnostic]) -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let name = path
+        .strip_prefix(root)
+        .unwrap_or(path)
+        .display()
+        .to_string();
+    SourceFile { name: &name, text }.render(diags)
+}
+
+fn checked(path: &Path, text: &str) -> Vec<cpflow::ir::Diagnostic> {
+    let module = parse(text).unwrap_or_else(|d| panic!("{}", render(path, text, &[d])));
+    let v = verify(&module);
+    assert!(
+        v.is_empty(),
+        "{} should verify clean:\n{}",
+        path.display(),
+        render(path, text, &v)
+    );
+    cpflow::passes::check(&module)
+}
+
+#[test]
+fn examples_check_clean() {
+    insta::glob!("../examples", "*.cpf", |path| {
+        let text = read(path);
+        let diags = checked(path, &text);
+        assert!(diags.is_empty(), "{}", render(path, &text, &diags));
+    });
+}
+
+#[test]
+fn checker_cases() {
+    insta::glob!("check", "*.cpf", |path| {
+        let text = read(path);
+        let file = path
+            .file_name()
+            .and_then(|f| f.to_str())
+            .unwrap_or_default()
+            .to_string();
+        let diags = checked(path, &text);
+        if file.ends_with(".ok.cpf") {
+            assert!(
+                diags.is_empty(),
+                "{file} should check clean:\n{}",
+                render(path, &text, &diags)
+            );
+            return;
+        }
+        let code = file.split('-').next().unwrap_or_default();
+        assert!(
+            diags.iter().any(|d| d.code == code),
+            "{file} should report {code}:\n{}",
+            render(path, &text, &diags)
+        );
+        insta::assert_snapshot!(render(path, &text, &diags));
+    });
+}
+
+/// Every failing case has a fixed twin, and names a code of the table.
+#[test]
+fn cases_have_twins_and_known_codes() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/check");
+    let files: Vec<String> = std::fs::read_dir(&dir)
+        .expect("tests/check exists")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .collect();
+    for f in files
+        .iter()
+        .filter(|f| f.ends_with(".cpf") && !f.ends_with(".ok.cpf"))
+    {
+        let code = f.split('-').next().unwrap_or_default();
+        assert!(
+            cpflow::passes::CODES.iter().any(|(c, _)| *c == code),
+            "{f}: unknown code {code}"
+        );
+        let twin = f.replace(".cpf", ".ok.cpf");
+        assert!(files.contains(&twin), "{f} has no fixed twin {twin}");
+    }
+}
