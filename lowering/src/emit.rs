@@ -826,41 +826,26 @@ impl<'a> KernelEmitter<'a> {
         // Qualifiers the NVVM op lacks: inline PTX, spelled as the IR spells it.
         let dst32 = self.ptr32(&dst);
         let mut ops = vec![dst32, src];
-        let mut shapes = vec![true, true];
-        let size_text = size.to_string();
-        let mut tail = Vec::new();
+        let mut text = vec!["[$0]".to_string(), "[$1]".to_string(), size.to_string()];
         if let Some(a) = extra {
-            if is_ignore && hint {
-                // `ignore-src` together with a cache policy faults with an
-                // illegal instruction on an H100 (docs/gpu-validation.md),
-                // though ptxas accepts it. Ignoring the source is reading 0
-                // bytes of it, so pass `src-size = ignore ? 0 : cp-size`.
-                let p = self.arg(a, "i1");
-                let zero = self.constant(0, "i32");
-                let full = self.constant(size, "i32");
-                let n = self.def(
-                    "i32",
-                    &format!(
-                        "arith.select {}, {}, {} : i32",
-                        p.name, zero.name, full.name
-                    ),
-                );
-                ops.push(n);
-            } else {
-                let ty = if is_ignore { "i1" } else { "i32" };
-                ops.push(self.arg(a, ty));
-            }
-            shapes.push(false);
+            let ty = if is_ignore { "i1" } else { "i32" };
+            ops.push(self.arg(a, ty));
+            text.push(format!("${}", ops.len() - 1));
         }
         if let Some(a) = get("cache-policy") {
             ops.push(self.arg(a, "i64"));
-            shapes.push(false);
+            text.push(format!("${}", ops.len() - 1));
         }
-        let placeholders = Self::ptx_operands(&shapes);
-        let mut parts: Vec<String> = placeholders.split(", ").map(str::to_string).collect();
-        parts.insert(2, size_text);
-        tail.extend(parts);
-        self.asm(&format!("{p} {};", tail.join(", ")), &ops);
+        let spelled = PtxOp {
+            family: p.family,
+            quals: p
+                .quals
+                .iter()
+                .copied()
+                .filter(|&q| hint || q != Qual::L2CacheHint)
+                .collect(),
+        };
+        self.asm(&format!("{spelled} {};", text.join(", ")), &ops);
     }
 
     fn bulk(&mut self, p: &PtxOp, get: &dyn Fn(&str) -> Option<Arg>) {

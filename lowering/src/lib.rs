@@ -89,7 +89,9 @@ pub fn lower(module: &Module) -> Result<String, Vec<Diagnostic>> {
             module.target_span,
         )
         .with_label("not supported by the lowering")
-        .with_help("use PTX ISA 7.0-7.8, 8.0-8.8 or 9.0 (`cpflow compile --ptx 8.8`)")]);
+        .with_help(
+            "use PTX ISA 7.0-7.8, 8.0-8.8 or 9.0 (`cpflow compile --ptx 8.8`)",
+        )]);
     }
     emit(module)
 }
