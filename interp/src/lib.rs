@@ -12,6 +12,9 @@
 //! It depends only on `cpflow-ir`; it must never depend on the passes or the
 //! lowering it judges. The semantics and their sources are in `README.md`.
 
+// Diagnostics are the error type throughout cpflow, as in cpflow-ir.
+#![allow(clippy::result_large_err)]
+
 mod arith;
 mod clock;
 mod codes;
@@ -172,7 +175,7 @@ pub fn run_with_limit(
             "the grid needs at least one CTA and one thread, and clusters of 1 to 16 CTAs".into(),
         ));
     }
-    if launch.ctas % cluster != 0 {
+    if !launch.ctas.is_multiple_of(cluster) {
         return Err(launch_error(
             module,
             format!(
@@ -240,7 +243,7 @@ pub fn run_with_limit(
         let mut m = Machine::new(kernel, geo, buffers.clone(), &scalars, chooser, max_steps);
         match m.run() {
             Ok(()) => {}
-            Err(Stop::Limit(d)) => return Err(d),
+            Err(Stop::Limit(d)) => return Err(*d),
         }
         let desc = match &choices {
             Schedule::Exhaustive { .. } | Schedule::Replay(_) => {

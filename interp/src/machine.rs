@@ -3,7 +3,7 @@
 //!
 //! See the crate's README for the semantics and where each rule comes from.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 
 use cpflow_ir::diag::Severity;
 use cpflow_ir::ir::{
@@ -106,6 +106,8 @@ struct AsyncOp {
     /// Per-thread sequence number in its mechanism (stamp epoch).
     seq: u32,
     tracked: Vec<u32>,
+    /// Index in `Machine::pool` while in flight.
+    pool_pos: u32,
     read_done: bool,
     done: bool,
     observed: bool,
@@ -210,7 +212,7 @@ struct Decoded {
 /// Why a run stopped early.
 pub enum Stop {
     /// An internal limit or an unsupported construct.
-    Limit(Diagnostic),
+    Limit(Box<Diagnostic>),
 }
 
 pub struct Machine<'a> {
@@ -226,7 +228,10 @@ pub struct Machine<'a> {
     ctas: Vec<Cta>,
     clusters: Vec<Cluster>,
     ops: Vec<AsyncOp>,
-    inflight: Vec<u32>,
+    /// Ops not yet complete, in issue order.
+    inflight: BTreeSet<u32>,
+    /// The same ops, unordered, for uniform random picks.
+    pool: Vec<u32>,
     ready: Vec<u32>,
     pub chooser: Chooser,
     pub findings: Vec<Diagnostic>,
@@ -423,7 +428,8 @@ impl<'a> Machine<'a> {
             ctas,
             clusters,
             ops: Vec::new(),
-            inflight: Vec::new(),
+            inflight: BTreeSet::new(),
+            pool: Vec::new(),
             ready: (0..total_threads).collect(),
             chooser,
             findings: Vec::new(),
@@ -510,11 +516,11 @@ impl<'a> Machine<'a> {
 
     fn limit(&self, inst: Option<Inst>, msg: String) -> Stop {
         let span = inst.map_or(self.k.span, |i| self.k.insts[i].span);
-        Stop::Limit(
+        Stop::Limit(Box::new(
             Diagnostic::error("U0001", msg, span)
                 .with_label("the interpreter stopped here")
                 .with_help("this is a limit of the interpreter, not a finding about the program"),
-        )
+        ))
     }
 
     // ------------------------------------------------------------------
@@ -540,16 +546,16 @@ impl<'a> Machine<'a> {
     ) -> Option<(usize, u64)> {
         let obj = self.obj_index(a.mem);
         let size = self.objects.get(obj).map_or(0, |o| o.data.len() as u64);
-        let name = self
-            .objects
-            .get(obj)
-            .map_or_else(String::new, |o| o.name.clone());
         if len == 0 {
             // Touches no byte (e.g. cp.async with src-size 0).
             return Some((obj, (a.off.max(0) as u64).min(size)));
         }
         if a.off < 0 || (a.off as u64).checked_add(len).is_none_or(|end| end > size) {
             let whose = a.cta().map_or(String::new(), |c| format!(" of CTA {c}"));
+            let name = self
+                .objects
+                .get(obj)
+                .map_or_else(String::new, |o| o.name.clone());
             self.report(
                 "U0301",
                 format!("out-of-bounds {what}"),
@@ -565,7 +571,8 @@ impl<'a> Machine<'a> {
             return None;
         }
         let abs = self.objects[obj].base + a.off as u64;
-        if align > 1 && abs % align != 0 {
+        if align > 1 && !abs.is_multiple_of(align) {
+            let name = self.objects[obj].name.clone();
             self.report(
                 "U0304",
                 format!("misaligned {what}"),
@@ -693,7 +700,11 @@ impl<'a> Machine<'a> {
                 war = Some((i, sh));
             }
         }
-        let range = self.describe_range(obj, start, len);
+        let range = if busy_w || busy_r || unseen.is_some() || war.is_some() {
+            self.describe_range(obj, start, len)
+        } else {
+            String::new()
+        };
         if busy_w {
             let other = self.culprit(obj, start, len, true, None);
             let (code, msg) = if write {
@@ -928,6 +939,17 @@ impl<'a> Machine<'a> {
                 self.run_thread(g)?;
                 continue;
             }
+            let quick = if self.chooser.takes_preferred() {
+                self.needed_event()
+            } else if self.chooser.wants_every_point() {
+                self.random_event()
+            } else {
+                None
+            };
+            if let Some(e) = quick {
+                self.complete(e);
+                continue;
+            }
             let events = self.events();
             if events.is_empty() {
                 if self.threads.iter().all(|t| t.state == State::Exited) {
@@ -937,8 +959,7 @@ impl<'a> Machine<'a> {
                 self.hang();
                 return Ok(());
             }
-            let preferred = self.preferred(&events);
-            let i = self.chooser.forced(events.len(), preferred);
+            let i = self.chooser.forced(events.len(), 0);
             self.complete(events[i]);
         }
     }
@@ -965,48 +986,116 @@ impl<'a> Machine<'a> {
         out
     }
 
-    /// The event a blocked waiter needs first (for eager/lazy forced picks).
-    fn preferred(&self, events: &[(u32, Stage)]) -> usize {
-        let mut needed: HashSet<u32> = HashSet::new();
+    /// The event a blocked waiter needs first (eager and lazy forced
+    /// completions): the oldest op that the first blocked thread waits for.
+    fn needed_event(&self) -> Option<(u32, Stage)> {
         for t in &self.threads {
             let State::Blocked(b, _) = t.state else {
                 continue;
             };
-            match b {
-                Block::Groups { bulk, upto, .. } => {
-                    let groups = if bulk { &t.bulk_groups } else { &t.groups };
-                    for gr in groups.iter().take(upto as usize) {
-                        needed.extend(gr.ops.iter().copied());
-                    }
+            let found = match b {
+                Block::Groups { bulk, read, upto } => {
+                    let (groups, from) = if bulk {
+                        (
+                            &t.bulk_groups,
+                            if read { t.bulk_read_done } else { t.bulk_done },
+                        )
+                    } else {
+                        (&t.groups, t.groups_done)
+                    };
+                    groups
+                        .iter()
+                        .take(upto as usize)
+                        .skip(from)
+                        .flat_map(|gr| gr.ops.iter().copied())
+                        .find_map(|id| self.next_event(id))
                 }
-                Block::Phase { slot, .. } => {
-                    for &id in &self.inflight {
-                        let op = &self.ops[id as usize];
-                        if op
-                            .dsts
-                            .iter()
-                            .any(|d| d.bar.is_some_and(|(s, _)| s == slot))
-                        {
-                            needed.insert(id);
-                            needed.extend(op.tracked.iter().copied());
-                        }
-                    }
-                }
-                Block::Op(id) => {
-                    needed.insert(id);
-                }
-                _ => {}
+                Block::Phase { slot, .. } => self.inflight.iter().find_map(|&id| {
+                    let op = &self.ops[id as usize];
+                    let targets = op
+                        .dsts
+                        .iter()
+                        .any(|d| d.bar.is_some_and(|(s, _)| s == slot));
+                    targets.then(|| self.next_event(id)).flatten()
+                }),
+                Block::Op(id) => self.next_event(id),
+                _ => None,
+            };
+            if found.is_some() {
+                return found;
             }
         }
-        events
-            .iter()
-            .position(|(id, _)| needed.contains(id))
-            .unwrap_or(0)
+        None
+    }
+
+    /// The next completion event of an op (or of what it waits for).
+    fn next_event(&self, id: u32) -> Option<(u32, Stage)> {
+        let op = &self.ops[id as usize];
+        if op.done {
+            return None;
+        }
+        match op.mech {
+            Mech::Abstract => None,
+            Mech::Arrive => match op.tracked.iter().find_map(|&t| self.next_event(t)) {
+                Some(e) => Some(e),
+                None => Some((id, Stage::Complete)),
+            },
+            Mech::BulkGroup if !op.read_done => Some((id, Stage::Read)),
+            _ => Some((id, Stage::Complete)),
+        }
+    }
+
+    /// A random op in flight and its next event (random schedules; an op
+    /// waiting on others yields the first of those).
+    fn random_event(&mut self) -> Option<(u32, Stage)> {
+        for _ in 0..4 {
+            let n = self.pool.len();
+            if n == 0 {
+                return None;
+            }
+            let id = self.pool[self.chooser.forced(n, 0)];
+            if let Some(e) = self.next_event(id) {
+                return Some(e);
+            }
+        }
+        let events = self.events();
+        (!events.is_empty()).then(|| events[self.chooser.forced(events.len(), 0)])
+    }
+
+    /// Adds an op to the in-flight sets.
+    fn start(&mut self, id: u32) {
+        self.inflight.insert(id);
+        self.ops[id as usize].pool_pos = self.pool.len() as u32;
+        self.pool.push(id);
+    }
+
+    /// Removes a completed op from the in-flight sets.
+    fn finish(&mut self, id: u32) {
+        if !self.inflight.remove(&id) {
+            return;
+        }
+        let pos = self.ops[id as usize].pool_pos as usize;
+        self.pool.swap_remove(pos);
+        if let Some(&moved) = self.pool.get(pos) {
+            self.ops[moved as usize].pool_pos = pos as u32;
+        }
     }
 
     /// Offers the scheduler a chance to complete ops before an instruction.
     fn observe_point(&mut self, relevant: bool) {
-        if !relevant && !self.chooser.wants_every_point() {
+        if self.inflight.is_empty() {
+            return;
+        }
+        if self.chooser.wants_every_point() {
+            while self.chooser.coin() {
+                match self.random_event() {
+                    Some(e) => self.complete(e),
+                    None => return,
+                }
+            }
+            return;
+        }
+        if !relevant {
             return;
         }
         for _ in 0..64 {
@@ -1142,7 +1231,7 @@ impl<'a> Machine<'a> {
     /// (READINGS.md #12), ops still using its shared memory are UB, and ops
     /// whose completion nobody observed are reported as warnings.
     fn cta_end(&mut self, cta: u32) {
-        let ids: Vec<u32> = self.inflight.clone();
+        let ids: Vec<u32> = self.inflight.iter().copied().collect();
         for id in ids {
             let op = &self.ops[id as usize];
             if op.done {
@@ -1176,6 +1265,7 @@ impl<'a> Machine<'a> {
             if issuer_cta == cta || reads_here || writes_here {
                 if self.ops[id as usize].mech == Mech::Abstract {
                     self.ops[id as usize].done = true;
+                    self.finish(id);
                     continue;
                 }
                 if self.ops[id as usize].mech == Mech::Arrive

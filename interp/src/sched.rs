@@ -130,6 +130,23 @@ impl Chooser {
         self.mode == Mode::Random
     }
 
+    /// Random mode: whether to complete an op at this observation point
+    /// (probability 1/4).
+    pub fn coin(&mut self) -> bool {
+        self.mode == Mode::Random && self.below(4) == 0
+    }
+
+    /// Replayed and exhaustive runs: observation points branch only where
+    /// a completion can matter, which the machine must work out.
+    pub fn replaying(&self) -> bool {
+        self.mode == Mode::Replay
+    }
+
+    /// Whether forced completions follow the blocked waiters' needs.
+    pub fn takes_preferred(&self) -> bool {
+        matches!(self.mode, Mode::Eager | Mode::Lazy)
+    }
+
     pub fn is_eager(&self) -> bool {
         self.mode == Mode::Eager
     }
@@ -202,8 +219,8 @@ impl Chooser {
         }
     }
 
-    /// No thread can run: which of `n` events completes. `preferred` is the
-    /// index of the event a blocked waiter needs first (lazy and eager take it).
+    /// No thread can run (and, for eager and lazy, no blocked waiter needs
+    /// a particular op): which of `n` events completes.
     pub fn forced(&mut self, n: usize, preferred: usize) -> usize {
         if n <= 1 {
             return 0;

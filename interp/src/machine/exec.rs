@@ -228,7 +228,7 @@ impl Machine<'_> {
         if self.inflight.is_empty() {
             return;
         }
-        let relevant = !self.chooser.wants_every_point() && {
+        let relevant = self.chooser.replaying() && {
             let obj = self.obj_index(a.mem);
             self.culprit(obj, a.off.max(0) as u64, len, true, None)
                 .is_some()
@@ -392,11 +392,12 @@ impl Machine<'_> {
                     data: Vec::new(),
                     seq,
                     tracked,
+                    pool_pos: 0,
                     read_done: true,
                     done: false,
                     observed: true,
                 });
-                self.inflight.push(id);
+                self.start(id);
                 self.issue_point();
             }
             Family::CpAsyncBulk | Family::CpReduceAsyncBulk => {
@@ -517,12 +518,13 @@ impl Machine<'_> {
                     self.set_res(g, res, Val::Int(1));
                     return Ok(Flow::Next);
                 };
-                let relevant = self.inflight.iter().any(|&id| {
-                    self.ops[id as usize]
-                        .dsts
-                        .iter()
-                        .any(|d| d.bar.is_some_and(|(s, _)| s == slot))
-                });
+                let relevant = self.chooser.replaying()
+                    && self.inflight.iter().any(|&id| {
+                        self.ops[id as usize]
+                            .dsts
+                            .iter()
+                            .any(|d| d.bar.is_some_and(|(s, _)| s == slot))
+                    });
                 self.observe_point(relevant);
                 let acquire = p.qual(Role::Sem) != Some(Qual::Relaxed);
                 let done = self.observe_phase(g, inst, slot, ph, acquire);
@@ -716,7 +718,7 @@ impl Machine<'_> {
             return Err(self.limit(Some(inst), "bad bulk operands".into()));
         };
         let size = self.operand(inst, "size").map_or(0, |a| self.u32_of(g, a)) as u64;
-        if size % 16 != 0 {
+        if !size.is_multiple_of(16) {
             self.report(
                 "U0303",
                 format!("bulk size {size} is not a multiple of 16"),
@@ -953,6 +955,7 @@ impl Machine<'_> {
             data: is.data,
             seq: is.seq,
             tracked: Vec::new(),
+            pool_pos: 0,
             read_done: is.src.is_none(),
             done: false,
             observed: false,
@@ -991,7 +994,11 @@ impl Machine<'_> {
                     unfenced = Some(sh);
                 }
             }
-            let range = self.describe_range(obj, s as u64, n);
+            let range = if busy || unseen.is_some() || unfenced.is_some() {
+                self.describe_range(obj, s as u64, n)
+            } else {
+                String::new()
+            };
             if busy {
                 let other = self.culprit(obj, s as u64, n, true, None).map(|o| {
                     (
@@ -1056,7 +1063,11 @@ impl Machine<'_> {
                     war = Some(sh);
                 }
             }
-            let range = self.describe_range(obj, s as u64, n as u64);
+            let range = if busy.is_some() || unseen.is_some() || war.is_some() {
+                self.describe_range(obj, s as u64, n as u64)
+            } else {
+                String::new()
+            };
             if reduce
                 && busy == Some(true)
                 && self.only_reductions_in_flight(obj, s as u64, n as u64)
@@ -1110,7 +1121,7 @@ impl Machine<'_> {
         }
         let id2 = self.push_op(op);
         debug_assert_eq!(id, id2);
-        self.inflight.push(id2);
+        self.start(id2);
         id2
     }
 
@@ -1190,7 +1201,7 @@ impl Machine<'_> {
             }
         }
         self.ops[i].done = true;
-        self.inflight.retain(|&x| x != id);
+        self.finish(id);
         let t = self.ops[i].thread;
         self.try_wake(t);
     }
