@@ -77,17 +77,21 @@ pub fn run(a: RunArgs) -> ExitCode {
         }
     };
     let file = SourceFile { name: &name, text };
-    let checked = cpflow::check(text);
-    let module = match (&checked.module, checked.has_errors()) {
-        (Some(m), false) => m,
-        _ => {
-            print!("{}", file.render(&checked.diagnostics));
-            eprintln!(
-                "error: `{name}` does not verify; the interpreter runs only verified kernels"
-            );
+    // The interpreter needs a verified kernel, not a checker-clean one: it is
+    // how the checker's findings are confirmed.
+    let module = match cpflow::ir::parse(text) {
+        Ok(m) => m,
+        Err(d) => {
+            print!("{}", file.render(&[d]));
             return ExitCode::from(1);
         }
     };
+    let diagnostics = cpflow::ir::verify(&module);
+    if diagnostics.iter().any(|d| d.is_error()) {
+        print!("{}", file.render(&diagnostics));
+        eprintln!("error: `{name}` does not verify; the interpreter runs only verified kernels");
+        return ExitCode::from(1);
+    }
     let Some((ctas, threads)) = a.grid.split_once(['x', 'X']) else {
         return usage(format!("--grid `{}` is not CTASxTHREADS", a.grid));
     };
@@ -141,7 +145,7 @@ pub fn run(a: RunArgs) -> ExitCode {
         threads,
         cluster: a.cluster,
     };
-    let out = match cpflow_interp::run(module, &launch, &inputs, schedule) {
+    let out = match cpflow_interp::run(&module, &launch, &inputs, schedule) {
         Ok(o) => o,
         Err(d) => {
             print!("{}", file.render(&[d]));

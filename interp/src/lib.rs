@@ -109,6 +109,9 @@ impl Outcome {
 
 /// Most threads a launch may have (the interpreter is for small grids).
 pub const MAX_THREADS: u32 = 1 << 16;
+/// Most bytes of global buffers and shared memory (all CTAs) per launch;
+/// every byte also carries about 40 bytes of shadow state.
+pub const MAX_MEMORY: u64 = 16 << 20;
 /// Default bound on executed instructions per run.
 pub const DEFAULT_STEP_LIMIT: u64 = 200_000_000;
 
@@ -188,6 +191,22 @@ pub fn run_with_limit(
         return Err(launch_error(
             module,
             format!("at most {MAX_THREADS} threads per launch"),
+        ));
+    }
+    let global: usize = inputs.buffers.values().map(Vec::len).sum();
+    let shared: u64 = kernel
+        .shared
+        .iter()
+        .map(|(_, a)| a.size_bytes())
+        .sum::<u64>()
+        * u64::from(launch.ctas);
+    if global as u64 + shared > MAX_MEMORY {
+        return Err(launch_error(
+            module,
+            format!(
+                "the launch needs {} bytes of memory; the interpreter allows {MAX_MEMORY}",
+                global as u64 + shared
+            ),
         ));
     }
     let mut buffers = Vec::new();
