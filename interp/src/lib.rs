@@ -160,7 +160,9 @@ pub fn run_with_limit(
             ),
         ));
     };
-    let declared = kernel.cluster.map(|[x, y, z]| x * y * z);
+    let declared = kernel
+        .cluster
+        .map(|[x, y, z]| x.saturating_mul(y).saturating_mul(z));
     let cluster = match (declared, launch.cluster) {
         (Some(d), Some(c)) if d != c => {
             return Err(launch_error(

@@ -66,16 +66,31 @@ fn examples_run_clean_and_agree_across_schedules() {
     files.sort();
     assert!(!files.is_empty(), "no examples found");
     for path in &files {
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_string();
         let text = read(path);
         let module = parse_verified(path, &text);
         let runs = runline::parse_all(&text).unwrap_or_else(|e| panic!("examples/{name}: {e}"));
-        assert!(!runs.is_empty(), "examples/{name} has no `// run:` line: say how to launch it");
+        assert!(
+            !runs.is_empty(),
+            "examples/{name} has no `// run:` line: say how to launch it"
+        );
         for rl in runs {
             let mut reference: Option<Vec<(String, Vec<u8>)>> = None;
             for s in schedules() {
                 let out = run(&module, &rl.launch, &rl.inputs, s.clone()).unwrap_or_else(|d| {
-                    panic!("{name} @{} under {s}:\n{}", rl.launch.kernel, SourceFile { name: &name, text: &text }.render(&[d]))
+                    panic!(
+                        "{name} @{} under {s}:\n{}",
+                        rl.launch.kernel,
+                        SourceFile {
+                            name: &name,
+                            text: &text
+                        }
+                        .render(&[d])
+                    )
                 });
                 assert!(
                     out.findings.is_empty(),
@@ -98,7 +113,12 @@ fn examples_run_clean_and_agree_across_schedules() {
 
 fn run_line(path: &Path, text: &str) -> runline::RunLine {
     let mut lines = runline::parse_all(text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    assert_eq!(lines.len(), 1, "{}: one `// run:` line per UB case", path.display());
+    assert_eq!(
+        lines.len(),
+        1,
+        "{}: one `// run:` line per UB case",
+        path.display()
+    );
     lines.remove(0)
 }
 
