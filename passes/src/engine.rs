@@ -137,6 +137,13 @@ impl<'a> Engine<'a> {
             .any(|(c, pol)| *pol && self.single_thread(*c) && self.conds.contains(&(*c, true)))
     }
 
+    /// Whether only one thread can run the current program point.
+    fn single_thread_here(&self) -> bool {
+        self.conds
+            .iter()
+            .any(|(c, pol)| *pol && self.single_thread(*c))
+    }
+
     /// `cmp.eq %tid.x, const`: true in exactly one thread.
     fn single_thread(&self, c: Value) -> bool {
         let Some(i) = self.k.def_inst(c) else {
@@ -247,6 +254,9 @@ impl<'a> Engine<'a> {
                     tok: BTreeSet::new(),
                 };
                 let (same, cross) = self.either_thread(m, &b, &dummy);
+                // A write only one thread runs cannot race with the same
+                // write in another thread.
+                let cross = cross && !self.single_thread_here();
                 if cross || (!fenced && same) {
                     self.emit(
                         Diagnostic::error("E1007", "reuses a buffer the async proxy read, with no `fence.proxy.async` ordering the reuse", self.span(at))
@@ -940,12 +950,15 @@ impl<'a> Engine<'a> {
         };
         self.wait_n.insert(inst, n);
         let target = if read { Issuer::ReadDone } else { Issuer::Done };
-        let pending = st.ops.iter().any(|r| {
-            r.kind == kind && r.depth.is_some_and(|d| d >= n && d != DONE) && r.issuer < target
-        });
-        let any = st.ops.iter().any(|r| {
-            r.kind == kind && r.depth.is_some_and(|d| d != DONE) && r.issuer < Issuer::Done
-        });
+        let pending = st
+            .ops
+            .iter()
+            .any(|r| r.kind == kind && r.depth.is_some_and(|d| d >= n) && r.issuer < target);
+        // A group a `.read` wait completed (depth DONE) still has writes pending.
+        let any = st
+            .ops
+            .iter()
+            .any(|r| r.kind == kind && r.depth.is_some() && r.issuer < Issuer::Done);
         if !pending && !any && self.report {
             let what = if kind == Kind::Bulk {
                 "bulk async-group"
@@ -979,6 +992,10 @@ impl<'a> Engine<'a> {
                                         completed.push((s.clone(), r.inst));
                                     }
                                 }
+                            } else if !read {
+                                // Already complete: a later use no longer
+                                // needs the earlier wait.
+                                r.done_by = Some((inst, DONE));
                             }
                         } else {
                             r.left_by = Some((inst, d));

@@ -1,0 +1,509 @@
+//! Copy descriptors in an e-graph: the term language, its facts, the rules
+//! that relate equivalent copy forms, and the cost model that picks one.
+//!
+//! Only descriptors live here (Cranelift's aegraph split): a descriptor says
+//! what a copy moves (direction, size, alignment, who issues it), never
+//! where it sits. The ordered skeleton of copies, commits, waits and
+//! barriers stays in the IR; [`super::select`] reads the extracted term and
+//! writes the instructions.
+//!
+//! Terms:
+//!
+//! | term | meaning |
+//! |---|---|
+//! | `(copy DIR SIZE ALIGN ISSUE)` | an abstract copy; `DIR` is `g2s`, `s2g` or `other`; `ISSUE` is `solo` (one thread, awaited in the same region) or `all` |
+//! | `(reduce DIR SIZE ALIGN LEGAL)` | an abstract `copy.reduce`; `LEGAL` is `legal` when the op x type table allows the bulk form |
+//! | `(dyn TZ)` | a size known only to be a multiple of `2^TZ` |
+//! | `(cp.async SIZE W)` | per-thread `cp.async` pieces of `W` bytes, one async-group |
+//! | `(bulk.mbar SIZE)` | one `cp.async.bulk` global -> shared::cta completing on an mbarrier phase |
+//! | `(bulk.group SIZE)` | one `cp.async.bulk` shared::cta -> global in a bulk async-group |
+//! | `(reduce.group SIZE)` | one `cp.reduce.async.bulk` shared::cta -> global in a bulk async-group |
+//! | `(sync SIZE W)` | ordinary loads and stores of `W`-byte words (no async completion) |
+//! | `(seq A B)` | `A`, then `B` on the bytes right after `A`'s |
+
+use std::time::Duration;
+
+use egg::{
+    define_language, rewrite, Analysis, Applier, CostFunction, DidMerge, EGraph, Id, Language,
+    PatternAst, Rewrite, Runner, StopReason, Subst, Symbol, Var,
+};
+
+define_language! {
+    /// The descriptor language.
+    pub enum Desc {
+        Num(i64),
+        "copy" = Copy([Id; 4]),
+        "reduce" = Reduce([Id; 4]),
+        "dyn" = Dyn([Id; 1]),
+        "cp.async" = CpAsync([Id; 2]),
+        "bulk.mbar" = BulkMbar([Id; 1]),
+        "bulk.group" = BulkGroup([Id; 1]),
+        "reduce.group" = ReduceGroup([Id; 1]),
+        "sync" = Sync([Id; 2]),
+        "seq" = Seq([Id; 2]),
+        Sym(Symbol),
+    }
+}
+
+/// Most `cp.async` instructions one copy may expand to (the IR lists every
+/// token in its commit, so pieces are straight-line code).
+pub const MAX_PIECES: i64 = 32;
+
+/// Facts of an e-class: the constant it equals, its known power-of-two
+/// factor (sizes, alignments), and for descriptors the bytes they move.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Data {
+    pub konst: Option<i64>,
+    /// Known trailing zero bits (64: zero).
+    pub tz: u32,
+    /// Bytes moved, when constant; every node of a class moves the same bytes.
+    pub bytes: Option<i64>,
+}
+
+/// The analysis that computes [`Data`].
+#[derive(Default, Clone, Copy)]
+pub struct Facts;
+
+fn tz_of(n: i64) -> u32 {
+    if n == 0 {
+        64
+    } else {
+        n.trailing_zeros()
+    }
+}
+
+impl Analysis<Desc> for Facts {
+    type Data = Data;
+
+    fn make(egraph: &mut EGraph<Desc, Self>, enode: &Desc) -> Data {
+        let d = |id: &Id| &egraph[*id].data;
+        let none = Data {
+            konst: None,
+            tz: 0,
+            bytes: None,
+        };
+        match enode {
+            Desc::Num(n) => Data {
+                konst: Some(*n),
+                tz: tz_of(*n),
+                bytes: None,
+            },
+            Desc::Dyn([t]) => Data {
+                konst: None,
+                tz: d(t).konst.map_or(0, |t| t.clamp(0, 64) as u32),
+                bytes: None,
+            },
+            Desc::Copy([_, n, _, _]) | Desc::Reduce([_, n, _, _]) => Data {
+                bytes: d(n).konst,
+                ..none
+            },
+            Desc::CpAsync([n, _])
+            | Desc::BulkMbar([n])
+            | Desc::BulkGroup([n])
+            | Desc::ReduceGroup([n])
+            | Desc::Sync([n, _]) => Data {
+                bytes: d(n).konst,
+                ..none
+            },
+            Desc::Seq([a, b]) => Data {
+                bytes: d(a).bytes.zip(d(b).bytes).map(|(x, y)| x + y),
+                ..none
+            },
+            Desc::Sym(_) => none,
+        }
+    }
+
+    fn merge(&mut self, a: &mut Data, b: Data) -> DidMerge {
+        // Rules only equate forms that move the same bytes; keep the first
+        // known fact of each kind.
+        let mut changed = false;
+        if a.konst.is_none() && b.konst.is_some() {
+            a.konst = b.konst;
+            changed = true;
+        }
+        if a.bytes.is_none() && b.bytes.is_some() {
+            a.bytes = b.bytes;
+            changed = true;
+        }
+        if b.tz > a.tz {
+            a.tz = b.tz;
+            changed = true;
+        }
+        DidMerge(changed, true)
+    }
+}
+
+type G = EGraph<Desc, Facts>;
+
+fn konst(g: &G, s: &Subst, v: &str) -> Option<i64> {
+    let var: Var = v.parse().ok()?;
+    g[s[var]].data.konst
+}
+
+fn tz(g: &G, s: &Subst, v: &str) -> u32 {
+    match v.parse::<Var>() {
+        Ok(var) => g[s[var]].data.tz,
+        Err(_) => 0,
+    }
+}
+
+/// `?n` is a multiple of `m` (constant or by facts) and `?a` is at least `m`.
+fn fits(m: i64) -> impl Fn(&mut G, Id, &Subst) -> bool {
+    move |g, _, s| tz(g, s, "?n") >= m.trailing_zeros() && konst(g, s, "?a").unwrap_or(0) >= m
+}
+
+/// [`fits`], with a constant size that makes at most [`MAX_PIECES`] pieces.
+fn pieces(w: i64) -> impl Fn(&mut G, Id, &Subst) -> bool {
+    let ok = fits(w);
+    move |g, id, s| ok(g, id, s) && konst(g, s, "?n").is_some_and(|n| n > 0 && n / w <= MAX_PIECES)
+}
+
+/// Whether the target has the bulk copy engine (sm_90+).
+fn bulk_target(sm: u32) -> impl Fn(&mut G, Id, &Subst) -> bool {
+    let ok = fits(16);
+    move |g, id, s| sm >= 90 && ok(g, id, s)
+}
+
+/// Splits `(copy d n a i)` with a ragged constant size into its 16-byte
+/// multiple and the tail: `(seq (copy d m a i) (copy d r a' i))`.
+struct SplitTail;
+
+impl Applier<Desc, Facts> for SplitTail {
+    fn apply_one(
+        &self,
+        g: &mut G,
+        eclass: Id,
+        s: &Subst,
+        _ast: Option<&PatternAst<Desc>>,
+        _rule: Symbol,
+    ) -> Vec<Id> {
+        let var = |v: &str| v.parse::<Var>().ok().map(|v| s[v]);
+        let (Some(dir), Some(issue), Some(n), Some(a)) = (
+            var("?d"),
+            var("?i"),
+            konst(g, s, "?n"),
+            konst(g, s, "?a"),
+        ) else {
+            return vec![];
+        };
+        let m = n & !15;
+        if m == 0 || m == n {
+            return vec![];
+        }
+        let tail_align = a.min(1 << tz_of(m).min(62));
+        let (mn, rn, an, ta) = (
+            g.add(Desc::Num(m)),
+            g.add(Desc::Num(n - m)),
+            g.add(Desc::Num(a)),
+            g.add(Desc::Num(tail_align)),
+        );
+        let head = g.add(Desc::Copy([dir, mn, an, issue]));
+        let tail = g.add(Desc::Copy([dir, rn, ta, issue]));
+        let seq = g.add(Desc::Seq([head, tail]));
+        if g.union(eclass, seq) {
+            vec![eclass]
+        } else {
+            vec![]
+        }
+    }
+}
+
+/// Merges two adjacent `cp.async` runs of one width:
+/// `(seq (cp.async x w) (cp.async y w))` -> `(cp.async x+y w)`.
+struct MergePieces;
+
+impl Applier<Desc, Facts> for MergePieces {
+    fn apply_one(
+        &self,
+        g: &mut G,
+        eclass: Id,
+        s: &Subst,
+        _ast: Option<&PatternAst<Desc>>,
+        _rule: Symbol,
+    ) -> Vec<Id> {
+        let (Some(x), Some(y), Some(w)) =
+            (konst(g, s, "?x"), konst(g, s, "?y"), konst(g, s, "?w"))
+        else {
+            return vec![];
+        };
+        if w <= 0 || (x + y) / w > MAX_PIECES {
+            return vec![];
+        }
+        let (n, wn) = (g.add(Desc::Num(x + y)), g.add(Desc::Num(w)));
+        let merged = g.add(Desc::CpAsync([n, wn]));
+        if g.union(eclass, merged) {
+            vec![eclass]
+        } else {
+            vec![]
+        }
+    }
+}
+
+/// Every rule relating copy forms, for a target with `sm` number `sm`.
+pub fn rules(sm: u32) -> Vec<Rewrite<Desc, Facts>> {
+    vec![
+        // A global -> shared copy is per-thread cp.async pieces of 16 bytes
+        // (`.cg`) when size and both addresses are 16-byte multiples.
+        rewrite!("g2s-cp.async-16"; "(copy g2s ?n ?a ?i)" => "(cp.async ?n 16)" if pieces(16)),
+        // ... of 8 bytes (`.ca`) when they are 8-byte multiples.
+        rewrite!("g2s-cp.async-8"; "(copy g2s ?n ?a ?i)" => "(cp.async ?n 8)" if pieces(8)),
+        // ... of 4 bytes (`.ca`), the smallest cp-size.
+        rewrite!("g2s-cp.async-4"; "(copy g2s ?n ?a ?i)" => "(cp.async ?n 4)" if pieces(4)),
+        // One thread's global -> shared copy is one bulk copy on an mbarrier
+        // phase (sm_90+, 16-byte size and alignment): the bulk copy of n
+        // bytes and the n/16 per-thread cp.async pieces are equivalent.
+        rewrite!("g2s-bulk-mbarrier"; "(copy g2s ?n ?a solo)" => "(bulk.mbar ?n)" if bulk_target(sm)),
+        // A shared -> global copy is one bulk copy in a bulk async-group.
+        rewrite!("s2g-bulk-group"; "(copy s2g ?n ?a ?i)" => "(bulk.group ?n)" if bulk_target(sm)),
+        // A shared -> global reduction is cp.reduce.async.bulk where the
+        // op x type table allows it.
+        rewrite!("s2g-reduce-bulk"; "(reduce s2g ?n ?a legal)" => "(reduce.group ?n)" if bulk_target(sm)),
+        // Any copy is ordinary 4-byte loads and stores (no async engine).
+        rewrite!("sync-words-4"; "(copy ?d ?n ?a ?i)" => "(sync ?n 4)" if fits(4)),
+        // ... or 8-byte ones when size and addresses allow.
+        rewrite!("sync-words-8"; "(copy ?d ?n ?a ?i)" => "(sync ?n 8)" if fits(8)),
+        // A ragged copy is its 16-byte multiple followed by the tail.
+        rewrite!("split-ragged-tail"; "(copy ?d ?n ?a ?i)" => { SplitTail }),
+        // Two contiguous runs of cp.async pieces of one width are one run.
+        rewrite!("merge-cp.async-runs"; "(seq (cp.async ?x ?w) (cp.async ?y ?w))" => { MergePieces }),
+    ]
+}
+
+/// How a chosen form completes; a `seq` may combine one async kind with
+/// synchronous pieces only.
+pub const KIND_GROUP: u8 = 1;
+pub const KIND_BULK: u8 = 2;
+pub const KIND_MBAR: u8 = 4;
+
+/// The cost of a form: estimated cycles for the issuing thread, and the
+/// completion kinds it uses.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+pub struct Cost {
+    pub cycles: u64,
+    pub kinds: u8,
+}
+
+/// No legal form.
+pub const INFEASIBLE: u64 = u64::MAX / 4;
+
+/// The cost model, per executing thread (documented in README "Transform
+/// passes"):
+///
+/// * `cp.async`: 2 per instruction (issue), plus 8 for its commit and wait;
+/// * bulk copy in a bulk group: 4 to issue, 1 per 128 bytes (the copy engine's
+///   rate), plus 12 for commit and `wait_group`;
+/// * bulk reduction: as a bulk copy at 1 per 64 bytes;
+/// * bulk copy on an mbarrier: 4 + 1 per 128 bytes, plus 30 for init, proxy
+///   fence, `arrive.expect_tx`, the phase wait and `inval`;
+/// * synchronous words: 10 per word (the load latency is exposed); 64 words
+///   when the size is not constant;
+/// * an unselected `copy`/`reduce` and a `seq` mixing two async kinds are
+///   infeasible.
+pub struct CostModel<'a> {
+    pub egraph: &'a G,
+}
+
+impl CostModel<'_> {
+    fn k(&self, id: Id) -> Option<i64> {
+        self.egraph[id].data.konst
+    }
+}
+
+impl CostFunction<Desc> for CostModel<'_> {
+    type Cost = Cost;
+
+    fn cost<C>(&mut self, enode: &Desc, mut costs: C) -> Cost
+    where
+        C: FnMut(Id) -> Cost,
+    {
+        let base = |cycles: u64, kinds: u8| Cost { cycles, kinds };
+        let bytes = |id: Id| self.k(id).map_or(4096, |n| n.max(0) as u64);
+        match enode {
+            Desc::Num(_) | Desc::Sym(_) | Desc::Dyn(_) => base(0, 0),
+            Desc::Copy(_) | Desc::Reduce(_) => base(INFEASIBLE, 0),
+            Desc::CpAsync([n, w]) => {
+                let w = self.k(*w).unwrap_or(4).max(1) as u64;
+                base(2 * bytes(*n).div_ceil(w) + 8, KIND_GROUP)
+            }
+            Desc::BulkGroup([n]) => base(16 + bytes(*n) / 128, KIND_BULK),
+            Desc::ReduceGroup([n]) => base(16 + bytes(*n) / 64, KIND_BULK),
+            Desc::BulkMbar([n]) => base(34 + bytes(*n) / 128, KIND_MBAR),
+            Desc::Sync([n, w]) => {
+                let w = self.k(*w).unwrap_or(4).max(1) as u64;
+                let words = self.k(*n).map_or(64, |n| n.max(0) as u64 / w);
+                base(10 * words.max(1), 0)
+            }
+            Desc::Seq([a, b]) => {
+                let (x, y) = (costs(*a), costs(*b));
+                let mixed = x.kinds != 0 && y.kinds != 0 && x.kinds != y.kinds;
+                if mixed || x.cycles >= INFEASIBLE || y.cycles >= INFEASIBLE {
+                    base(INFEASIBLE, 0)
+                } else {
+                    base(x.cycles + y.cycles, x.kinds | y.kinds)
+                }
+            }
+        }
+    }
+}
+
+/// The outcome of saturating a set of descriptors.
+pub struct Saturated {
+    pub egraph: G,
+    pub roots: Vec<Id>,
+    pub stop: StopReason,
+    pub iterations: usize,
+}
+
+/// Adds the descriptors and runs the rules under node, iteration and time
+/// bounds.
+pub fn saturate(descs: &[egg::RecExpr<Desc>], sm: u32) -> Saturated {
+    let mut egraph = G::default();
+    let roots: Vec<Id> = descs.iter().map(|d| egraph.add_expr(d)).collect();
+    let runner = Runner::default()
+        .with_egraph(egraph)
+        .with_node_limit(20_000)
+        .with_iter_limit(12)
+        .with_time_limit(Duration::from_secs(2))
+        .run(&rules(sm));
+    let stop = runner
+        .stop_reason
+        .clone()
+        .unwrap_or(StopReason::Other("not run".into()));
+    let iterations = runner.iterations.len();
+    let roots = roots.iter().map(|r| runner.egraph.find(*r)).collect();
+    Saturated {
+        egraph: runner.egraph,
+        roots,
+        stop,
+        iterations,
+    }
+}
+
+/// Extracts the cheapest form of each root.
+pub fn extract(sat: &Saturated) -> Vec<(Cost, egg::RecExpr<Desc>)> {
+    let ex = egg::Extractor::new(
+        &sat.egraph,
+        CostModel {
+            egraph: &sat.egraph,
+        },
+    );
+    sat.roots.iter().map(|r| ex.find_best(*r)).collect()
+}
+
+/// A piece of a chosen form: what to emit for bytes `offset..offset+size`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Piece {
+    pub offset: i64,
+    /// `None`: the copy's whole (non-constant) size.
+    pub size: Option<i64>,
+    pub mech: Mech,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mech {
+    CpAsync(i64),
+    BulkMbar,
+    BulkGroup,
+    ReduceGroup,
+    Sync(i64),
+}
+
+/// Flattens an extracted term into pieces laid end to end.
+pub fn pieces_of(expr: &egg::RecExpr<Desc>) -> Option<Vec<Piece>> {
+    let nodes = expr.as_ref();
+    let num = |id: Id| match nodes[usize::from(id)] {
+        Desc::Num(n) => Some(n),
+        _ => None,
+    };
+    fn go(
+        nodes: &[Desc],
+        id: Id,
+        offset: &mut i64,
+        out: &mut Vec<Piece>,
+        num: &dyn Fn(Id) -> Option<i64>,
+    ) -> Option<()> {
+        let (mech, n) = match &nodes[usize::from(id)] {
+            Desc::Seq([a, b]) => {
+                go(nodes, *a, offset, out, num)?;
+                return go(nodes, *b, offset, out, num);
+            }
+            Desc::CpAsync([n, w]) => (Mech::CpAsync(num(*w)?), *n),
+            Desc::BulkMbar([n]) => (Mech::BulkMbar, *n),
+            Desc::BulkGroup([n]) => (Mech::BulkGroup, *n),
+            Desc::ReduceGroup([n]) => (Mech::ReduceGroup, *n),
+            Desc::Sync([n, w]) => (Mech::Sync(num(*w)?), *n),
+            _ => return None,
+        };
+        let size = num(n);
+        out.push(Piece {
+            offset: *offset,
+            size,
+            mech,
+        });
+        if let Some(s) = size {
+            *offset += s;
+        }
+        Some(())
+    }
+    let mut out = Vec::new();
+    let root = Id::from(nodes.len().checked_sub(1)?);
+    go(nodes, root, &mut 0, &mut out, &num)?;
+    // A non-constant size is only ever one piece.
+    if out.len() > 1 && out.iter().any(|p| p.size.is_none()) {
+        return None;
+    }
+    Some(out)
+}
+
+/// Whether a language node is a concrete form (for `--explain`).
+pub fn is_form(node: &Desc) -> bool {
+    !matches!(
+        node,
+        Desc::Num(_) | Desc::Sym(_) | Desc::Dyn(_) | Desc::Copy(_) | Desc::Reduce(_) | Desc::Seq(_)
+    ) && !node.is_leaf()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn best(d: &str, sm: u32) -> (u64, String) {
+        let e: egg::RecExpr<Desc> = d.parse().unwrap();
+        let sat = saturate(&[e], sm);
+        assert!(matches!(sat.stop, StopReason::Saturated), "{:?}", sat.stop);
+        let (c, e) = extract(&sat).remove(0);
+        (c.cycles, e.to_string())
+    }
+
+    #[test]
+    fn per_thread_loads_pick_cp_async() {
+        assert_eq!(best("(copy g2s 32 16 all)", 90).1, "(cp.async 32 16)");
+        assert_eq!(best("(copy g2s 24 8 all)", 80).1, "(cp.async 24 8)");
+    }
+
+    #[test]
+    fn ragged_copies_split_into_16_byte_runs_and_a_tail() {
+        assert_eq!(
+            best("(copy g2s 36 16 all)", 80).1,
+            "(seq (cp.async 32 16) (cp.async 4 4))"
+        );
+    }
+
+    #[test]
+    fn one_thread_tiles_go_bulk_on_sm_90() {
+        assert_eq!(best("(copy g2s 4096 128 solo)", 90).1, "(bulk.mbar 4096)");
+        assert_eq!(best("(copy g2s 4096 128 solo)", 80).1, "(sync 4096 8)");
+        assert_eq!(best("(copy s2g 512 16 all)", 90).1, "(bulk.group 512)");
+        assert_eq!(best("(reduce s2g 512 16 legal)", 90).1, "(reduce.group 512)");
+        assert!(best("(reduce s2g 512 16 legal)", 80).0 >= INFEASIBLE);
+    }
+
+    #[test]
+    fn dynamic_sizes_use_their_facts() {
+        assert_eq!(
+            best("(copy s2g (dyn 4) 16 all)", 90).1,
+            "(bulk.group (dyn 4))"
+        );
+        assert_eq!(best("(copy s2g (dyn 2) 16 all)", 90).1, "(sync (dyn 2) 4)");
+    }
+}
