@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::fmt::Write;
 
 use cpflow_ir::diag::Diagnostic;
+use cpflow_ir::facts::Facts;
 use cpflow_ir::ir::*;
 use cpflow_ir::printer::float_text;
 use cpflow_ir::spec::{self, Family, Qual, Role};
@@ -86,6 +87,8 @@ struct KernelEmitter<'a> {
     module: &'a Module,
     k: &'a Kernel,
     waits: WaitPlan,
+    /// Known alignments, passed to LLVM on loads, stores and parameters.
+    facts: Facts,
     out: String,
     next: usize,
     vals: HashMap<Value, Vec<MVal>>,
@@ -96,10 +99,12 @@ struct KernelEmitter<'a> {
 impl<'a> KernelEmitter<'a> {
     fn new(module: &'a Module, k: &'a Kernel) -> Result<Self, Vec<Diagnostic>> {
         let waits = waits::plan(k)?;
+        let facts = Facts::compute(k);
         Ok(KernelEmitter {
             module,
             k,
             waits,
+            facts,
             out: String::new(),
             next: 0,
             vals: HashMap::new(),
@@ -130,7 +135,13 @@ impl<'a> KernelEmitter<'a> {
         for (i, &p) in k.params.iter().enumerate() {
             let ty = mlir_types(k.ty(p));
             let name = format!("%arg{i}");
-            params.push(format!("{name}: {}", ty.first().copied().unwrap_or("i32")));
+            let mty = ty.first().copied().unwrap_or("i32");
+            match k.values[p].align {
+                Some(a) if a.is_power_of_two() => {
+                    params.push(format!("{name}: {mty} {{llvm.align = {a} : i64}}"))
+                }
+                _ => params.push(format!("{name}: {mty}")),
+            }
             self.vals.insert(
                 p,
                 vec![MVal {
@@ -158,6 +169,12 @@ impl<'a> KernelEmitter<'a> {
         } else {
             Err(self.errors)
         }
+    }
+
+    /// The alignment to promise LLVM for an access at `addr`: what
+    /// the facts prove, up to 16 bytes, and at least 1.
+    fn access_align(&self, addr: Arg) -> u64 {
+        self.facts.align(addr).clamp(1, 16)
     }
 
     fn line(&mut self, text: &str) {
@@ -327,15 +344,23 @@ impl<'a> KernelEmitter<'a> {
             Op::Load(s) => {
                 let p = self.arg(data.args[0], "!llvm.ptr<1>");
                 let ty = scalar_ty(*s);
-                let m = self.def(ty, &format!("llvm.load {} : {} -> {ty}", p.name, p.ty));
+                let align = self.access_align(data.args[0]);
+                let m = self.def(
+                    ty,
+                    &format!(
+                        "llvm.load {} {{alignment = {align} : i64}} : {} -> {ty}",
+                        p.name, p.ty
+                    ),
+                );
                 self.define(data.results[0], vec![m]);
             }
             Op::Store(s) => {
                 let p = self.arg(data.args[0], "!llvm.ptr<1>");
                 let ty = scalar_ty(*s);
                 let v = self.arg(data.args[1], ty);
+                let align = self.access_align(data.args[0]);
                 self.line(&format!(
-                    "llvm.store {}, {} : {ty}, {}",
+                    "llvm.store {}, {} {{alignment = {align} : i64}} : {ty}, {}",
                     v.name, p.name, p.ty
                 ));
             }
