@@ -778,7 +778,7 @@ impl<'a> Machine<'a> {
             let msg = if sh.w_async {
                 format!("{what} of bytes an async-proxy op wrote, without observing its completion")
             } else {
-                format!("{what} of bytes a `cp.async` wrote, without observing its completion")
+                format!("{what} of bytes an async op wrote, without observing its completion")
             };
             let other = other.map(|o| (o, "written by this async op".to_string()));
             let note = "async-copy-overview-and-cp-async.md 9.7.9.25.1: a thread must wait for the completion of an async op (and order it by a barrier for other threads) to access its result".into();
