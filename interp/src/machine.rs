@@ -684,17 +684,18 @@ impl<'a> Machine<'a> {
         let (mut busy_w, mut busy_r) = (false, false);
         let mut unseen: Option<(usize, Shadow)> = None;
         let mut war: Option<(usize, Shadow)> = None;
+        let (mut cw, mut cr) = ((Stamp::INIT, true), (Stamp::INIT, true));
         for i in s..e {
             let o = &self.objects[obj];
             busy_w |= o.busy_w[i] > 0;
             busy_r |= o.busy_r[i] > 0;
             let sh = o.shadow[i];
-            if unseen.is_none() && !self.comps.sees(cluster, &me.vc, sh.w) {
+            if unseen.is_none() && !self.comps.sees_cached(cluster, &me.vc, sh.w, &mut cw) {
                 unseen = Some((i, sh));
             }
             if write
                 && war.is_none()
-                && !self.comps.sees(cluster, &me.vc, sh.r)
+                && !self.comps.sees_cached(cluster, &me.vc, sh.r, &mut cr)
                 && sh.r_inst != inst.index() as u32
             {
                 war = Some((i, sh));

@@ -922,7 +922,18 @@ impl Machine<'_> {
         };
         let mut src = None;
         if let Some((a, n)) = is.src {
-            match self.resolve(g, inst, a, n, is.align, &format!("{what} source")) {
+            match self.resolve(
+                g,
+                inst,
+                a,
+                n,
+                is.align,
+                if is.mech == Mech::Abstract {
+                    "copy source"
+                } else {
+                    "async op source"
+                },
+            ) {
                 Some((obj, s)) => src = Some((obj, s, n, a)),
                 None => ok = false,
             }
@@ -935,7 +946,11 @@ impl Machine<'_> {
                 d.addr,
                 is.len,
                 is.align,
-                &format!("{what} destination"),
+                if is.mech == Mech::Abstract {
+                    "copy destination"
+                } else {
+                    "async op destination"
+                },
             ) {
                 Some((obj, s)) => dsts.push((obj, s, d.addr)),
                 None => ok = false,
@@ -976,11 +991,15 @@ impl Machine<'_> {
             let mut unseen = None;
             let mut busy = false;
             let mut unfenced = None;
+            let mut cw = (Stamp::INIT, true);
             for i in s..s + n as usize {
                 let o = &self.objects[obj];
                 busy |= o.busy_w[i] > 0;
                 let sh = o.shadow[i];
-                if unseen.is_none() && !self.comps.sees(cluster, &self.threads[g as usize].vc, sh.w)
+                if unseen.is_none()
+                    && !self
+                        .comps
+                        .sees_cached(cluster, &self.threads[g as usize].vc, sh.w, &mut cw)
                 {
                     unseen = Some(sh);
                 }
@@ -1047,6 +1066,7 @@ impl Machine<'_> {
             let mut unseen = None;
             let mut war = None;
             let reduce = is.reduce.is_some();
+            let (mut cw, mut cr) = ((Stamp::INIT, true), (Stamp::INIT, true));
             for i in s..s + n {
                 let o = &self.objects[obj];
                 if busy.is_none() && (o.busy_w[i] > 0 || o.busy_r[i] > 0) {
@@ -1056,10 +1076,13 @@ impl Machine<'_> {
                 let vc = &self.threads[g as usize].vc;
                 // Reductions commute: one need not be ordered after another.
                 let commutes = reduce && sh.w_reduce;
-                if unseen.is_none() && !commutes && !self.comps.sees(cluster, vc, sh.w) {
+                if unseen.is_none()
+                    && !commutes
+                    && !self.comps.sees_cached(cluster, vc, sh.w, &mut cw)
+                {
                     unseen = Some(sh);
                 }
-                if war.is_none() && !self.comps.sees(cluster, vc, sh.r) {
+                if war.is_none() && !self.comps.sees_cached(cluster, vc, sh.r, &mut cr) {
                     war = Some(sh);
                 }
             }
