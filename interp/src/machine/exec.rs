@@ -539,6 +539,10 @@ impl Machine<'_> {
                             },
                             inst,
                         );
+                        // Re-executed when woken: a wait is a try_wait loop,
+                        // so it observes the barrier as it is then (and a
+                        // waiter that lags two phases is caught, §2).
+                        return Ok(Flow::Stay);
                     }
                 } else {
                     self.set_res(g, res, Val::Int(u64::from(done)));
@@ -1726,10 +1730,10 @@ impl Machine<'_> {
                 parity,
                 acquire,
             } => {
+                // The wait instruction runs again and acquires then.
+                let _ = acquire;
                 let ok = self.mbars[slot as usize].phase & 1 != parity;
-                if ok {
-                    self.acquire_phase(g, slot, acquire);
-                } else if !self.mbars[slot as usize].waiters.contains(&g) {
+                if !ok && !self.mbars[slot as usize].waiters.contains(&g) {
                     self.mbars[slot as usize].waiters.push(g);
                 }
                 ok
