@@ -78,6 +78,9 @@ pub fn run(args: CompileArgs) -> ExitCode {
             None => return usage(format!("`--ptx {v}` is not a version such as 8.6")),
         }
     }
+    if let Err(diags) = crate::opt::lower_abstract(&mut module) {
+        return report(&diags);
+    }
     let warnings: Vec<Diagnostic> = cpflow::ir::verify(&module)
         .into_iter()
         .filter(|d| !d.is_error())

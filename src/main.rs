@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 mod bundle;
 mod compile;
+mod opt;
 mod run;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -42,6 +43,9 @@ enum Command {
     /// Package programs with `// run:` lines for differential runs on a GPU
     /// (PTX, launch shapes, inputs and the interpreter's outputs).
     Bundle(bundle::BundleArgs),
+    /// Run the transform passes (copy selection, waits, proxy fences,
+    /// cleanup) and print the IR after them.
+    Opt(opt::OptArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -67,6 +71,7 @@ fn main() -> ExitCode {
         Command::Compile(args) => compile::run(args),
         Command::Run(args) => run::run(args),
         Command::Bundle(args) => bundle::run_bundle(args),
+        Command::Opt(args) => opt::run(args),
     }
 }
 

@@ -12,6 +12,7 @@ pub mod affine;
 pub mod codes;
 pub mod engine;
 pub mod state;
+pub mod transform;
 pub mod values;
 
 pub use codes::CODES;

@@ -14,12 +14,17 @@
 //! | `(copy DIR SIZE ALIGN ISSUE)` | an abstract copy; `DIR` is `g2s`, `s2g` or `other`; `ISSUE` is `solo` (one thread, awaited in the same region) or `all` |
 //! | `(reduce DIR SIZE ALIGN LEGAL)` | an abstract `copy.reduce`; `LEGAL` is `legal` when the op x type table allows the bulk form |
 //! | `(dyn TZ)` | a size known only to be a multiple of `2^TZ` |
-//! | `(cp.async SIZE W)` | per-thread `cp.async` pieces of `W` bytes, one async-group |
-//! | `(bulk.mbar SIZE)` | one `cp.async.bulk` global -> shared::cta completing on an mbarrier phase |
-//! | `(bulk.group SIZE)` | one `cp.async.bulk` shared::cta -> global in a bulk async-group |
-//! | `(reduce.group SIZE)` | one `cp.reduce.async.bulk` shared::cta -> global in a bulk async-group |
-//! | `(sync SIZE W)` | ordinary loads and stores of `W`-byte words (no async completion) |
+//! | `(cp.async DIR SIZE ALIGN ISSUE W)` | per-thread `cp.async` pieces of `W` bytes, one async-group |
+//! | `(bulk.mbar DIR SIZE ALIGN ISSUE)` | one `cp.async.bulk` global -> shared::cta completing on an mbarrier phase |
+//! | `(bulk.group DIR SIZE ALIGN ISSUE)` | one `cp.async.bulk` shared::cta -> global in a bulk async-group |
+//! | `(reduce.group DIR SIZE ALIGN LEGAL)` | one `cp.reduce.async.bulk` shared::cta -> global in a bulk async-group |
+//! | `(sync DIR SIZE ALIGN ISSUE W)` | ordinary loads and stores of `W`-byte words (no async completion) |
 //! | `(seq A B)` | `A`, then `B` on the bytes right after `A`'s |
+//!
+//! Every form repeats its descriptor's fields: hash-consing shares a form
+//! between two copies only when their descriptors, and so their sets of
+//! legal forms, are the same (a bare `(sync 64 8)` would merge a 16-byte
+//! aligned copy's class with an 8-byte aligned one's).
 
 use std::time::Duration;
 
@@ -35,11 +40,11 @@ define_language! {
         "copy" = Copy([Id; 4]),
         "reduce" = Reduce([Id; 4]),
         "dyn" = Dyn([Id; 1]),
-        "cp.async" = CpAsync([Id; 2]),
-        "bulk.mbar" = BulkMbar([Id; 1]),
-        "bulk.group" = BulkGroup([Id; 1]),
-        "reduce.group" = ReduceGroup([Id; 1]),
-        "sync" = Sync([Id; 2]),
+        "cp.async" = CpAsync([Id; 5]),
+        "bulk.mbar" = BulkMbar([Id; 4]),
+        "bulk.group" = BulkGroup([Id; 4]),
+        "reduce.group" = ReduceGroup([Id; 4]),
+        "sync" = Sync([Id; 5]),
         "seq" = Seq([Id; 2]),
         Sym(Symbol),
     }
@@ -97,11 +102,11 @@ impl Analysis<Desc> for Facts {
                 bytes: d(n).konst,
                 ..none
             },
-            Desc::CpAsync([n, _])
-            | Desc::BulkMbar([n])
-            | Desc::BulkGroup([n])
-            | Desc::ReduceGroup([n])
-            | Desc::Sync([n, _]) => Data {
+            Desc::CpAsync([_, n, _, _, _])
+            | Desc::BulkMbar([_, n, _, _])
+            | Desc::BulkGroup([_, n, _, _])
+            | Desc::ReduceGroup([_, n, _, _])
+            | Desc::Sync([_, n, _, _, _]) => Data {
                 bytes: d(n).konst,
                 ..none
             },
@@ -178,12 +183,9 @@ impl Applier<Desc, Facts> for SplitTail {
         _rule: Symbol,
     ) -> Vec<Id> {
         let var = |v: &str| v.parse::<Var>().ok().map(|v| s[v]);
-        let (Some(dir), Some(issue), Some(n), Some(a)) = (
-            var("?d"),
-            var("?i"),
-            konst(g, s, "?n"),
-            konst(g, s, "?a"),
-        ) else {
+        let (Some(dir), Some(issue), Some(n), Some(a)) =
+            (var("?d"), var("?i"), konst(g, s, "?n"), konst(g, s, "?a"))
+        else {
             return vec![];
         };
         let m = n & !15;
@@ -209,7 +211,7 @@ impl Applier<Desc, Facts> for SplitTail {
 }
 
 /// Merges two adjacent `cp.async` runs of one width:
-/// `(seq (cp.async x w) (cp.async y w))` -> `(cp.async x+y w)`.
+/// `(seq (cp.async d x a i w) (cp.async d y b i w))` -> `(cp.async d x+y a i w)`.
 struct MergePieces;
 
 impl Applier<Desc, Facts> for MergePieces {
@@ -221,16 +223,22 @@ impl Applier<Desc, Facts> for MergePieces {
         _ast: Option<&PatternAst<Desc>>,
         _rule: Symbol,
     ) -> Vec<Id> {
-        let (Some(x), Some(y), Some(w)) =
-            (konst(g, s, "?x"), konst(g, s, "?y"), konst(g, s, "?w"))
-        else {
+        let var = |v: &str| v.parse::<Var>().ok().map(|v| s[v]);
+        let (Some(x), Some(y), Some(w), Some(d), Some(a), Some(i)) = (
+            konst(g, s, "?x"),
+            konst(g, s, "?y"),
+            konst(g, s, "?w"),
+            var("?d"),
+            var("?a"),
+            var("?i"),
+        ) else {
             return vec![];
         };
         if w <= 0 || (x + y) / w > MAX_PIECES {
             return vec![];
         }
         let (n, wn) = (g.add(Desc::Num(x + y)), g.add(Desc::Num(w)));
-        let merged = g.add(Desc::CpAsync([n, wn]));
+        let merged = g.add(Desc::CpAsync([d, n, a, i, wn]));
         if g.union(eclass, merged) {
             vec![eclass]
         } else {
@@ -244,28 +252,28 @@ pub fn rules(sm: u32) -> Vec<Rewrite<Desc, Facts>> {
     vec![
         // A global -> shared copy is per-thread cp.async pieces of 16 bytes
         // (`.cg`) when size and both addresses are 16-byte multiples.
-        rewrite!("g2s-cp.async-16"; "(copy g2s ?n ?a ?i)" => "(cp.async ?n 16)" if pieces(16)),
+        rewrite!("g2s-cp.async-16"; "(copy g2s ?n ?a ?i)" => "(cp.async g2s ?n ?a ?i 16)" if pieces(16)),
         // ... of 8 bytes (`.ca`) when they are 8-byte multiples.
-        rewrite!("g2s-cp.async-8"; "(copy g2s ?n ?a ?i)" => "(cp.async ?n 8)" if pieces(8)),
+        rewrite!("g2s-cp.async-8"; "(copy g2s ?n ?a ?i)" => "(cp.async g2s ?n ?a ?i 8)" if pieces(8)),
         // ... of 4 bytes (`.ca`), the smallest cp-size.
-        rewrite!("g2s-cp.async-4"; "(copy g2s ?n ?a ?i)" => "(cp.async ?n 4)" if pieces(4)),
+        rewrite!("g2s-cp.async-4"; "(copy g2s ?n ?a ?i)" => "(cp.async g2s ?n ?a ?i 4)" if pieces(4)),
         // One thread's global -> shared copy is one bulk copy on an mbarrier
         // phase (sm_90+, 16-byte size and alignment): the bulk copy of n
         // bytes and the n/16 per-thread cp.async pieces are equivalent.
-        rewrite!("g2s-bulk-mbarrier"; "(copy g2s ?n ?a solo)" => "(bulk.mbar ?n)" if bulk_target(sm)),
+        rewrite!("g2s-bulk-mbarrier"; "(copy g2s ?n ?a solo)" => "(bulk.mbar g2s ?n ?a solo)" if bulk_target(sm)),
         // A shared -> global copy is one bulk copy in a bulk async-group.
-        rewrite!("s2g-bulk-group"; "(copy s2g ?n ?a ?i)" => "(bulk.group ?n)" if bulk_target(sm)),
+        rewrite!("s2g-bulk-group"; "(copy s2g ?n ?a ?i)" => "(bulk.group s2g ?n ?a ?i)" if bulk_target(sm)),
         // A shared -> global reduction is cp.reduce.async.bulk where the
         // op x type table allows it.
-        rewrite!("s2g-reduce-bulk"; "(reduce s2g ?n ?a legal)" => "(reduce.group ?n)" if bulk_target(sm)),
+        rewrite!("s2g-reduce-bulk"; "(reduce s2g ?n ?a legal)" => "(reduce.group s2g ?n ?a legal)" if bulk_target(sm)),
         // Any copy is ordinary 4-byte loads and stores (no async engine).
-        rewrite!("sync-words-4"; "(copy ?d ?n ?a ?i)" => "(sync ?n 4)" if fits(4)),
+        rewrite!("sync-words-4"; "(copy ?d ?n ?a ?i)" => "(sync ?d ?n ?a ?i 4)" if fits(4)),
         // ... or 8-byte ones when size and addresses allow.
-        rewrite!("sync-words-8"; "(copy ?d ?n ?a ?i)" => "(sync ?n 8)" if fits(8)),
+        rewrite!("sync-words-8"; "(copy ?d ?n ?a ?i)" => "(sync ?d ?n ?a ?i 8)" if fits(8)),
         // A ragged copy is its 16-byte multiple followed by the tail.
         rewrite!("split-ragged-tail"; "(copy ?d ?n ?a ?i)" => { SplitTail }),
         // Two contiguous runs of cp.async pieces of one width are one run.
-        rewrite!("merge-cp.async-runs"; "(seq (cp.async ?x ?w) (cp.async ?y ?w))" => { MergePieces }),
+        rewrite!("merge-cp.async-runs"; "(seq (cp.async ?d ?x ?a ?i ?w) (cp.async ?d ?y ?b ?i ?w))" => { MergePieces }),
     ]
 }
 
@@ -295,7 +303,7 @@ pub const INFEASIBLE: u64 = u64::MAX / 4;
 /// * bulk reduction: as a bulk copy at 1 per 64 bytes;
 /// * bulk copy on an mbarrier: 4 + 1 per 128 bytes, plus 30 for init, proxy
 ///   fence, `arrive.expect_tx`, the phase wait and `inval`;
-/// * synchronous words: 10 per word (the load latency is exposed); 64 words
+/// * synchronous words: 12 per word (the load latency is exposed); 64 words
 ///   when the size is not constant;
 /// * an unselected `copy`/`reduce` and a `seq` mixing two async kinds are
 ///   infeasible.
@@ -321,17 +329,17 @@ impl CostFunction<Desc> for CostModel<'_> {
         match enode {
             Desc::Num(_) | Desc::Sym(_) | Desc::Dyn(_) => base(0, 0),
             Desc::Copy(_) | Desc::Reduce(_) => base(INFEASIBLE, 0),
-            Desc::CpAsync([n, w]) => {
+            Desc::CpAsync([_, n, _, _, w]) => {
                 let w = self.k(*w).unwrap_or(4).max(1) as u64;
                 base(2 * bytes(*n).div_ceil(w) + 8, KIND_GROUP)
             }
-            Desc::BulkGroup([n]) => base(16 + bytes(*n) / 128, KIND_BULK),
-            Desc::ReduceGroup([n]) => base(16 + bytes(*n) / 64, KIND_BULK),
-            Desc::BulkMbar([n]) => base(34 + bytes(*n) / 128, KIND_MBAR),
-            Desc::Sync([n, w]) => {
+            Desc::BulkGroup([_, n, _, _]) => base(16 + bytes(*n) / 128, KIND_BULK),
+            Desc::ReduceGroup([_, n, _, _]) => base(16 + bytes(*n) / 64, KIND_BULK),
+            Desc::BulkMbar([_, n, _, _]) => base(34 + bytes(*n) / 128, KIND_MBAR),
+            Desc::Sync([_, n, _, _, w]) => {
                 let w = self.k(*w).unwrap_or(4).max(1) as u64;
                 let words = self.k(*n).map_or(64, |n| n.max(0) as u64 / w);
-                base(10 * words.max(1), 0)
+                base(12 * words.max(1), 0)
             }
             Desc::Seq([a, b]) => {
                 let (x, y) = (costs(*a), costs(*b));
@@ -427,11 +435,11 @@ pub fn pieces_of(expr: &egg::RecExpr<Desc>) -> Option<Vec<Piece>> {
                 go(nodes, *a, offset, out, num)?;
                 return go(nodes, *b, offset, out, num);
             }
-            Desc::CpAsync([n, w]) => (Mech::CpAsync(num(*w)?), *n),
-            Desc::BulkMbar([n]) => (Mech::BulkMbar, *n),
-            Desc::BulkGroup([n]) => (Mech::BulkGroup, *n),
-            Desc::ReduceGroup([n]) => (Mech::ReduceGroup, *n),
-            Desc::Sync([n, w]) => (Mech::Sync(num(*w)?), *n),
+            Desc::CpAsync([_, n, _, _, w]) => (Mech::CpAsync(num(*w)?), *n),
+            Desc::BulkMbar([_, n, _, _]) => (Mech::BulkMbar, *n),
+            Desc::BulkGroup([_, n, _, _]) => (Mech::BulkGroup, *n),
+            Desc::ReduceGroup([_, n, _, _]) => (Mech::ReduceGroup, *n),
+            Desc::Sync([_, n, _, _, w]) => (Mech::Sync(num(*w)?), *n),
             _ => return None,
         };
         let size = num(n);
@@ -477,24 +485,42 @@ mod tests {
 
     #[test]
     fn per_thread_loads_pick_cp_async() {
-        assert_eq!(best("(copy g2s 32 16 all)", 90).1, "(cp.async 32 16)");
-        assert_eq!(best("(copy g2s 24 8 all)", 80).1, "(cp.async 24 8)");
+        assert_eq!(
+            best("(copy g2s 32 16 all)", 90).1,
+            "(cp.async g2s 32 16 all 16)"
+        );
+        assert_eq!(
+            best("(copy g2s 24 8 all)", 80).1,
+            "(cp.async g2s 24 8 all 8)"
+        );
     }
 
     #[test]
     fn ragged_copies_split_into_16_byte_runs_and_a_tail() {
         assert_eq!(
             best("(copy g2s 36 16 all)", 80).1,
-            "(seq (cp.async 32 16) (cp.async 4 4))"
+            "(seq (cp.async g2s 32 16 all 16) (cp.async g2s 4 16 all 4))"
         );
     }
 
     #[test]
     fn one_thread_tiles_go_bulk_on_sm_90() {
-        assert_eq!(best("(copy g2s 4096 128 solo)", 90).1, "(bulk.mbar 4096)");
-        assert_eq!(best("(copy g2s 4096 128 solo)", 80).1, "(sync 4096 8)");
-        assert_eq!(best("(copy s2g 512 16 all)", 90).1, "(bulk.group 512)");
-        assert_eq!(best("(reduce s2g 512 16 legal)", 90).1, "(reduce.group 512)");
+        assert_eq!(
+            best("(copy g2s 4096 128 solo)", 90).1,
+            "(bulk.mbar g2s 4096 128 solo)"
+        );
+        assert_eq!(
+            best("(copy g2s 4096 128 solo)", 80).1,
+            "(sync g2s 4096 128 solo 8)"
+        );
+        assert_eq!(
+            best("(copy s2g 512 16 all)", 90).1,
+            "(bulk.group s2g 512 16 all)"
+        );
+        assert_eq!(
+            best("(reduce s2g 512 16 legal)", 90).1,
+            "(reduce.group s2g 512 16 legal)"
+        );
         assert!(best("(reduce s2g 512 16 legal)", 80).0 >= INFEASIBLE);
     }
 
@@ -502,8 +528,23 @@ mod tests {
     fn dynamic_sizes_use_their_facts() {
         assert_eq!(
             best("(copy s2g (dyn 4) 16 all)", 90).1,
-            "(bulk.group (dyn 4))"
+            "(bulk.group s2g (dyn 4) 16 all)"
         );
-        assert_eq!(best("(copy s2g (dyn 2) 16 all)", 90).1, "(sync (dyn 2) 4)");
+        assert_eq!(
+            best("(copy s2g (dyn 2) 16 all)", 90).1,
+            "(sync s2g (dyn 2) 16 all 4)"
+        );
+    }
+
+    #[test]
+    fn copies_share_forms_only_with_equal_descriptors() {
+        let a: egg::RecExpr<Desc> = "(copy g2s 64 16 all)".parse().unwrap();
+        let b: egg::RecExpr<Desc> = "(copy other 64 16 all)".parse().unwrap();
+        let c: egg::RecExpr<Desc> = "(copy g2s 64 8 all)".parse().unwrap();
+        let sat = saturate(&[a, b, c], 80);
+        let best: Vec<String> = extract(&sat).iter().map(|(_, e)| e.to_string()).collect();
+        assert_eq!(best[0], "(cp.async g2s 64 16 all 16)");
+        assert_eq!(best[1], "(sync other 64 16 all 8)");
+        assert_eq!(best[2], "(cp.async g2s 64 8 all 8)");
     }
 }

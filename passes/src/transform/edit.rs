@@ -7,7 +7,9 @@
 use std::collections::HashSet;
 
 use cpflow_ir::diag::Span;
-use cpflow_ir::ir::{Arg, Inst, InstData, Kernel, Op, Operand, PtxOp, Region, Value, ValueData, ValueDef};
+use cpflow_ir::ir::{
+    Arg, Inst, InstData, Kernel, Op, Operand, PtxOp, Region, Value, ValueData, ValueDef,
+};
 use cpflow_ir::spec::{Family, Qual};
 use cpflow_ir::types::Type;
 
@@ -70,7 +72,11 @@ impl<'k> Editor<'k> {
         let args = args
             .into_iter()
             .map(|a| Arg {
-                span: if a.span == Span::DUMMY { self.span } else { a.span },
+                span: if a.span == Span::DUMMY {
+                    self.span
+                } else {
+                    a.span
+                },
                 ..a
             })
             .collect();

@@ -87,8 +87,8 @@ pub struct Report {
 /// Whether the module still has abstract `copy` or `await` operations.
 pub fn has_abstract(module: &Module) -> bool {
     module.kernels.iter().any(|k| {
-        k.insts.iter().any(|(_, d)| {
-            matches!(&d.op, Op::Ptx(p) if matches!(p.family, Family::Copy | Family::Await))
+        edit::all_insts(k).into_iter().any(|(_, i)| {
+            matches!(&k.insts[i].op, Op::Ptx(p) if matches!(p.family, Family::Copy | Family::Await))
         })
     })
 }

@@ -1,0 +1,102 @@
+//! Cleanup: drops synchronisation that cannot matter.
+//!
+//! Establishes:
+//!
+//! * no empty `cp.async.commit_group` (one [`super::select`] made for a copy
+//!   it chose to do synchronously) whose group is only waited for: the
+//!   commit and its waits go;
+//! * no `wait_group` on a group an earlier wait on the same path already
+//!   completed (the same value waited before, in the same region or an
+//!   enclosing one);
+//! * no `fence.proxy.async` directly after an identical fence.
+//!
+//! Assumes the module verifies clean. Waiting on an empty group also waits
+//! for older groups; dropping it is sound for programs whose copies were
+//! abstract, where each `await` only promised its own copy.
+
+use std::collections::HashSet;
+
+use cpflow_ir::ir::{Inst, Kernel, Module, Op, Operand, Region, Value};
+use cpflow_ir::spec::Family;
+
+use super::edit;
+
+/// Drops redundant instructions; returns how many.
+pub fn cleanup(module: &mut Module) -> usize {
+    module.kernels.iter_mut().map(cleanup_kernel).sum()
+}
+
+fn is_wait(k: &Kernel, i: Inst) -> bool {
+    matches!(
+        edit::family(k, i),
+        Some(Family::CpAsyncWaitGroup | Family::CpAsyncBulkWaitGroup)
+    )
+}
+
+fn cleanup_kernel(k: &mut Kernel) -> usize {
+    let all = edit::all_insts(k);
+    let mut drop: HashSet<Inst> = HashSet::new();
+    // Empty groups used only by waits.
+    for &(_, i) in &all {
+        let d = &k.insts[i];
+        if edit::family(k, i) != Some(Family::CpAsyncCommitGroup) || !d.args.is_empty() {
+            continue;
+        }
+        let Some(&g) = d.results.first() else {
+            continue;
+        };
+        let users: Vec<Inst> = all
+            .iter()
+            .filter(|&&(_, u)| {
+                k.insts[u]
+                    .args
+                    .iter()
+                    .any(|a| a.operand == Operand::Value(g))
+            })
+            .map(|&(_, u)| u)
+            .collect();
+        if users.iter().all(|&u| is_wait(k, u)) {
+            drop.insert(i);
+            drop.extend(users);
+        }
+    }
+    let body = k.body;
+    redundant(k, body, &mut HashSet::new(), &mut drop);
+    let count = drop.len();
+    if count > 0 {
+        let regions: Vec<Region> = k.regions.keys().collect();
+        for r in regions {
+            k.regions[r].insts.retain(|i| !drop.contains(i));
+        }
+    }
+    count
+}
+
+/// Marks waits on already-waited groups and repeated fences.
+fn redundant(k: &Kernel, r: Region, waited: &mut HashSet<Value>, drop: &mut HashSet<Inst>) {
+    let mut prev: Option<Inst> = None;
+    for &i in &k.regions[r].insts {
+        if drop.contains(&i) {
+            continue;
+        }
+        let d = &k.insts[i];
+        if is_wait(k, i) {
+            if let Some(g) = d.args.first().and_then(|a| a.value()) {
+                if !waited.insert(g) {
+                    drop.insert(i);
+                    continue;
+                }
+            }
+        }
+        if let (Some(p), Op::Ptx(op)) = (prev, &d.op) {
+            if op.family == Family::FenceProxyAsync && k.insts[p].op == d.op {
+                drop.insert(i);
+                continue;
+            }
+        }
+        for &sub in &d.regions {
+            redundant(k, sub, &mut waited.clone(), drop);
+        }
+        prev = Some(i);
+    }
+}

@@ -1,0 +1,157 @@
+//! Proxy fences: generic-proxy writes of shared memory are ordered before
+//! the async-proxy reads of bulk copies and bulk reductions that read it.
+//!
+//! Establishes, for every `cp.async.bulk` / `cp.reduce.async.bulk` whose
+//! source is `.shared::cta`, when the kernel writes shared memory through
+//! the generic proxy (`st`, non-bulk `cp.async`):
+//!
+//! * writer side: the nearest CTA barrier before the copy (in its region or
+//!   an enclosing one) is directly preceded by `fence.proxy.async.shared::cta`,
+//!   so every thread fences its writes before the barrier publishes them to
+//!   the issuing thread;
+//! * issuer side: when the issuing thread itself stores to shared memory
+//!   after that barrier (or there is no barrier), a fence directly precedes
+//!   the copy.
+//!
+//! Idempotent: a fence already in place is not added again. Assumes the
+//! module verifies clean; it does not add barriers (the abstract program
+//! already orders other threads' writes before the copy).
+
+use std::collections::{HashMap, HashSet};
+
+use cpflow_ir::ir::{Inst, Kernel, Module, Op, Region};
+use cpflow_ir::spec::{Family, Qual, Role};
+use cpflow_ir::types::{Space, Type};
+
+use super::edit::{self, ptx, Editor};
+
+/// Inserts the fences; returns how many.
+pub fn fence(module: &mut Module) -> usize {
+    module.kernels.iter_mut().map(fence_kernel).sum()
+}
+
+fn is_shared_fence(k: &Kernel, i: Inst) -> bool {
+    match &k.insts[i].op {
+        Op::Ptx(p) if p.family == Family::FenceProxyAsync => {
+            p.quals.is_empty() || p.has(Qual::SharedCta)
+        }
+        _ => false,
+    }
+}
+
+/// Whether `i` (or anything nested in it) writes shared memory through the
+/// generic proxy.
+fn writes_shared(k: &Kernel, i: Inst) -> bool {
+    let d = &k.insts[i];
+    let here = match &d.op {
+        Op::Store(_) => matches!(
+            d.args.first().and_then(|a| k.arg_ty(*a)),
+            Some(Type::Ptr(Space::Shared | Space::Cluster))
+        ),
+        Op::Ptx(p) => p.family == Family::CpAsync,
+        _ => false,
+    };
+    here || d
+        .regions
+        .iter()
+        .any(|&r| k.regions[r].insts.iter().any(|&j| writes_shared(k, j)))
+}
+
+fn reads_shared_async(k: &Kernel, i: Inst) -> bool {
+    match &k.insts[i].op {
+        Op::Ptx(p) if matches!(p.family, Family::CpAsyncBulk | Family::CpReduceAsyncBulk) => {
+            p.qual(Role::Src) == Some(Qual::SharedCta)
+        }
+        _ => false,
+    }
+}
+
+fn fence_kernel(k: &mut Kernel) -> usize {
+    let all = edit::all_insts(k);
+    if !all.iter().any(|&(_, i)| writes_shared(k, i)) {
+        return 0;
+    }
+    let home: HashMap<Inst, Region> = all.iter().map(|&(r, i)| (i, r)).collect();
+    let parent: HashMap<Region, Inst> = all
+        .iter()
+        .flat_map(|&(_, i)| k.insts[i].regions.iter().map(move |&r| (r, i)))
+        .collect();
+    // Instructions to put a fence in front of.
+    let mut before: HashSet<Inst> = HashSet::new();
+    for &(r0, copy) in &all {
+        if !reads_shared_async(k, copy) {
+            continue;
+        }
+        let (mut r, mut at) = (r0, copy);
+        let mut fenced = false;
+        let mut stored = false;
+        let mut barrier = None;
+        'walk: loop {
+            let list = &k.regions[r].insts;
+            let idx = list.iter().position(|&i| i == at).unwrap_or(0);
+            for &i in list[..idx].iter().rev() {
+                if edit::family(k, i) == Some(Family::BarrierCta) {
+                    barrier = Some(i);
+                    break 'walk;
+                }
+                if is_shared_fence(k, i) {
+                    fenced = true;
+                } else if !fenced && writes_shared(k, i) {
+                    stored = true;
+                }
+            }
+            match parent.get(&r) {
+                Some(&p) => {
+                    at = p;
+                    match home.get(&p) {
+                        Some(&pr) => r = pr,
+                        None => break,
+                    }
+                }
+                None => break,
+            }
+        }
+        if let Some(b) = barrier {
+            let list = &k.regions[home[&b]].insts;
+            let idx = list.iter().position(|&i| i == b).unwrap_or(0);
+            let prev_fenced = idx > 0 && is_shared_fence(k, list[idx - 1]);
+            if !prev_fenced {
+                before.insert(b);
+            }
+        }
+        if stored || (barrier.is_none() && !fenced) {
+            let list = &k.regions[r0].insts;
+            let idx = list.iter().position(|&i| i == copy).unwrap_or(0);
+            if !(idx > 0 && is_shared_fence(k, list[idx - 1])) {
+                before.insert(copy);
+            }
+        }
+    }
+    if before.is_empty() {
+        return 0;
+    }
+    let count = before.len();
+    let mut ed = Editor::new(k);
+    let regions: Vec<Region> = ed.k.regions.keys().collect();
+    for r in regions {
+        let old = ed.k.regions[r].insts.clone();
+        if !old.iter().any(|i| before.contains(i)) {
+            continue;
+        }
+        let mut new = Vec::with_capacity(old.len() + 1);
+        for i in old {
+            if before.contains(&i) {
+                ed.span = ed.k.insts[i].span;
+                let (f, _) = ed.inst(
+                    ptx(Family::FenceProxyAsync, &[Qual::SharedCta]),
+                    vec![],
+                    &[],
+                );
+                new.push(f);
+            }
+            new.push(i);
+        }
+        ed.k.regions[r].insts = new;
+    }
+    count
+}

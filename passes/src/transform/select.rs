@@ -1,0 +1,670 @@
+//! Copy selection: a concrete form for every abstract `copy` / `copy.reduce`.
+//!
+//! Establishes: no `copy` remains. Each copy is replaced, in place, by the
+//! issue side of its chosen form ([`desc`] picks it with egg and the cost
+//! model), and the copy's token value becomes the handle of the form's
+//! completion, keeping its name:
+//!
+//! * `cp.async` pieces (16-byte `.cg`, 8/4-byte `.ca`) and synchronous word
+//!   copies: `%t = cp.async.commit_group <pieces>` (a `group`; empty when
+//!   every piece is synchronous, so loop-carried tokens keep one type);
+//! * bulk shared -> global copies and reductions:
+//!   `%t = cp.async.bulk.commit_group <copy>` (a `bulk_group`);
+//! * a bulk global -> shared copy by one thread: a fresh
+//!   `shared @__cpflow_barN: mbarrier[1]`, initialised (count 1) and fenced
+//!   into the async proxy by the issuing thread, `%t = mbarrier.phase %bar, 0`,
+//!   `mbarrier.arrive.expect_tx %t, <bytes>` and the copy on `%t`.
+//!
+//! Loop-carried and `if`-joined tokens take the type of their handles.
+//! `await` is left on the handle for [`super::sync`].
+//!
+//! Assumes: the module verifies clean; CTAs are 1-D (a guard
+//! `tid.x == C` selects one thread, as in every cpflow launch); the input
+//! already orders other threads' reads of copied bytes after the `await`
+//! with a CTA barrier (the abstract semantics require it), so no barrier is
+//! added.
+
+use std::collections::HashMap;
+
+use cpflow_ir::diag::{Diagnostic, Span};
+use cpflow_ir::facts::{yield_args, Facts};
+use cpflow_ir::ir::{CmpPred, Module, Operand};
+use cpflow_ir::ir::{Inst, Kernel, Op, Region, SharedAlloc, SharedKind, SpecialReg, Value};
+use cpflow_ir::spec::{self, Family, Qual, Role};
+use cpflow_ir::types::{Scalar, Space, Type};
+use egg::{CostFunction, RecExpr, StopReason};
+
+use super::desc::{self, Desc, Mech, Piece, INFEASIBLE, KIND_BULK, KIND_MBAR};
+use super::edit::{self, imm, ptx, val, Editor};
+
+/// The choice made for one copy (`cpflow opt --explain`).
+#[derive(Debug, Clone)]
+pub struct Choice {
+    pub kernel: String,
+    pub span: Span,
+    /// The descriptor, e.g. `(copy g2s 32 16 all)`.
+    pub desc: String,
+    /// The extracted form, e.g. `(cp.async 32 16)`.
+    pub form: String,
+    pub cost: u64,
+    /// Every concrete form in the descriptor's e-class, with its cost.
+    pub alternatives: Vec<(String, u64)>,
+}
+
+/// How the e-graph run of one kernel went.
+#[derive(Debug, Clone)]
+pub struct RunInfo {
+    pub kernel: String,
+    pub stop: String,
+    pub iterations: usize,
+    pub nodes: usize,
+    pub classes: usize,
+}
+
+/// Selects a form for every abstract copy of every kernel.
+pub fn select(module: &mut Module) -> Result<(Vec<Choice>, Vec<RunInfo>), Vec<Diagnostic>> {
+    let sm = module.target.sm.number;
+    let target = module.target.sm.to_string();
+    let mut choices = Vec::new();
+    let mut runs = Vec::new();
+    let mut errors = Vec::new();
+    for k in &mut module.kernels {
+        match select_kernel(k, sm, &target) {
+            Ok((c, r)) => {
+                choices.extend(c);
+                runs.extend(r);
+            }
+            Err(e) => errors.extend(e),
+        }
+    }
+    if errors.is_empty() {
+        Ok((choices, runs))
+    } else {
+        Err(errors)
+    }
+}
+
+struct Site {
+    inst: Inst,
+    token: Value,
+    red: Option<(Qual, Qual)>,
+}
+
+fn is_copy(k: &Kernel, i: Inst) -> bool {
+    edit::family(k, i) == Some(Family::Copy)
+}
+
+/// Whether `cond` is `tid.x == C` (one thread of a 1-D CTA).
+fn one_thread(k: &Kernel, cond: Value) -> bool {
+    let Some(def) = k.def_inst(cond) else {
+        return false;
+    };
+    let d = &k.insts[def];
+    if d.op != Op::Cmp(CmpPred::Eq, Scalar::I32) || d.args.len() != 2 {
+        return false;
+    }
+    let is_tid = |a: cpflow_ir::ir::Arg| {
+        a.value()
+            .and_then(|v| k.def_inst(v))
+            .is_some_and(|i| k.insts[i].op == Op::Sreg(SpecialReg::TidX))
+    };
+    (is_tid(d.args[0]) && k.const_int(d.args[1]).is_some())
+        || (is_tid(d.args[1]) && k.const_int(d.args[0]).is_some())
+}
+
+/// Copies under a one-thread guard, found by walking with the guard state.
+fn solo_copies(k: &Kernel) -> Vec<Inst> {
+    fn go(k: &Kernel, r: Region, guarded: bool, out: &mut Vec<Inst>) {
+        for &i in &k.regions[r].insts {
+            let d = &k.insts[i];
+            if guarded && is_copy(k, i) {
+                out.push(i);
+            }
+            for (n, &sub) in d.regions.iter().enumerate() {
+                let g = guarded
+                    || (d.op == Op::If
+                        && n == 0
+                        && d.args
+                            .first()
+                            .and_then(|a| a.value())
+                            .is_some_and(|c| one_thread(k, c)));
+                go(k, sub, g, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    go(k, k.body, false, &mut out);
+    out
+}
+
+/// Whether every use of `token` is an `await` later in `region` than `inst`.
+fn awaited_locally(k: &Kernel, uses: &Uses, token: Value, region: Region, inst: Inst) -> bool {
+    let list = &k.regions[region].insts;
+    let Some(at) = list.iter().position(|&i| i == inst) else {
+        return false;
+    };
+    let us = uses.get(&token).map(Vec::as_slice).unwrap_or(&[]);
+    !us.is_empty()
+        && us.iter().all(|&(r, u)| {
+            r == region
+                && edit::family(k, u) == Some(Family::Await)
+                && list.iter().position(|&i| i == u).is_some_and(|p| p > at)
+        })
+}
+
+/// Users of each value, with their regions.
+type Uses = HashMap<Value, Vec<(Region, Inst)>>;
+
+fn uses_of(k: &Kernel) -> (Uses, HashMap<Inst, Region>) {
+    let mut uses: Uses = HashMap::new();
+    let mut home = HashMap::new();
+    for (r, i) in edit::all_insts(k) {
+        home.insert(i, r);
+        for a in &k.insts[i].args {
+            if let Operand::Value(v) = a.operand {
+                uses.entry(v).or_default().push((r, i));
+            }
+        }
+    }
+    (uses, home)
+}
+
+fn describe(k: &Kernel, facts: &Facts, site: &Site, solo: bool) -> RecExpr<Desc> {
+    let d = &k.insts[site.inst];
+    let space = |i: usize| match d.args.get(i).and_then(|a| k.arg_ty(*a)) {
+        Some(Type::Ptr(s)) => Some(s),
+        _ => None,
+    };
+    let dir = match (space(0), space(1)) {
+        (Some(Space::Shared), Some(Space::Global)) => "g2s",
+        (Some(Space::Global), Some(Space::Shared)) => "s2g",
+        _ => "other",
+    };
+    let size = match d.args.get(2).and_then(|a| k.const_int(*a)) {
+        Some(n) => n.to_string(),
+        None => format!(
+            "(dyn {})",
+            d.args.get(2).map_or(0, |a| facts.tz(*a)).min(64)
+        ),
+    };
+    let align = d
+        .args
+        .iter()
+        .take(2)
+        .map(|a| facts.align(*a))
+        .min()
+        .unwrap_or(1)
+        .min(128);
+    let text = match site.red {
+        Some((op, ty)) => {
+            let legal = dir == "s2g"
+                && spec::reduction_allowed(Family::CpReduceAsyncBulk, Space::Global, op, ty);
+            format!(
+                "(reduce {dir} {size} {align} {})",
+                if legal { "legal" } else { "illegal" }
+            )
+        }
+        None => format!(
+            "(copy {dir} {size} {align} {})",
+            if solo { "solo" } else { "all" }
+        ),
+    };
+    text.parse().unwrap_or_default()
+}
+
+type Selected = (Vec<Choice>, Vec<RunInfo>);
+
+fn select_kernel(k: &mut Kernel, sm: u32, target: &str) -> Result<Selected, Vec<Diagnostic>> {
+    let sites: Vec<Site> = edit::all_insts(k)
+        .into_iter()
+        .filter(|&(_, i)| is_copy(k, i))
+        .filter_map(|(_, i)| {
+            let d = &k.insts[i];
+            let token = *d.results.first()?;
+            let red = match &d.op {
+                Op::Ptx(p) => p.qual(Role::RedOp).zip(p.qual(Role::Type)),
+                _ => None,
+            };
+            Some(Site {
+                inst: i,
+                token,
+                red,
+            })
+        })
+        .collect();
+    if sites.is_empty() {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let facts = Facts::compute(k);
+    let (uses, home) = uses_of(k);
+    let guarded = solo_copies(k);
+    let descs: Vec<RecExpr<Desc>> = sites
+        .iter()
+        .map(|s| {
+            let solo = guarded.contains(&s.inst)
+                && home
+                    .get(&s.inst)
+                    .is_some_and(|&r| awaited_locally(k, &uses, s.token, r, s.inst));
+            describe(k, &facts, s, solo)
+        })
+        .collect();
+    let sat = desc::saturate(&descs, sm);
+    let best = desc::extract(&sat);
+    let run = RunInfo {
+        kernel: k.name.clone(),
+        stop: match &sat.stop {
+            StopReason::Saturated => "saturated".to_string(),
+            other => format!("{other:?}"),
+        },
+        iterations: sat.iterations,
+        nodes: sat.egraph.total_number_of_nodes(),
+        classes: sat.egraph.number_of_classes(),
+    };
+    let ex = egg::Extractor::new(
+        &sat.egraph,
+        desc::CostModel {
+            egraph: &sat.egraph,
+        },
+    );
+    let mut errors = Vec::new();
+    let mut choices = Vec::new();
+    let mut plans: HashMap<Inst, Vec<Piece>> = HashMap::new();
+    for (i, site) in sites.iter().enumerate() {
+        let (cost, expr) = &best[i];
+        let span = k.insts[site.inst].span;
+        let pieces = (cost.cycles < INFEASIBLE)
+            .then(|| desc::pieces_of(expr))
+            .flatten();
+        let Some(pieces) = pieces else {
+            errors.push(
+                Diagnostic::error(
+                    "T0001",
+                    format!("no legal form for this copy on {target}"),
+                    span,
+                )
+                .with_label(format!("descriptor {}", descs[i]))
+                .with_help("bulk forms need sm_90 and 16-byte sizes and alignment; cp.async needs global -> shared and 4-byte multiples; reductions need a shared -> global op x type the bulk table allows"),
+            );
+            continue;
+        };
+        let mut model = desc::CostModel {
+            egraph: &sat.egraph,
+        };
+        let mut alternatives: Vec<(String, u64)> = sat.egraph[sat.roots[i]]
+            .nodes
+            .iter()
+            .filter(|n| desc::is_form(n) || matches!(n, Desc::Seq(_)))
+            .map(|n| {
+                let c = model.cost(n, |c| ex.find_best_cost(c));
+                let text = render(&ex, n);
+                (text, c.cycles.min(INFEASIBLE))
+            })
+            .collect();
+        alternatives.sort_by(|a, b| a.1.cmp(&b.1).then(a.0.cmp(&b.0)));
+        alternatives.dedup();
+        choices.push(Choice {
+            kernel: k.name.clone(),
+            span,
+            desc: descs[i].to_string(),
+            form: expr.to_string(),
+            cost: cost.cycles,
+            alternatives,
+        });
+        plans.insert(site.inst, pieces);
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let red: HashMap<Inst, (Qual, Qual)> = sites
+        .iter()
+        .filter_map(|s| s.red.map(|r| (s.inst, r)))
+        .collect();
+    let body = k.body;
+    let mut ed = Editor::new(k);
+    let mut bar_count = 0;
+    rewrite_region(&mut ed, body, &plans, &red, &mut bar_count);
+    propagate_types(ed.k)?;
+    Ok((choices, vec![run]))
+}
+
+fn rewrite_region(
+    ed: &mut Editor,
+    r: Region,
+    plans: &HashMap<Inst, Vec<Piece>>,
+    red: &HashMap<Inst, (Qual, Qual)>,
+    bars: &mut usize,
+) {
+    let old = ed.k.regions[r].insts.clone();
+    let mut new = Vec::with_capacity(old.len());
+    for inst in old {
+        let subs = ed.k.insts[inst].regions.clone();
+        for sub in subs {
+            rewrite_region(ed, sub, plans, red, bars);
+        }
+        match plans.get(&inst) {
+            Some(pieces) => new.extend(expand(ed, inst, pieces, red.get(&inst).copied(), bars)),
+            None => new.push(inst),
+        }
+    }
+    ed.k.regions[r].insts = new;
+}
+
+/// The instructions that replace copy `inst` with `pieces`.
+fn expand(
+    ed: &mut Editor,
+    inst: Inst,
+    pieces: &[Piece],
+    red: Option<(Qual, Qual)>,
+    bars: &mut usize,
+) -> Vec<Inst> {
+    let d = ed.k.insts[inst].clone();
+    ed.span = d.span;
+    let (dst, src, size) = (d.args[0], d.args[1], d.args[2]);
+    let token = d.results[0];
+    let base = ed.k.values[token].name.clone();
+    let mut out = Vec::new();
+    let mut tokens = Vec::new();
+    let kinds = pieces.iter().fold(0u8, |acc, p| {
+        acc | match p.mech {
+            Mech::BulkMbar => KIND_MBAR,
+            Mech::BulkGroup | Mech::ReduceGroup => KIND_BULK,
+            _ => 0,
+        }
+    });
+    if kinds & KIND_MBAR != 0 {
+        let name = loop {
+            let n = format!("__cpflow_bar{bars}");
+            *bars += 1;
+            if !ed.k.shared.iter().any(|(_, s)| s.name == n) {
+                break n;
+            }
+        };
+        let id = ed.k.shared.push(SharedAlloc {
+            name,
+            kind: SharedKind::Mbarriers(1),
+            align: 8,
+            span: d.span,
+        });
+        let (i, bar) = ed.inst1(
+            Op::Addr(id),
+            vec![],
+            Type::Mbarrier(Space::Shared),
+            &format!("{base}_bar"),
+        );
+        out.push(i);
+        let (i, _) = ed.inst(ptx(Family::MbarrierInit, &[]), vec![val(bar), imm(1)], &[]);
+        out.push(i);
+        let (i, _) = ed.inst(
+            ptx(Family::FenceProxyAsync, &[Qual::SharedCta]),
+            vec![],
+            &[],
+        );
+        out.push(i);
+        let (i, _) = ed.inst(ptx(Family::MbarrierPhase, &[]), vec![val(bar), imm(0)], &[]);
+        ed.redefine(token, i, Type::Phase(Space::Shared));
+        out.push(i);
+        let bytes: Option<i64> = pieces
+            .iter()
+            .filter(|p| p.mech == Mech::BulkMbar)
+            .map(|p| p.size)
+            .sum();
+        let tx = bytes.map_or(size, imm);
+        let (i, _) = ed.inst(
+            ptx(Family::MbarrierArriveExpectTx, &[]),
+            vec![val(token), tx],
+            &[],
+        );
+        out.push(i);
+    }
+    let addr =
+        |ed: &mut Editor, out: &mut Vec<Inst>, a: cpflow_ir::ir::Arg, off: i64, tag: &str| {
+            if off == 0 {
+                return a;
+            }
+            let ty = a.value().map_or(Type::Ptr(Space::Global), |v| ed.k.ty(v));
+            let (i, v) = ed.inst1(
+                Op::PtrAdd,
+                vec![a, imm(off)],
+                ty,
+                &format!("{base}_{tag}{off}"),
+            );
+            out.push(i);
+            val(v)
+        };
+    for p in pieces {
+        let n = p.size.map_or(size, imm);
+        match p.mech {
+            Mech::CpAsync(w) => {
+                let count = p.size.unwrap_or(0) / w.max(1);
+                for j in 0..count {
+                    let off = p.offset + j * w;
+                    let dj = addr(ed, &mut out, dst, off, "d");
+                    let sj = addr(ed, &mut out, src, off, "s");
+                    let cache = if w == 16 { Qual::Cg } else { Qual::Ca };
+                    let (i, t) = ed.inst1(
+                        ptx(Family::CpAsync, &[cache, Qual::Shared, Qual::Global]),
+                        vec![dj, sj, imm(w)],
+                        Type::Token,
+                        &format!("{base}_p"),
+                    );
+                    out.push(i);
+                    tokens.push(t);
+                }
+            }
+            Mech::BulkMbar => {
+                let dj = addr(ed, &mut out, dst, p.offset, "d");
+                let sj = addr(ed, &mut out, src, p.offset, "s");
+                let quals = [Qual::SharedCta, Qual::Global, Qual::MbarrierCompleteTx];
+                let (i, _) = ed.inst1(
+                    ptx(Family::CpAsyncBulk, &quals),
+                    vec![dj, sj, n, val(token)],
+                    Type::Token,
+                    &format!("{base}_p"),
+                );
+                out.push(i);
+            }
+            Mech::BulkGroup => {
+                let dj = addr(ed, &mut out, dst, p.offset, "d");
+                let sj = addr(ed, &mut out, src, p.offset, "s");
+                let quals = [Qual::Global, Qual::SharedCta, Qual::BulkGroup];
+                let (i, t) = ed.inst1(
+                    ptx(Family::CpAsyncBulk, &quals),
+                    vec![dj, sj, n],
+                    Type::Token,
+                    &format!("{base}_p"),
+                );
+                out.push(i);
+                tokens.push(t);
+            }
+            Mech::ReduceGroup => {
+                let Some((op, ty)) = red else { continue };
+                let dj = addr(ed, &mut out, dst, p.offset, "d");
+                let sj = addr(ed, &mut out, src, p.offset, "s");
+                let mut quals = vec![Qual::Global, Qual::SharedCta, Qual::BulkGroup, op];
+                if op == Qual::Add && matches!(ty, Qual::F16 | Qual::Bf16) {
+                    quals.push(Qual::Noftz);
+                }
+                quals.push(ty);
+                let (i, t) = ed.inst1(
+                    ptx(Family::CpReduceAsyncBulk, &quals),
+                    vec![dj, sj, n],
+                    Type::Token,
+                    &format!("{base}_p"),
+                );
+                out.push(i);
+                tokens.push(t);
+            }
+            Mech::Sync(w) => {
+                let dj = addr(ed, &mut out, dst, p.offset, "d");
+                let sj = addr(ed, &mut out, src, p.offset, "s");
+                sync_words(ed, &mut out, dj, sj, p.size, size, w, &base);
+            }
+        }
+    }
+    if kinds & KIND_MBAR == 0 {
+        let family = if kinds & KIND_BULK != 0 {
+            Family::CpAsyncBulkCommitGroup
+        } else {
+            Family::CpAsyncCommitGroup
+        };
+        let ty = if kinds & KIND_BULK != 0 {
+            Type::BulkGroup
+        } else {
+            Type::Group
+        };
+        let (i, _) = ed.inst(ptx(family, &[]), tokens.into_iter().map(val).collect(), &[]);
+        ed.redefine(token, i, ty);
+        out.push(i);
+    }
+    out
+}
+
+/// Synchronous word copies: straight-line for up to 4 words, else a loop.
+#[allow(clippy::too_many_arguments)]
+fn sync_words(
+    ed: &mut Editor,
+    out: &mut Vec<Inst>,
+    dst: cpflow_ir::ir::Arg,
+    src: cpflow_ir::ir::Arg,
+    bytes: Option<i64>,
+    size: cpflow_ir::ir::Arg,
+    w: i64,
+    base: &str,
+) {
+    let scalar = if w == 8 { Scalar::I64 } else { Scalar::I32 };
+    let ty_of = |ed: &Editor, a: cpflow_ir::ir::Arg| {
+        a.value().map_or(Type::Ptr(Space::Global), |v| ed.k.ty(v))
+    };
+    let (dty, sty) = (ty_of(ed, dst), ty_of(ed, src));
+    let word = |ed: &mut Editor, out: &mut Vec<Inst>, off: cpflow_ir::ir::Arg| {
+        let (i, ps) = ed.inst1(Op::PtrAdd, vec![src, off], sty, &format!("{base}_ls"));
+        out.push(i);
+        let (i, x) = ed.inst1(
+            Op::Load(scalar),
+            vec![val(ps)],
+            Type::Scalar(scalar),
+            &format!("{base}_w"),
+        );
+        out.push(i);
+        let (i, pd) = ed.inst1(Op::PtrAdd, vec![dst, off], dty, &format!("{base}_ld"));
+        out.push(i);
+        let (i, _) = ed.inst(Op::Store(scalar), vec![val(pd), val(x)], &[]);
+        out.push(i);
+    };
+    match bytes {
+        Some(n) if n / w <= 4 => {
+            for j in 0..n / w {
+                word(ed, out, imm(j * w));
+            }
+        }
+        _ => {
+            let count = match bytes {
+                Some(n) => imm(n / w),
+                None => {
+                    let (i, c) = ed.inst1(
+                        Op::Binary(cpflow_ir::ir::BinaryOp::ShrU),
+                        vec![size, imm(i64::from(w.trailing_zeros()))],
+                        Type::I32,
+                        &format!("{base}_words"),
+                    );
+                    out.push(i);
+                    val(c)
+                }
+            };
+            let (body, args) = ed.region(&[(Type::I32, &format!("{base}_i"))]);
+            let mut inner = Vec::new();
+            let (i, off) = ed.inst1(
+                Op::Binary(cpflow_ir::ir::BinaryOp::Mul),
+                vec![val(args[0]), imm(w)],
+                Type::I32,
+                &format!("{base}_o"),
+            );
+            inner.push(i);
+            word(ed, &mut inner, val(off));
+            ed.k.regions[body].insts = inner;
+            let (i, _) = ed.inst(Op::For, vec![imm(0), count, imm(1)], &[]);
+            ed.k.insts[i].regions = vec![body];
+            out.push(i);
+        }
+    }
+}
+
+/// Gives loop-carried and `if`-joined tokens the type of the handles that
+/// flow into them; reports a join of two different kinds.
+fn propagate_types(k: &mut Kernel) -> Result<(), Vec<Diagnostic>> {
+    let webs: Vec<(Inst, Vec<Value>)> = edit::all_insts(k)
+        .into_iter()
+        .flat_map(|(_, i)| {
+            let d = &k.insts[i];
+            let mut webs = Vec::new();
+            match d.op {
+                Op::For => {
+                    let body = d.regions[0];
+                    let args = &k.regions[body].args;
+                    let ys = yield_args(k, body);
+                    for (j, r) in d.results.iter().enumerate() {
+                        let mut w = vec![*r];
+                        w.extend(args.get(j + 1));
+                        w.extend(d.args.get(3 + j).and_then(|a| a.value()));
+                        w.extend(ys.get(j).and_then(|a| a.value()));
+                        webs.push((i, w));
+                    }
+                }
+                Op::If => {
+                    let (t, e) = (yield_args(k, d.regions[0]), yield_args(k, d.regions[1]));
+                    for (j, r) in d.results.iter().enumerate() {
+                        let mut w = vec![*r];
+                        w.extend(t.get(j).and_then(|a| a.value()));
+                        w.extend(e.get(j).and_then(|a| a.value()));
+                        webs.push((i, w));
+                    }
+                }
+                _ => {}
+            }
+            webs
+        })
+        .collect();
+    loop {
+        let mut changed = false;
+        for (inst, web) in &webs {
+            let kinds: Vec<Type> = web
+                .iter()
+                .map(|v| k.ty(*v))
+                .filter(|t| matches!(t, Type::Group | Type::BulkGroup | Type::Phase(_)))
+                .collect();
+            let Some(&kind) = kinds.first() else { continue };
+            if kinds.iter().any(|t| *t != kind) {
+                return Err(vec![Diagnostic::error(
+                    "T0002",
+                    "copies joined here complete through different mechanisms",
+                    k.insts[*inst].span,
+                )
+                .with_label(format!("tokens of this {} join a `group` and a `bulk_group` (or phase)", if k.insts[*inst].op == Op::For { "loop" } else { "if" }))
+                .with_help("use copies of one direction and shape on every path of a loop-carried or joined token")]);
+            }
+            for v in web {
+                if k.ty(*v) == Type::Token {
+                    k.values[*v].ty = kind;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            return Ok(());
+        }
+    }
+}
+
+/// A node with each child replaced by its best form, as text.
+fn render(ex: &egg::Extractor<desc::CostModel, Desc, desc::Facts>, n: &Desc) -> String {
+    use egg::Language;
+    if n.is_leaf() {
+        return n.to_string();
+    }
+    let kids: Vec<String> = n
+        .children()
+        .iter()
+        .map(|&c| ex.find_best(c).1.to_string())
+        .collect();
+    format!("({} {})", n, kids.join(" "))
+}
