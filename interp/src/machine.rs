@@ -753,7 +753,26 @@ impl<'a> Machine<'a> {
             );
         }
         if let Some((_, sh)) = war {
-            if !busy_r {
+            // A read stamped by an op's component (not a thread's program
+            // order) is an async op's source read.
+            let by_op = sh.r.comp >= self.comps.total_threads * 4 || sh.r.comp % 4 != PROG;
+            if !busy_r && by_op {
+                let other = (sh.r_inst != u32::MAX).then(|| {
+                    (
+                        Inst::new(sh.r_inst as usize),
+                        "this async op read them".to_string(),
+                    )
+                });
+                self.report(
+                    "U0105",
+                    "store to bytes an async op read, without observing that its reads completed".into(),
+                    inst,
+                    Some(g),
+                    format!("store to {range}"),
+                    other,
+                    vec!["9.7.9.25.1: the source must not be modified before the op completes; observe it (e.g. `cp.async.bulk.wait_group.read`) and order this store after that with a barrier".into()],
+                );
+            } else if !busy_r {
                 let other = (sh.r_inst != u32::MAX)
                     .then(|| (Inst::new(sh.r_inst as usize), "read here".to_string()));
                 let msg = "store races with another thread's earlier read (no barrier orders them)";
