@@ -159,6 +159,7 @@ fn ub_cases_report_their_code_and_twins_run_clean() {
         if file.ends_with(".ok.cpf") {
             let mut all = schedules();
             all.push(rl.schedule.clone());
+            all.push(Schedule::Exhaustive { limit: 100 });
             for s in all {
                 let out = run(&module, &rl.launch, &rl.inputs, s.clone())
                     .unwrap_or_else(|d| panic!("{file}: {}", d.message));
