@@ -11,6 +11,7 @@
 pub mod affine;
 pub mod codes;
 pub mod engine;
+pub mod phases;
 pub mod state;
 pub mod transform;
 pub mod values;
@@ -22,7 +23,10 @@ use cpflow_ir::{Diagnostic, Kernel, Module};
 /// Checks one kernel: every hazard the analyses find.
 pub fn check_kernel(k: &Kernel) -> Vec<Diagnostic> {
     let syms = values::Syms::compute(k);
-    engine::Engine::new(k, &syms).run()
+    let mut out = engine::Engine::new(k, &syms).run();
+    out.extend(phases::check(k, &syms));
+    out.sort_by_key(|d| (d.span.start, d.code));
+    out
 }
 
 /// Checks every kernel of a module that verifies clean; diagnostics in source order.

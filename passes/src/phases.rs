@@ -1,0 +1,511 @@
+//! Phase accounting for mbarriers: matches every wait to the sites that
+//! act on the phase it waits for (arrivals, expect_tx, complete_tx), by
+//! barrier address and phase index expression, and reports what it can
+//! prove about one phase:
+//!
+//! * E1009: the expect_tx bytes of a phase differ from the bytes its
+//!   complete_tx operations bring;
+//! * E1010: a wait on a phase no site ever acts on (wrong index, so wrong
+//!   parity: a hang, or a wait that passes at once on stale data);
+//! * E1011: at most K arrivals can reach a phase whose barrier was
+//!   initialised with a count above K (a hang).
+//!
+//! It is conservative: two sites act on the same phase only when their
+//! barrier offsets and phase indices are equal expressions; they act on
+//! different phases only when the expressions differ by a constant and
+//! mention nothing that varies between loop iterations or threads. Any site
+//! reached through `mapa` (a peer CTA), any multicast copy, and any site run
+//! by an unknown number of threads makes the count unknown, and nothing is
+//! reported about that barrier. `mbarrier.phase %b, -1` is complete from
+//! `init` (docs/readings.md #15) and is never reported.
+
+use std::collections::BTreeSet;
+
+use cpflow_ir::diag::Diagnostic;
+use cpflow_ir::ir::*;
+use cpflow_ir::spec::{Completion, Family};
+use cpflow_ir::types::Type;
+
+use crate::affine::{Affine, Atom};
+use crate::values::{Base, Sym, Syms};
+
+/// What a site does to the phase it names.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum What {
+    Init(Option<i64>),
+    Wait,
+    /// Ordinary arrivals: how many the site counts (None: unknown).
+    Arrive(Option<i64>),
+    /// `mbarrier.expect_tx` (no arrival) or `arrive.expect_tx` (one).
+    ExpectTx {
+        bytes: Option<i64>,
+        arrives: bool,
+    },
+    /// Bytes signalled by complete_tx.
+    CompleteTx {
+        bytes: Option<i64>,
+        multicast: bool,
+    },
+    /// `cp.async.mbarrier.arrive`: `.noinc` counts one arrival, the plain
+    /// form none (its pending increment and arrival cancel).
+    AsyncArrive {
+        noinc: bool,
+    },
+}
+
+struct Site {
+    inst: Inst,
+    what: What,
+    alloc: SharedId,
+    remote: bool,
+    /// Byte offset of the barrier in its allocation.
+    off: Affine,
+    /// Phase index (0 for `init`).
+    idx: Affine,
+    conds: Vec<(Value, bool)>,
+    loops: Vec<Inst>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Rel {
+    /// The same phase of the same barrier, in the same iteration.
+    Same,
+    /// Never the same phase.
+    Differ,
+    /// Maybe.
+    Unknown,
+}
+
+struct Walk<'a> {
+    k: &'a Kernel,
+    syms: &'a Syms,
+    conds: Vec<(Value, bool)>,
+    loops: Vec<Inst>,
+    sites: Vec<Site>,
+    /// Allocations with a site the analysis cannot place.
+    opaque: BTreeSet<SharedId>,
+}
+
+/// Reports E1009, E1010 and E1011 for one kernel.
+pub fn check(k: &Kernel, syms: &Syms) -> Vec<Diagnostic> {
+    let mut w = Walk {
+        k,
+        syms,
+        conds: Vec::new(),
+        loops: Vec::new(),
+        sites: Vec::new(),
+        opaque: BTreeSet::new(),
+    };
+    w.region(k.body);
+    w.report()
+}
+
+/// `cmp.eq %tid.x, const`: true in exactly one thread of the CTA.
+fn single_thread(k: &Kernel, syms: &Syms, c: Value) -> bool {
+    let Some(i) = k.def_inst(c) else {
+        return false;
+    };
+    let data = &k.insts[i];
+    if !matches!(data.op, Op::Cmp(CmpPred::Eq, _)) || data.args.len() != 2 {
+        return false;
+    }
+    let tid = Affine::atom(Atom::Tid(0));
+    let s = |j: usize| syms.int(data.args[j]);
+    matches!((s(0), s(1)), (Some(a), Some(b)) if (a == tid && b.as_const().is_some()) || (b == tid && a.as_const().is_some()))
+}
+
+impl Walk<'_> {
+    fn region(&mut self, r: Region) {
+        for &inst in &self.k.regions[r].insts {
+            let data = &self.k.insts[inst];
+            match &data.op {
+                Op::If => {
+                    let cond = data.args.first().and_then(|a| a.value());
+                    for (i, &sub) in data.regions.iter().enumerate() {
+                        if let Some(c) = cond {
+                            self.conds.push((c, i == 0));
+                        }
+                        self.region(sub);
+                        if cond.is_some() {
+                            self.conds.pop();
+                        }
+                    }
+                }
+                Op::For => {
+                    self.loops.push(inst);
+                    for &sub in &data.regions {
+                        self.region(sub);
+                    }
+                    self.loops.pop();
+                }
+                Op::Ptx(p) => self.ptx(inst, p),
+                _ => {
+                    for &sub in &data.regions {
+                        self.region(sub);
+                    }
+                }
+            }
+        }
+    }
+
+    fn ptx(&mut self, inst: Inst, p: &PtxOp) {
+        let k = self.k;
+        let data = &k.insts[inst];
+        let cst = |i: usize| data.args.get(i).and_then(|a| k.const_int(*a));
+        let first = data.args.first().map(|a| self.syms.arg(*a));
+        let has = |s: &str| p.quals.iter().any(|q| q.spelling().contains(s));
+        let (what, sym) = match p.family {
+            Family::MbarrierInit => (What::Init(cst(1)), first),
+            Family::MbarrierWait
+            | Family::MbarrierTestWaitParity
+            | Family::MbarrierTryWaitParity => (What::Wait, first),
+            Family::MbarrierArrive => {
+                let count = if data.args.len() > 1 { cst(1) } else { Some(1) };
+                (What::Arrive(count), first)
+            }
+            Family::MbarrierArriveExpectTx | Family::MbarrierExpectTx => (
+                What::ExpectTx {
+                    bytes: cst(1),
+                    arrives: p.family == Family::MbarrierArriveExpectTx,
+                },
+                first,
+            ),
+            Family::CpAsyncMbarrierArrive => (
+                What::AsyncArrive {
+                    noinc: has("noinc"),
+                },
+                first,
+            ),
+            Family::CpAsyncBulk | Family::CpReduceAsyncBulk | Family::RedAsync => {
+                let Some(variant) = p.variant() else { return };
+                if variant.completion != Completion::Mbarrier {
+                    return;
+                }
+                let bytes = if p.family == Family::RedAsync {
+                    match data.args.get(1).and_then(|a| k.arg_ty(*a)) {
+                        Some(Type::Scalar(s)) => Some(i64::from(s.bits() / 8)),
+                        _ => None,
+                    }
+                } else {
+                    cst(2)
+                };
+                let ph = data
+                    .args
+                    .iter()
+                    .map(|a| self.syms.arg(*a))
+                    .find(|s| matches!(s, Sym::Phase { .. }));
+                (
+                    What::CompleteTx {
+                        bytes,
+                        multicast: has("multicast"),
+                    },
+                    ph,
+                )
+            }
+            _ => return,
+        };
+        let (bar, idx) = match (&what, sym) {
+            (What::Init(_), Some(b)) => (b, Affine::constant(0)),
+            (_, Some(Sym::Phase { bar, idx })) => (*bar, idx),
+            _ => return self.lost(data.args.first().copied()),
+        };
+        let (alloc, remote, off) = match bar {
+            Sym::Ptr(Base::Shared(id), off) => (id, false, off),
+            Sym::Ptr(Base::Remote(id), off) => (id, true, off),
+            _ => return self.lost(data.args.first().copied()),
+        };
+        self.sites.push(Site {
+            inst,
+            what,
+            alloc,
+            remote,
+            off,
+            idx,
+            conds: self.conds.clone(),
+            loops: self.loops.clone(),
+        });
+    }
+
+    /// A barrier operand the analysis cannot place: forget every barrier.
+    fn lost(&mut self, _a: Option<Arg>) {
+        for (id, _) in self.k.shared.iter() {
+            self.opaque.insert(id);
+        }
+    }
+
+    /// Does the expression stay the same across loop iterations and threads?
+    fn invariant(&self, e: &Affine) -> bool {
+        !e.mentions(&|a| match a {
+            Atom::Opaque(v) => {
+                !self.syms.loops[v.index()].is_empty() || self.syms.thread_dependent[v.index()]
+            }
+            Atom::Mod(..) | Atom::Div(..) => false,
+            _ => true,
+        })
+    }
+
+    fn rel(&self, a: &Site, b: &Site) -> Rel {
+        if a.alloc != b.alloc {
+            return Rel::Differ;
+        }
+        let (doff, didx) = (a.off.sub(&b.off).as_const(), a.idx.sub(&b.idx).as_const());
+        if doff == Some(0) && didx == Some(0) {
+            return Rel::Same;
+        }
+        let fixed = [&a.off, &a.idx, &b.off, &b.idx]
+            .iter()
+            .all(|e| self.invariant(e));
+        let other_bar = doff.is_some_and(|d| d != 0);
+        let other_phase = doff == Some(0) && didx.is_some_and(|d| d != 0);
+        if fixed && (other_bar || other_phase) {
+            Rel::Differ
+        } else {
+            Rel::Unknown
+        }
+    }
+
+    /// Run by exactly one thread of the CTA (when run at all).
+    fn one_thread(&self, s: &Site) -> bool {
+        s.conds
+            .iter()
+            .any(|(c, pol)| *pol && single_thread(self.k, self.syms, *c))
+    }
+
+    /// How many times site `s` may act on one phase (None: unbounded).
+    fn per_phase(&self, s: &Site, each: Option<i64>) -> Option<i64> {
+        if s.remote || !self.one_thread(s) {
+            return None;
+        }
+        let mut n = each?;
+        for &l in &s.loops {
+            let iv = Atom::Iv(l);
+            let direct = s.idx.terms.get(&iv).is_some_and(|c| *c != 0)
+                && !s.off.mentions(&|a| *a == iv)
+                && s.idx
+                    .terms
+                    .keys()
+                    .all(|a| a == &iv || !Affine::atom(a.clone()).mentions(&|x| *x == iv));
+            if direct {
+                continue;
+            }
+            let data = &self.k.insts[l];
+            let lo = data.args.first().and_then(|a| self.k.const_int(*a))?;
+            let hi = data.args.get(1).and_then(|a| self.k.const_int(*a))?;
+            let step = data.args.get(2).and_then(|a| self.k.const_int(*a))?;
+            if step <= 0 {
+                return None;
+            }
+            let trips = (hi - lo).max(0).div_ceil(step);
+            n = n.checked_mul(trips)?;
+        }
+        Some(n)
+    }
+
+    fn report(&self) -> Vec<Diagnostic> {
+        let mut out = Vec::new();
+        let span = |i: Inst| self.k.insts[i].span;
+        for w in self.sites.iter().filter(|s| s.what == What::Wait) {
+            if self.opaque.contains(&w.alloc) || w.idx.as_const() == Some(-1) {
+                continue;
+            }
+            let on_bar: Vec<&Site> = self.sites.iter().filter(|s| s.alloc == w.alloc).collect();
+            if on_bar.iter().any(|s| s.remote) {
+                continue;
+            }
+            let acting: Vec<&Site> = on_bar
+                .iter()
+                .copied()
+                .filter(|s| !matches!(s.what, What::Init(_) | What::Wait))
+                .filter(|s| self.rel(w, s) != Rel::Differ)
+                .collect();
+            let name = &self.k.shared[w.alloc].name;
+            if acting.is_empty() {
+                let mut d = Diagnostic::error(
+                    "E1010",
+                    format!("waits on a phase of `@{name}` that no arrival or copy ever acts on"),
+                    span(w.inst),
+                )
+                .with_label("this phase never completes: the wait hangs, or (parity = index & 1) passes at once on an older phase");
+                let mut seen = Vec::new();
+                for s in on_bar
+                    .iter()
+                    .filter(|s| !matches!(s.what, What::Init(_) | What::Wait))
+                {
+                    if let Some(c) = s.idx.as_const() {
+                        if !seen.contains(&c) {
+                            seen.push(c);
+                        }
+                        d = d.with_secondary(
+                            span(s.inst),
+                            format!("acts on phase {c} (parity {})", c & 1),
+                        );
+                    } else {
+                        d = d.with_secondary(span(s.inst), "acts on another phase");
+                    }
+                }
+                let help = match (seen.len(), w.idx.as_const()) {
+                    (1, Some(wi)) => format!("wait on the phase the copies complete on: `mbarrier.phase` index {} (parity {}), not {wi}", seen[0], seen[0] & 1),
+                    _ => "wait on a phase index that an arrival or copy acts on (parity = index & 1)".to_string(),
+                };
+                out.push(d.with_help(help));
+                continue;
+            }
+            // E1011: the most arrivals that can reach this phase.
+            let inits: Vec<&Site> = on_bar
+                .iter()
+                .copied()
+                .filter(|s| matches!(s.what, What::Init(_)))
+                .filter(|s| {
+                    let o = s.off.sub(&w.off).as_const();
+                    o == Some(0) || o.is_none()
+                })
+                .collect();
+            let counts: Option<Vec<i64>> = inits
+                .iter()
+                .map(|s| match s.what {
+                    What::Init(c) => c,
+                    _ => None,
+                })
+                .collect();
+            let Some(need) = counts.and_then(|c| c.into_iter().min()) else {
+                continue;
+            };
+            let mut most = Some(0i64);
+            for s in &acting {
+                let each = match s.what {
+                    What::Arrive(c) => c,
+                    What::ExpectTx { arrives, .. } => Some(i64::from(arrives)),
+                    What::AsyncArrive { noinc } => Some(i64::from(noinc)),
+                    What::CompleteTx { multicast, .. } => {
+                        if multicast {
+                            None
+                        } else {
+                            Some(0)
+                        }
+                    }
+                    _ => Some(0),
+                };
+                let n = if each == Some(0) {
+                    Some(0)
+                } else {
+                    self.per_phase(s, each)
+                };
+                most = most.zip(n).map(|(a, b)| a.saturating_add(b));
+            }
+            if let (Some(most), Some(init)) = (most, inits.first()) {
+                if most < need {
+                    let mut d = Diagnostic::error(
+                        "E1011",
+                        format!("at most {most} arrival(s) reach this phase of `@{name}`, initialised with count {need}"),
+                        span(w.inst),
+                    )
+                    .with_label("the phase can never complete: this wait hangs")
+                    .with_secondary(span(init.inst), format!("initialised with count {need}"));
+                    for s in acting.iter().filter(|s| {
+                        matches!(
+                            s.what,
+                            What::Arrive(_)
+                                | What::ExpectTx { arrives: true, .. }
+                                | What::AsyncArrive { noinc: true }
+                        )
+                    }) {
+                        d = d.with_secondary(span(s.inst), "one thread arrives here");
+                    }
+                    out.push(d.with_help(format!("initialise `@{name}` with the number of arrivals per phase ({most}), or have every counted thread arrive")));
+                }
+            }
+        }
+        out.extend(self.expect_tx());
+        out
+    }
+
+    /// E1009 at each expect_tx site whose phase's bytes are fully known.
+    fn expect_tx(&self) -> Vec<Diagnostic> {
+        let mut out = Vec::new();
+        let span = |i: Inst| self.k.insts[i].span;
+        let mut done: Vec<Inst> = Vec::new();
+        for e in &self.sites {
+            if !matches!(e.what, What::ExpectTx { .. }) || done.contains(&e.inst) {
+                continue;
+            }
+            if self.opaque.contains(&e.alloc) {
+                continue;
+            }
+            let on_bar: Vec<&Site> = self.sites.iter().filter(|s| s.alloc == e.alloc).collect();
+            if on_bar.iter().any(|s| {
+                s.remote
+                    || matches!(
+                        s.what,
+                        What::CompleteTx {
+                            multicast: true,
+                            ..
+                        }
+                    )
+            }) {
+                continue;
+            }
+            let tx: Vec<&Site> = on_bar
+                .iter()
+                .copied()
+                .filter(|s| matches!(s.what, What::ExpectTx { .. } | What::CompleteTx { .. }))
+                .filter(|s| self.rel(e, s) != Rel::Differ)
+                .collect();
+            let key = |s: &Site| {
+                let mut c = s.conds.clone();
+                c.sort();
+                c.dedup();
+                c
+            };
+            let exact = tx.iter().all(|s| {
+                self.rel(e, s) == Rel::Same
+                    && s.loops == e.loops
+                    && key(s) == key(e)
+                    && self.per_phase(s, Some(1)) == Some(1)
+            });
+            if !exact {
+                continue;
+            }
+            done.extend(tx.iter().map(|s| s.inst));
+            let mut expected = Some(0i64);
+            let mut landed = Some(0i64);
+            for s in &tx {
+                match s.what {
+                    What::ExpectTx { bytes, .. } => {
+                        expected = expected.zip(bytes).map(|(a, b)| a + b)
+                    }
+                    What::CompleteTx { bytes, .. } => {
+                        landed = landed.zip(bytes).map(|(a, b)| a + b)
+                    }
+                    _ => {}
+                }
+            }
+            let (Some(expected), Some(landed)) = (expected, landed) else {
+                continue;
+            };
+            if expected != landed {
+                let name = &self.k.shared[e.alloc].name;
+                let mut d = Diagnostic::error(
+                    "E1009",
+                    format!("expects {expected} transaction bytes on this phase of `@{name}`, but the copies completing on it bring {landed}"),
+                    span(e.inst),
+                )
+                .with_label(if expected > landed { "the tx-count never reaches zero: waiters hang" } else { "the phase can complete before every copy has landed" });
+                for s in tx
+                    .iter()
+                    .filter(|s| matches!(s.what, What::CompleteTx { .. }))
+                {
+                    if let What::CompleteTx { bytes: Some(b), .. } = s.what {
+                        d = d.with_secondary(
+                            span(s.inst),
+                            format!("completes {b} bytes on this phase"),
+                        );
+                    }
+                }
+                out.push(d.with_help(format!(
+                    "expect exactly the bytes the copies bring: {landed}"
+                )));
+            }
+        }
+        out
+    }
+}
