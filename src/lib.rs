@@ -49,6 +49,98 @@ pub fn check(text: &str) -> Checked {
     }
 }
 
+/// Codes reported before the verifier runs (lexer, parser, file decoding).
+pub const PARSE_CODES: &[(&str, &str)] = &[
+    ("E0001", "syntax error"),
+    ("E0002", "undefined, redefined or unknown name"),
+    ("E0003", "file is not valid UTF-8"),
+];
+
+/// Every code cpflow can report: parse, verifier (`E0xxx`/`W0xxx`) and
+/// checker (`E1xxx`/`W1xxx`), with a one-line summary.
+pub fn all_codes() -> Vec<(&'static str, &'static str)> {
+    PARSE_CODES
+        .iter()
+        .chain(cpflow_ir::verify::CODES)
+        .chain(cpflow_passes::CODES)
+        .copied()
+        .collect()
+}
+
+/// A SARIF 2.1.0 log of the diagnostics of several files: one run whose
+/// driver lists every code as a rule; each result has the code, level,
+/// message (with the help line) and the primary span as a region, plus the
+/// secondary spans as related locations.
+pub fn sarif(files: &[(&str, &str, &[Diagnostic])]) -> serde_json::Value {
+    use serde_json::json;
+    let rules: Vec<serde_json::Value> = all_codes()
+        .iter()
+        .map(|(id, summary)| {
+            json!({
+                "id": id,
+                "shortDescription": { "text": summary },
+                "defaultConfiguration": { "level": if id.starts_with('W') { "warning" } else { "error" } },
+            })
+        })
+        .collect();
+    let mut results = Vec::new();
+    for &(name, text, diags) in files {
+        let file = cpflow_ir::SourceFile { name, text };
+        let region = |span: Span| {
+            let (sl, sc) = file.line_col(span.start);
+            let (el, ec) = file.line_col(span.end.max(span.start));
+            json!({ "startLine": sl, "startColumn": sc, "endLine": el, "endColumn": ec })
+        };
+        let location = |span: Span| {
+            json!({ "physicalLocation": {
+                "artifactLocation": { "uri": name },
+                "region": region(span),
+            } })
+        };
+        for d in diags {
+            let mut text = d.message.clone();
+            if let Some(h) = &d.help {
+                text.push_str("\nhelp: ");
+                text.push_str(h);
+            }
+            let related: Vec<serde_json::Value> = d
+                .secondary
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    let mut l = location(s.span);
+                    l["id"] = json!(i);
+                    l["message"] = json!({ "text": s.message });
+                    l
+                })
+                .collect();
+            let mut primary = location(d.span);
+            if !d.label.is_empty() {
+                primary["message"] = json!({ "text": d.label });
+            }
+            results.push(json!({
+                "ruleId": d.code,
+                "level": if d.is_error() { "error" } else { "warning" },
+                "message": { "text": text },
+                "locations": [primary],
+                "relatedLocations": related,
+            }));
+        }
+    }
+    json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": { "driver": {
+                "name": "cpflow",
+                "version": env!("CARGO_PKG_VERSION"),
+                "rules": rules,
+            } },
+            "results": results,
+        }],
+    })
+}
+
 /// Decodes a file's bytes as UTF-8, or reports where it is not.
 pub fn decode(bytes: &[u8]) -> Result<&str, Diagnostic> {
     std::str::from_utf8(bytes).map_err(|e| {

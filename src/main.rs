@@ -52,6 +52,8 @@ enum Command {
 enum Format {
     Human,
     Json,
+    /// SARIF 2.1.0, for code-scanning tools.
+    Sarif,
 }
 
 fn main() -> ExitCode {
@@ -78,6 +80,7 @@ fn main() -> ExitCode {
 fn check(files: &[PathBuf], format: Format, deny_warnings: bool) -> ExitCode {
     let mut failed = false;
     let mut json = Vec::new();
+    let mut sarif: Vec<(String, String, Vec<cpflow::ir::Diagnostic>)> = Vec::new();
     for path in files {
         let name = path.display().to_string();
         let bytes = match std::fs::read(path) {
@@ -100,12 +103,23 @@ fn check(files: &[PathBuf], format: Format, deny_warnings: bool) -> ExitCode {
         match format {
             Format::Human => print!("{}", file.render(&diagnostics)),
             Format::Json => json.extend(file.to_json(&diagnostics)),
+            Format::Sarif => sarif.push((name.clone(), lossy.to_string(), diagnostics)),
         }
     }
     if let Format::Json = format {
         println!(
             "{}",
             serde_json::to_string_pretty(&json).unwrap_or_else(|_| "[]".into())
+        );
+    }
+    if let Format::Sarif = format {
+        let files: Vec<(&str, &str, &[cpflow::ir::Diagnostic])> = sarif
+            .iter()
+            .map(|(n, t, d)| (n.as_str(), t.as_str(), d.as_slice()))
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&cpflow::sarif(&files)).unwrap_or_else(|_| "{}".into())
         );
     }
     if failed {
