@@ -28,17 +28,6 @@ pub struct BundleArgs {
     files: Vec<PathBuf>,
 }
 
-/// The schedules whose outputs must agree before a launch is bundled.
-fn schedules() -> Vec<Schedule> {
-    vec![
-        Schedule::Eager,
-        Schedule::Lazy,
-        Schedule::Random(1),
-        Schedule::Random(2),
-        Schedule::Random(3),
-    ]
-}
-
 pub fn run_bundle(args: BundleArgs) -> ExitCode {
     if let Err(e) = std::fs::create_dir_all(&args.output) {
         eprintln!("error: cannot create `{}`: {e}", args.output.display());
@@ -143,7 +132,7 @@ fn bundle_launch(
         ));
     }
     let mut reference: Option<Vec<(String, Vec<u8>)>> = None;
-    for s in schedules() {
+    for s in Schedule::standard() {
         let label = s.to_string();
         let outcome =
             run(module, &rl.launch, &rl.inputs, s).map_err(|d| format!("{tag}: {}", d.message))?;

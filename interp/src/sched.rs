@@ -48,6 +48,19 @@ impl fmt::Display for Schedule {
 }
 
 impl Schedule {
+    /// The schedules a UB-free program must agree under: eager, lazy and
+    /// three seeded random ones (tests, the GPU bundle and the checker's
+    /// soundness runs use this set).
+    pub fn standard() -> Vec<Schedule> {
+        vec![
+            Schedule::Eager,
+            Schedule::Lazy,
+            Schedule::Random(1),
+            Schedule::Random(2),
+            Schedule::Random(3),
+        ]
+    }
+
     /// Parses `eager`, `lazy`, `random:SEED`, `exhaustive[:LIMIT]`,
     /// `replay:C.C.C`.
     pub fn parse(s: &str) -> Result<Schedule, String> {

@@ -26,16 +26,6 @@ fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-fn schedules() -> Vec<Schedule> {
-    vec![
-        Schedule::Eager,
-        Schedule::Lazy,
-        Schedule::Random(1),
-        Schedule::Random(2),
-        Schedule::Random(3),
-    ]
-}
-
 fn render(name: &str, text: &str, out: &Outcome) -> String {
     let mut s = SourceFile { name, text }.render(&out.findings);
     s.push_str(&format!("schedule: {}\n", out.schedule));
@@ -54,15 +44,6 @@ fn parse_verified(path: &Path, text: &str) -> cpflow_ir::Module {
     );
     module
 }
-
-/// Examples with a known bug the interpreter finds: (file, code). Each must
-/// still report its code (so a fix is noticed and the entry removed); its
-/// other schedules are not compared.
-const KNOWN_BUGS: &[(&str, &str)] = &[
-    // tid 0 invalidates @bar right after its own wait, while other threads
-    // of rank 0 may not have waited yet (needs a barrier.cta before inval).
-    ("red_async_cluster.cpf", "U0204"),
-];
 
 #[test]
 fn examples_run_clean_and_agree_across_schedules() {
@@ -87,22 +68,9 @@ fn examples_run_clean_and_agree_across_schedules() {
             !runs.is_empty(),
             "examples/{name} has no `// run:` line: say how to launch it"
         );
-        if let Some((_, code)) = KNOWN_BUGS.iter().find(|(f, _)| *f == name) {
-            let found = runs.iter().any(|rl| {
-                schedules().into_iter().any(|s| {
-                    run(&module, &rl.launch, &rl.inputs, s)
-                        .is_ok_and(|o| o.findings.iter().any(|d| d.code == *code))
-                })
-            });
-            assert!(
-                found,
-                "examples/{name} no longer reports {code}: remove it from KNOWN_BUGS"
-            );
-            continue;
-        }
         for rl in runs {
             let mut reference: Option<Vec<(String, Vec<u8>)>> = None;
-            for s in schedules() {
+            for s in Schedule::standard() {
                 let out = run(&module, &rl.launch, &rl.inputs, s.clone()).unwrap_or_else(|d| {
                     panic!(
                         "{name} @{} under {s}:\n{}",
@@ -157,7 +125,7 @@ fn ub_cases_report_their_code_and_twins_run_clean() {
         let rl = run_line(path, &text);
         let name = format!("interp/tests/ub/{file}");
         if file.ends_with(".ok.cpf") {
-            let mut all = schedules();
+            let mut all = Schedule::standard();
             all.push(rl.schedule.clone());
             all.push(Schedule::Exhaustive { limit: 100 });
             for s in all {
