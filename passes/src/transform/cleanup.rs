@@ -14,7 +14,7 @@
 //! for older groups; dropping it is sound for programs whose copies were
 //! abstract, where each `await` only promised its own copy.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use cpflow_ir::ir::{Inst, Kernel, Module, Op, Operand, Region, Value};
 use cpflow_ir::spec::Family;
@@ -35,6 +35,14 @@ fn is_wait(k: &Kernel, i: Inst) -> bool {
 
 fn cleanup_kernel(k: &mut Kernel) -> usize {
     let all = edit::all_insts(k);
+    let mut users_of: HashMap<Value, Vec<Inst>> = HashMap::new();
+    for &(_, u) in &all {
+        for a in &k.insts[u].args {
+            if let Operand::Value(v) = a.operand {
+                users_of.entry(v).or_default().push(u);
+            }
+        }
+    }
     let mut drop: HashSet<Inst> = HashSet::new();
     // Empty groups used only by waits.
     for &(_, i) in &all {
@@ -45,16 +53,7 @@ fn cleanup_kernel(k: &mut Kernel) -> usize {
         let Some(&g) = d.results.first() else {
             continue;
         };
-        let users: Vec<Inst> = all
-            .iter()
-            .filter(|&&(_, u)| {
-                k.insts[u]
-                    .args
-                    .iter()
-                    .any(|a| a.operand == Operand::Value(g))
-            })
-            .map(|&(_, u)| u)
-            .collect();
+        let users = users_of.get(&g).cloned().unwrap_or_default();
         if users.iter().all(|&u| is_wait(k, u)) {
             drop.insert(i);
             drop.extend(users);

@@ -76,6 +76,15 @@ fn fence_kernel(k: &mut Kernel) -> usize {
         .iter()
         .flat_map(|&(_, i)| k.insts[i].regions.iter().map(move |&r| (r, i)))
         .collect();
+    // Per region, for each position: the last barrier, fence and generic
+    // shared write before it (so each walk is one step per nesting level).
+    let mut prefixes: HashMap<Region, Prefix> = HashMap::new();
+    let mut prefix = |r: Region| -> Prefix {
+        prefixes
+            .entry(r)
+            .or_insert_with(|| Prefix::new(k, r))
+            .clone()
+    };
     // Instructions to put a fence in front of.
     let mut before: HashSet<Inst> = HashSet::new();
     for &(r0, copy) in &all {
@@ -86,42 +95,37 @@ fn fence_kernel(k: &mut Kernel) -> usize {
         let mut fenced = false;
         let mut stored = false;
         let mut barrier = None;
-        'walk: loop {
-            let list = &k.regions[r].insts;
-            let idx = list.iter().position(|&i| i == at).unwrap_or(0);
-            for &i in list[..idx].iter().rev() {
-                if edit::family(k, i) == Some(Family::BarrierCta) {
-                    barrier = Some(i);
-                    break 'walk;
-                }
-                if is_shared_fence(k, i) {
-                    fenced = true;
-                } else if !fenced && writes_shared(k, i) {
-                    stored = true;
-                }
+        loop {
+            let p = prefix(r);
+            let idx = p.index.get(&at).copied().unwrap_or(0);
+            let [b, f, w] = p.last[idx];
+            let floor = b.map_or(0, |b| b + 1);
+            if !fenced && w.is_some_and(|w| w >= floor && f.is_none_or(|f| f < w)) {
+                stored = true;
             }
-            match parent.get(&r) {
-                Some(&p) => {
+            fenced |= f.is_some_and(|f| f >= floor);
+            if let Some(b) = b {
+                barrier = Some((r, b));
+                break;
+            }
+            match parent.get(&r).and_then(|p| Some((*p, *home.get(p)?))) {
+                Some((p, pr)) => {
                     at = p;
-                    match home.get(&p) {
-                        Some(&pr) => r = pr,
-                        None => break,
-                    }
+                    r = pr;
                 }
                 None => break,
             }
         }
-        if let Some(b) = barrier {
-            let list = &k.regions[home[&b]].insts;
-            let idx = list.iter().position(|&i| i == b).unwrap_or(0);
-            let prev_fenced = idx > 0 && is_shared_fence(k, list[idx - 1]);
-            if !prev_fenced {
-                before.insert(b);
+        if let Some((rb, b)) = barrier {
+            let list = &k.regions[rb].insts;
+            if !(b > 0 && is_shared_fence(k, list[b - 1])) {
+                before.insert(list[b]);
             }
         }
         if stored || (barrier.is_none() && !fenced) {
+            let p = prefix(r0);
+            let idx = p.index.get(&copy).copied().unwrap_or(0);
             let list = &k.regions[r0].insts;
-            let idx = list.iter().position(|&i| i == copy).unwrap_or(0);
             if !(idx > 0 && is_shared_fence(k, list[idx - 1])) {
                 before.insert(copy);
             }
@@ -154,4 +158,35 @@ fn fence_kernel(k: &mut Kernel) -> usize {
         ed.k.regions[r].insts = new;
     }
     count
+}
+
+/// For each position of a region: the index of the last CTA barrier,
+/// shared fence and generic shared write before it.
+#[derive(Clone)]
+struct Prefix {
+    index: std::rc::Rc<HashMap<Inst, usize>>,
+    last: std::rc::Rc<Vec<[Option<usize>; 3]>>,
+}
+
+impl Prefix {
+    fn new(k: &Kernel, r: Region) -> Prefix {
+        let list = &k.regions[r].insts;
+        let mut last = Vec::with_capacity(list.len() + 1);
+        let mut cur: [Option<usize>; 3] = [None; 3];
+        for (i, &inst) in list.iter().enumerate() {
+            last.push(cur);
+            if edit::family(k, inst) == Some(Family::BarrierCta) {
+                cur[0] = Some(i);
+            } else if is_shared_fence(k, inst) {
+                cur[1] = Some(i);
+            } else if writes_shared(k, inst) {
+                cur[2] = Some(i);
+            }
+        }
+        last.push(cur);
+        Prefix {
+            index: std::rc::Rc::new(list.iter().enumerate().map(|(i, &x)| (x, i)).collect()),
+            last: std::rc::Rc::new(last),
+        }
+    }
 }

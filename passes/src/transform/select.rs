@@ -237,7 +237,7 @@ fn select_kernel(k: &mut Kernel, sm: u32, target: &str) -> Result<Selected, Vec<
     }
     let facts = Facts::compute(k);
     let (uses, home) = uses_of(k);
-    let guarded = solo_copies(k);
+    let guarded: std::collections::HashSet<Inst> = solo_copies(k).into_iter().collect();
     let descs: Vec<RecExpr<Desc>> = sites
         .iter()
         .map(|s| {
