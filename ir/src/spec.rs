@@ -754,6 +754,20 @@ pub const ARRIVE_COUNT_GATE: Gate = gate(7, 8, 90);
 /// The `ignore-src` predicate of `cp.async` (PTX ISA 7.5).
 pub const IGNORE_SRC_GATE: Gate = gate(7, 5, 80);
 
+/// What a variant has unless it says otherwise: no qualifiers, a
+/// synchronous op, no extra gates.
+const BASE: Variant = Variant {
+    family: Family::BarrierCta,
+    form: "",
+    syntax: &[],
+    operands: &[],
+    completion: Completion::Sync,
+    gate: gate(7, 0, 80),
+    qual_gates: &[],
+    remote_gate: None,
+    source: "",
+};
+
 pub static VARIANTS: &[Variant] = &[
     // cp.async.{ca,cg}.shared{::cta}.global{.L2::cache_hint}{.L2::prefetch}
     Variant {
@@ -783,52 +797,41 @@ pub static VARIANTS: &[Variant] = &[
             // READINGS.md #8: the instruction's sm_80 dominates `::cta`'s sm_30.
             (Q::SharedCta, gate(7, 8, 80)),
         ],
-        remote_gate: None,
         source: CP_ASYNC,
+        ..BASE
     },
     Variant {
         family: Family::CpAsyncCommitGroup,
         form: "commit_group",
-        syntax: &[],
         operands: &[operand("tokens", K::Tokens)],
-        completion: Completion::Sync,
         gate: gate(7, 0, 80),
-        qual_gates: &[],
-        remote_gate: None,
         source: CP_ASYNC,
+        ..BASE
     },
     Variant {
         family: Family::CpAsyncWaitGroup,
         form: "wait_group",
-        syntax: &[],
         operands: &[operand("N", K::WaitTarget)],
-        completion: Completion::Sync,
         gate: gate(7, 0, 80),
-        qual_gates: &[],
-        remote_gate: None,
         source: CP_ASYNC,
+        ..BASE
     },
     Variant {
         family: Family::CpAsyncWaitAll,
         form: "wait_all",
-        syntax: &[],
         operands: &[],
-        completion: Completion::Sync,
         gate: gate(7, 0, 80),
-        qual_gates: &[],
-        remote_gate: None,
         source: CP_ASYNC,
+        ..BASE
     },
     Variant {
         family: Family::CpAsyncMbarrierArrive,
         form: "mbarrier arrive",
         syntax: &[opt(Role::Noinc, &[Q::Noinc])],
         operands: &[operand("mbar", K::Phase(Spaces::SHARED))],
-        completion: Completion::Sync,
         gate: gate(7, 0, 80),
-        qual_gates: &[],
-        remote_gate: None,
         source: MBAR,
+        ..BASE
     },
     // cp.async.bulk: four directions.
     Variant {
@@ -849,9 +852,8 @@ pub static VARIANTS: &[Variant] = &[
         ],
         completion: Completion::Mbarrier,
         gate: gate(8, 6, 90),
-        qual_gates: &[],
-        remote_gate: None,
         source: BULK,
+        ..BASE
     },
     Variant {
         family: Family::CpAsyncBulk,
@@ -873,9 +875,8 @@ pub static VARIANTS: &[Variant] = &[
         ],
         completion: Completion::Mbarrier,
         gate: gate(8, 0, 90),
-        qual_gates: &[],
-        remote_gate: None,
         source: BULK,
+        ..BASE
     },
     Variant {
         family: Family::CpAsyncBulk,
@@ -894,9 +895,8 @@ pub static VARIANTS: &[Variant] = &[
         ],
         completion: Completion::Mbarrier,
         gate: gate(8, 0, 90),
-        qual_gates: &[],
-        remote_gate: None,
         source: BULK,
+        ..BASE
     },
     Variant {
         family: Family::CpAsyncBulk,
@@ -918,30 +918,25 @@ pub static VARIANTS: &[Variant] = &[
         completion: Completion::BulkGroup,
         gate: gate(8, 0, 90),
         qual_gates: &[(Q::CpMask, gate(8, 6, 100))],
-        remote_gate: None,
         source: BULK,
+        ..BASE
     },
     Variant {
         family: Family::CpAsyncBulkCommitGroup,
         form: "commit_group",
-        syntax: &[],
         operands: &[operand("tokens", K::Tokens)],
-        completion: Completion::Sync,
         gate: gate(8, 0, 90),
-        qual_gates: &[],
-        remote_gate: None,
         source: BULK,
+        ..BASE
     },
     Variant {
         family: Family::CpAsyncBulkWaitGroup,
         form: "wait_group",
         syntax: &[opt(Role::Read, &[Q::Read])],
         operands: &[operand("N", K::WaitTarget)],
-        completion: Completion::Sync,
         gate: gate(8, 0, 90),
-        qual_gates: &[],
-        remote_gate: None,
         source: BULK,
+        ..BASE
     },
     Variant {
         family: Family::CpAsyncBulkPrefetch,
@@ -958,9 +953,8 @@ pub static VARIANTS: &[Variant] = &[
         ],
         completion: Completion::Hint,
         gate: gate(8, 0, 90),
-        qual_gates: &[],
-        remote_gate: None,
         source: PREFETCH,
+        ..BASE
     },
     // cp.reduce.async.bulk: READINGS.md #5, only the syntax blocks' forms.
     Variant {
@@ -982,9 +976,8 @@ pub static VARIANTS: &[Variant] = &[
         ],
         completion: Completion::Mbarrier,
         gate: gate(8, 0, 90),
-        qual_gates: &[],
-        remote_gate: None,
         source: REDUCE,
+        ..BASE
     },
     Variant {
         family: Family::CpReduceAsyncBulk,
@@ -1006,9 +999,8 @@ pub static VARIANTS: &[Variant] = &[
         ],
         completion: Completion::BulkGroup,
         gate: gate(8, 0, 90),
-        qual_gates: &[],
-        remote_gate: None,
         source: REDUCE,
+        ..BASE
     },
     // red.async: READINGS.md #2 and #3.
     Variant {
@@ -1029,9 +1021,8 @@ pub static VARIANTS: &[Variant] = &[
         ],
         completion: Completion::Mbarrier,
         gate: gate(8, 1, 90),
-        qual_gates: &[],
-        remote_gate: None,
         source: RED,
+        ..BASE
     },
     Variant {
         family: Family::RedAsync,
@@ -1050,35 +1041,28 @@ pub static VARIANTS: &[Variant] = &[
         ],
         completion: Completion::EndOfCta,
         gate: gate(8, 7, 100),
-        qual_gates: &[],
-        remote_gate: None,
         source: RED,
+        ..BASE
     },
     // mbarrier
     Variant {
         family: Family::MbarrierInit,
         form: "init",
-        syntax: &[],
         operands: &[
             operand("addr", K::Mbarrier(Spaces::SHARED)),
             operand("count", K::U32),
         ],
-        completion: Completion::Sync,
         gate: gate(7, 0, 80),
-        qual_gates: &[],
-        remote_gate: None,
         source: MBAR,
+        ..BASE
     },
     Variant {
         family: Family::MbarrierInval,
         form: "inval",
-        syntax: &[],
         operands: &[operand("addr", K::Mbarrier(Spaces::SHARED))],
-        completion: Completion::Sync,
         gate: gate(7, 0, 80),
-        qual_gates: &[],
-        remote_gate: None,
         source: MBAR,
+        ..BASE
     },
     Variant {
         family: Family::MbarrierArrive,
@@ -1091,11 +1075,11 @@ pub static VARIANTS: &[Variant] = &[
             operand("addr", K::Phase(Spaces::SHARED_OR_CLUSTER)),
             operand_opt("count", K::U32, Some(ARRIVE_COUNT_GATE)),
         ],
-        completion: Completion::Sync,
         gate: gate(7, 0, 80),
         qual_gates: MBAR_SEM_GATES,
         remote_gate: Some(gate(8, 0, 90)),
         source: MBAR,
+        ..BASE
     },
     Variant {
         family: Family::MbarrierArriveExpectTx,
@@ -1108,11 +1092,10 @@ pub static VARIANTS: &[Variant] = &[
             operand("addr", K::Phase(Spaces::SHARED_OR_CLUSTER)),
             operand("txCount", K::U32),
         ],
-        completion: Completion::Sync,
         gate: gate(8, 0, 90),
         qual_gates: MBAR_SEM_GATES,
-        remote_gate: None,
         source: MBAR,
+        ..BASE
     },
     Variant {
         family: Family::MbarrierExpectTx,
@@ -1125,11 +1108,10 @@ pub static VARIANTS: &[Variant] = &[
             operand("addr", K::Phase(Spaces::SHARED_OR_CLUSTER)),
             operand("txCount", K::U32),
         ],
-        completion: Completion::Sync,
         gate: gate(8, 0, 90),
         qual_gates: MBAR_SEM_GATES,
-        remote_gate: None,
         source: MBAR,
+        ..BASE
     },
     Variant {
         family: Family::MbarrierTestWaitParity,
@@ -1139,11 +1121,10 @@ pub static VARIANTS: &[Variant] = &[
             opt(Role::Scope, SCOPE_CTA_CLUSTER),
         ],
         operands: &[operand("addr", K::Phase(Spaces::SHARED))],
-        completion: Completion::Sync,
         gate: gate(7, 1, 80),
         qual_gates: MBAR_SEM_GATES,
-        remote_gate: None,
         source: MBAR,
+        ..BASE
     },
     Variant {
         family: Family::MbarrierTryWaitParity,
@@ -1156,11 +1137,10 @@ pub static VARIANTS: &[Variant] = &[
             operand("addr", K::Phase(Spaces::SHARED)),
             operand_opt("suspendTimeHint", K::U32, None),
         ],
-        completion: Completion::Sync,
         gate: gate(7, 8, 90),
         qual_gates: MBAR_SEM_GATES,
-        remote_gate: None,
         source: MBAR,
+        ..BASE
     },
     // cpflow: block until the phase completes (a test_wait/try_wait loop).
     Variant {
@@ -1171,26 +1151,22 @@ pub static VARIANTS: &[Variant] = &[
             opt(Role::Scope, SCOPE_CTA_CLUSTER),
         ],
         operands: &[operand("addr", K::Phase(Spaces::SHARED))],
-        completion: Completion::Sync,
         gate: gate(7, 1, 80),
         qual_gates: MBAR_SEM_GATES,
-        remote_gate: None,
         source: MBAR,
+        ..BASE
     },
     // cpflow: phase `index` of a barrier (parity = index & 1).
     Variant {
         family: Family::MbarrierPhase,
         form: "phase",
-        syntax: &[],
         operands: &[
             operand("mbar", K::Mbarrier(Spaces::SHARED_OR_CLUSTER)),
             operand("index", K::I32),
         ],
-        completion: Completion::Sync,
         gate: gate(7, 0, 80),
-        qual_gates: &[],
-        remote_gate: None,
         source: MBAR,
+        ..BASE
     },
     Variant {
         family: Family::FenceProxyAsync,
@@ -1200,11 +1176,9 @@ pub static VARIANTS: &[Variant] = &[
             &[Q::Global, Q::SharedCta, Q::SharedCluster],
         )],
         operands: &[],
-        completion: Completion::Sync,
         gate: gate(8, 0, 90),
-        qual_gates: &[],
-        remote_gate: None,
         source: FENCE,
+        ..BASE
     },
     Variant {
         family: Family::FenceMbarrierInit,
@@ -1214,22 +1188,17 @@ pub static VARIANTS: &[Variant] = &[
             req(Role::Scope, &[Q::Cluster]),
         ],
         operands: &[],
-        completion: Completion::Sync,
         gate: gate(8, 0, 90),
-        qual_gates: &[],
-        remote_gate: None,
         source: FENCE,
+        ..BASE
     },
     Variant {
         family: Family::BarrierCta,
         form: "CTA barrier (bar.sync 0)",
-        syntax: &[],
         operands: &[],
-        completion: Completion::Sync,
         gate: gate(7, 0, 80),
-        qual_gates: &[],
-        remote_gate: None,
         source: CLUSTER,
+        ..BASE
     },
     Variant {
         family: Family::BarrierClusterArrive,
@@ -1239,11 +1208,10 @@ pub static VARIANTS: &[Variant] = &[
             opt(Role::Aligned, &[Q::Aligned]),
         ],
         operands: &[],
-        completion: Completion::Sync,
         gate: gate(7, 8, 90),
         qual_gates: &[(Q::Release, gate(8, 0, 90)), (Q::Relaxed, gate(8, 0, 90))],
-        remote_gate: None,
         source: CLUSTER,
+        ..BASE
     },
     Variant {
         family: Family::BarrierClusterWait,
@@ -1253,27 +1221,22 @@ pub static VARIANTS: &[Variant] = &[
             opt(Role::Aligned, &[Q::Aligned]),
         ],
         operands: &[],
-        completion: Completion::Sync,
         gate: gate(7, 8, 90),
         qual_gates: &[(Q::Acquire, gate(8, 0, 90))],
-        remote_gate: None,
         source: CLUSTER,
+        ..BASE
     },
     Variant {
         family: Family::Mapa,
         form: "mapa",
-        syntax: &[],
         operands: &[operand("a", K::Mappable), operand("rank", K::U32)],
-        completion: Completion::Sync,
         gate: gate(7, 8, 90),
-        qual_gates: &[],
-        remote_gate: None,
         source: CLUSTER,
+        ..BASE
     },
     Variant {
         family: Family::Copy,
         form: "copy",
-        syntax: &[],
         operands: &[
             operand("dst", K::Addr(Spaces::ANY)),
             operand("src", K::Addr(Spaces::ANY)),
@@ -1281,9 +1244,8 @@ pub static VARIANTS: &[Variant] = &[
         ],
         completion: Completion::Abstract,
         gate: gate(7, 0, 80),
-        qual_gates: &[],
-        remote_gate: None,
         source: "cpflow",
+        ..BASE
     },
     Variant {
         family: Family::Copy,
@@ -1300,20 +1262,16 @@ pub static VARIANTS: &[Variant] = &[
         ],
         completion: Completion::Abstract,
         gate: gate(7, 0, 80),
-        qual_gates: &[],
-        remote_gate: None,
         source: "cpflow",
+        ..BASE
     },
     Variant {
         family: Family::Await,
         form: "await",
-        syntax: &[],
         operands: &[operand("token", K::Token)],
-        completion: Completion::Sync,
         gate: gate(7, 0, 80),
-        qual_gates: &[],
-        remote_gate: None,
         source: "cpflow",
+        ..BASE
     },
 ];
 
