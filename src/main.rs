@@ -10,6 +10,7 @@ mod run;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use cpflow::ir::SourceFile;
+use cpflow::passes::db;
 
 #[derive(Parser)]
 #[command(
@@ -80,6 +81,7 @@ fn main() -> ExitCode {
 fn check(files: &[PathBuf], format: Format, deny_warnings: bool) -> ExitCode {
     let mut failed = false;
     let mut json = Vec::new();
+    let database = db::Database::default();
     let mut sarif: Vec<(String, String, Vec<cpflow::ir::Diagnostic>)> = Vec::new();
     for path in files {
         let name = path.display().to_string();
@@ -92,7 +94,11 @@ fn check(files: &[PathBuf], format: Format, deny_warnings: bool) -> ExitCode {
         };
         let lossy = String::from_utf8_lossy(&bytes);
         let diagnostics = match cpflow::decode(&bytes) {
-            Ok(text) => cpflow::check(text).diagnostics,
+            // Through the salsa database (per-kernel incremental checking).
+            Ok(text) => {
+                let src = db::Source::new(&database, text.to_string());
+                db::diagnostics(&database, src).clone()
+            }
             Err(d) => vec![d],
         };
         failed |= diagnostics.iter().any(|d| d.is_error() || deny_warnings);

@@ -116,3 +116,25 @@ fn every_code_has_a_case() {
         );
     }
 }
+
+/// The salsa database (what `cpflow check` runs) reports exactly what the
+/// direct path reports, on every example and checker case.
+#[test]
+fn database_matches_direct_check() {
+    use cpflow::passes::db::{diagnostics, Database, Source};
+    let db = Database::default();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for dir in ["examples", "tests/check", "tests/verify"] {
+        for e in std::fs::read_dir(root.join(dir)).expect("dir exists") {
+            let path = e.expect("entry").path();
+            if path.extension().is_none_or(|x| x != "cpf") {
+                continue;
+            }
+            let text = read(&path);
+            let direct = cpflow::check(&text).diagnostics;
+            let src = Source::new(&db, text.clone());
+            let incremental = diagnostics(&db, src);
+            assert_eq!(&direct, incremental, "{}", path.display());
+        }
+    }
+}

@@ -10,6 +10,7 @@
 
 pub mod affine;
 pub mod codes;
+pub mod db;
 pub mod engine;
 pub mod phases;
 pub mod state;

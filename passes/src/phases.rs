@@ -295,7 +295,7 @@ impl Walk<'_> {
             if step <= 0 {
                 return None;
             }
-            let trips = (hi - lo).max(0).div_ceil(step);
+            let trips = ((hi - lo).max(0) + step - 1) / step;
             n = n.checked_mul(trips)?;
         }
         Some(n)
