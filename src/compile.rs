@@ -3,8 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use cpflow::ir::spec::{PtxVersion, Sm};
-use cpflow::ir::{Diagnostic, SourceFile, Span};
+use cpflow::ir::{Diagnostic, Span};
+
+use crate::input::{retarget, usage, Source};
 
 #[derive(clap::Args)]
 pub struct CompileArgs {
@@ -30,63 +31,27 @@ enum Emit {
     Ptx,
 }
 
-fn usage(message: String) -> ExitCode {
-    eprintln!("error: {message}");
-    ExitCode::from(2)
-}
-
 pub fn run(args: CompileArgs) -> ExitCode {
-    let name = args.file.display().to_string();
-    let bytes = match std::fs::read(&args.file) {
-        Ok(b) => b,
-        Err(e) => return usage(format!("cannot read `{name}`: {e}")),
+    let source = match Source::read(&args.file) {
+        Ok(s) => s,
+        Err(code) => return code,
     };
-    let lossy = String::from_utf8_lossy(&bytes).into_owned();
-    let file = SourceFile {
-        name: &name,
-        text: &lossy,
-    };
-    let report = |diags: &[Diagnostic]| {
-        eprint!("{}", file.render(diags));
-        ExitCode::from(1)
-    };
-    let text = match cpflow::decode(&bytes) {
-        Ok(t) => t,
-        Err(d) => return report(&[d]),
-    };
-    let mut module = match cpflow::ir::parse(text) {
+    let mut module = match source.parse() {
         Ok(m) => m,
-        Err(d) => return report(&[d]),
+        Err(code) => return code,
     };
-    if let Some(t) = &args.target {
-        match Sm::parse(t) {
-            Some(sm) => module.target.sm = sm,
-            None => {
-                return usage(format!(
-                    "unknown target `{t}`; known: {}",
-                    Sm::known().collect::<Vec<_>>().join(", ")
-                ))
-            }
-        }
-    }
-    if let Some(v) = &args.ptx {
-        let parsed = v
-            .split_once('.')
-            .and_then(|(a, b)| Some(PtxVersion::new(a.parse().ok()?, b.parse().ok()?)));
-        match parsed {
-            Some(p) => module.target.ptx = p,
-            None => return usage(format!("`--ptx {v}` is not a version such as 8.6")),
-        }
+    if let Err(code) = retarget(&mut module, args.target.as_deref(), args.ptx.as_deref()) {
+        return code;
     }
     if let Err(diags) = crate::opt::lower_abstract(&mut module) {
-        return report(&diags);
+        return source.report(&diags);
     }
     let warnings: Vec<Diagnostic> = cpflow::ir::verify(&module)
         .into_iter()
         .filter(|d| !d.is_error())
         .collect();
     if !warnings.is_empty() {
-        eprint!("{}", file.render(&warnings));
+        eprint!("{}", source.file().render(&warnings));
     }
     let result = match args.emit {
         Emit::Mlir => cpflow::lowering::lower(&module),
@@ -96,7 +61,7 @@ pub fn run(args: CompileArgs) -> ExitCode {
     };
     let out = match result {
         Ok(out) => out,
-        Err(diags) => return report(&with_spans(diags)),
+        Err(diags) => return source.report(&with_spans(diags)),
     };
     match &args.output {
         Some(path) => write(path, &out),

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 mod bundle;
 mod compile;
+mod input;
 mod opt;
 mod run;
 

@@ -3,9 +3,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use cpflow::ir::spec::Sm;
-use cpflow::ir::{Diagnostic, Module, SourceFile};
+use cpflow::ir::{Diagnostic, Module};
 use cpflow::passes::transform::{self, Pass, Report};
+
+use crate::input::{retarget, usage, Source};
 
 #[derive(clap::Args)]
 pub struct OptArgs {
@@ -21,11 +22,6 @@ pub struct OptArgs {
     /// `//` comments before the IR).
     #[arg(long)]
     explain: bool,
-}
-
-fn usage(message: String) -> ExitCode {
-    eprintln!("error: {message}");
-    ExitCode::from(2)
 }
 
 /// Runs the default pipeline on a verified module when it has abstract ops
@@ -77,20 +73,6 @@ pub fn explain(report: &Report, text: &str) -> String {
 }
 
 pub fn run(args: OptArgs) -> ExitCode {
-    let name = args.file.display().to_string();
-    let bytes = match std::fs::read(&args.file) {
-        Ok(b) => b,
-        Err(e) => return usage(format!("cannot read `{name}`: {e}")),
-    };
-    let lossy = String::from_utf8_lossy(&bytes).into_owned();
-    let file = SourceFile {
-        name: &name,
-        text: &lossy,
-    };
-    let report = |diags: &[Diagnostic]| {
-        eprint!("{}", file.render(diags));
-        ExitCode::from(1)
-    };
     let passes: Vec<Pass> = match &args.passes {
         Some(p) => match transform::parse_pipeline(p) {
             Ok(p) => p,
@@ -98,41 +80,30 @@ pub fn run(args: OptArgs) -> ExitCode {
         },
         None => transform::DEFAULT_PIPELINE.to_vec(),
     };
-    let text = match cpflow::decode(&bytes) {
-        Ok(t) => t,
-        Err(d) => return report(&[d]),
+    let source = match Source::read(&args.file) {
+        Ok(s) => s,
+        Err(code) => return code,
     };
-    let mut module = match cpflow::ir::parse(text) {
+    let mut module = match source.parse() {
         Ok(m) => m,
-        Err(d) => return report(&[d]),
+        Err(code) => return code,
     };
-    if let Some(t) = &args.target {
-        match Sm::parse(t) {
-            Some(sm) => {
-                module.target.sm = sm;
-                module.target.ptx = module.target.ptx.max(sm.min_ptx());
-            }
-            None => {
-                return usage(format!(
-                    "unknown target `{t}`; known: {}",
-                    Sm::known().collect::<Vec<_>>().join(", ")
-                ))
-            }
-        }
+    if let Err(code) = retarget(&mut module, args.target.as_deref(), None) {
+        return code;
     }
     let errors: Vec<Diagnostic> = cpflow::ir::verify(&module)
         .into_iter()
         .filter(Diagnostic::is_error)
         .collect();
     if !errors.is_empty() {
-        return report(&errors);
+        return source.report(&errors);
     }
     let done = match transform::run(&mut module, &passes) {
         Ok(r) => r,
-        Err(diags) => return report(&diags),
+        Err(diags) => return source.report(&diags),
     };
     if args.explain {
-        print!("{}", explain(&done, text));
+        print!("{}", explain(&done, &source.text));
     }
     print!("{}", cpflow::ir::print(&module));
     ExitCode::SUCCESS

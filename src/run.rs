@@ -12,6 +12,8 @@ use clap::Args;
 use cpflow::ir::SourceFile;
 use cpflow_interp::{Inputs, Launch, ScalarArg, Schedule};
 
+use crate::input::usage;
+
 #[derive(Args)]
 pub struct RunArgs {
     /// The IR file.
@@ -41,11 +43,6 @@ pub struct RunArgs {
     /// Write a buffer's final contents to a file: `name=file.bin`.
     #[arg(long = "output", value_name = "NAME=FILE")]
     outputs: Vec<String>,
-}
-
-fn usage(msg: String) -> ExitCode {
-    eprintln!("error: {msg}");
-    ExitCode::from(2)
 }
 
 fn pair(s: &str, what: &str) -> Result<(String, String), String> {
