@@ -1,6 +1,7 @@
 //! `cpflow bundle`: packages programs for differential runs on a GPU.
 //!
-//! For every `// run:` line of every file, the bundle holds the PTX, the
+//! For every `// run:` line of every file (after the transform passes when it
+//! has abstract copies), the bundle holds the PTX, the
 //! launch shape, the input buffers and the interpreter's output buffers
 //! (identical under the eager, lazy and several random schedules, with no
 //! finding, or the launch is refused). `tools/gpu_validate.py` runs the
@@ -82,7 +83,10 @@ fn bundle_file(
         name: &name,
         text: &text,
     };
-    let module = cpflow::ir::parse(&text).map_err(|d| file.render(&[d]))?;
+    let mut module = cpflow::ir::parse(&text).map_err(|d| file.render(&[d]))?;
+    // Abstract copies go through the transform passes, as `cpflow compile`
+    // does; the interpreter then runs the same concrete program as the GPU.
+    crate::opt::lower_abstract(&mut module).map_err(|d| file.render(&d))?;
     if module.target.sm.number > arch.number {
         return Err(format!("targets {}, newer than {arch}", module.target.sm));
     }
