@@ -19,7 +19,9 @@
 //! | `(bulk.group DIR SIZE ALIGN ISSUE)` | one `cp.async.bulk` shared::cta -> global in a bulk async-group |
 //! | `(reduce.group DIR SIZE ALIGN LEGAL)` | one `cp.reduce.async.bulk` shared::cta -> global in a bulk async-group |
 //! | `(sync DIR SIZE ALIGN ISSUE W)` | ordinary loads and stores of `W`-byte words (no async completion) |
-//! | `(seq A B)` | `A`, then `B` on the bytes right after `A`'s |
+//! | `(seq A B)` | `A`, then `B` on the bytes right after `A`'s (two adjacent copies with one completion point, or a split of one copy) |
+//! | `(cta X)` | every thread of the CTA does `X` on its share of one contiguous tile (thread `t`'s share starts at `base + t * bytes(X)`), all awaiting at one point |
+//! | `(bulk.cta DIR SIZE ALIGN)` | one `cp.async.bulk` of the whole tile (`ntid.x * SIZE` bytes) by thread 0 on an mbarrier phase every thread waits for |
 //!
 //! Every form repeats its descriptor's fields: hash-consing shares a form
 //! between two copies only when their descriptors, and so their sets of
@@ -46,6 +48,8 @@ define_language! {
         "reduce.group" = ReduceGroup([Id; 4]),
         "sync" = Sync([Id; 5]),
         "seq" = Seq([Id; 2]),
+        "cta" = Cta([Id; 1]),
+        "bulk.cta" = BulkCta([Id; 3]),
         Sym(Symbol),
     }
 }
@@ -114,6 +118,14 @@ impl Analysis<Desc> for Facts {
                 bytes: d(a).bytes.zip(d(b).bytes).map(|(x, y)| x + y),
                 ..none
             },
+            Desc::Cta([x]) => Data {
+                bytes: d(x).bytes,
+                ..none
+            },
+            Desc::BulkCta([_, n, _]) => Data {
+                bytes: d(n).konst,
+                ..none
+            },
             Desc::Sym(_) => none,
         }
     }
@@ -167,6 +179,13 @@ fn pieces(w: i64) -> impl Fn(&mut G, Id, &Subst) -> bool {
 fn bulk_target(sm: u32) -> impl Fn(&mut G, Id, &Subst) -> bool {
     let ok = fits(16);
     move |g, id, s| sm >= 90 && ok(g, id, s)
+}
+
+/// [`bulk_target`] for global -> `.shared::cta` bulk copies, which also
+/// need PTX ISA 8.6.
+fn bulk_g2s_target(sm: u32, ptx: (u8, u8)) -> impl Fn(&mut G, Id, &Subst) -> bool {
+    let ok = bulk_target(sm);
+    move |g, id, s| ptx >= (8, 6) && ok(g, id, s)
 }
 
 /// Splits `(copy d n a i)` with a ragged constant size into its 16-byte
@@ -247,8 +266,46 @@ impl Applier<Desc, Facts> for MergePieces {
     }
 }
 
-/// Every rule relating copy forms, for a target with `sm` number `sm`.
-pub fn rules(sm: u32) -> Vec<Rewrite<Desc, Facts>> {
+/// Coalesces two adjacent copies with one completion point:
+/// `(seq (copy d x a i) (copy d y b i))` -> `(copy d x+y a i)`; the merged
+/// copy starts where the first does, so it keeps the first's alignment.
+struct MergeCopies;
+
+impl Applier<Desc, Facts> for MergeCopies {
+    fn apply_one(
+        &self,
+        g: &mut G,
+        eclass: Id,
+        s: &Subst,
+        _ast: Option<&PatternAst<Desc>>,
+        _rule: Symbol,
+    ) -> Vec<Id> {
+        let var = |v: &str| v.parse::<Var>().ok().map(|v| s[v]);
+        let (Some(x), Some(y), Some(d), Some(a), Some(i)) = (
+            konst(g, s, "?x"),
+            konst(g, s, "?y"),
+            var("?d"),
+            var("?a"),
+            var("?i"),
+        ) else {
+            return vec![];
+        };
+        if x <= 0 || y <= 0 {
+            return vec![];
+        }
+        let n = g.add(Desc::Num(x + y));
+        let merged = g.add(Desc::Copy([d, n, a, i]));
+        if g.union(eclass, merged) {
+            vec![eclass]
+        } else {
+            vec![]
+        }
+    }
+}
+
+/// Every rule relating copy forms, for a target with `sm` number `sm` and
+/// PTX ISA version `ptx` (major, minor).
+pub fn rules(sm: u32, ptx: (u8, u8)) -> Vec<Rewrite<Desc, Facts>> {
     vec![
         // A global -> shared copy is per-thread cp.async pieces of 16 bytes
         // (`.cg`) when size and both addresses are 16-byte multiples.
@@ -258,9 +315,9 @@ pub fn rules(sm: u32) -> Vec<Rewrite<Desc, Facts>> {
         // ... of 4 bytes (`.ca`), the smallest cp-size.
         rewrite!("g2s-cp.async-4"; "(copy g2s ?n ?a ?i)" => "(cp.async g2s ?n ?a ?i 4)" if pieces(4)),
         // One thread's global -> shared copy is one bulk copy on an mbarrier
-        // phase (sm_90+, 16-byte size and alignment): the bulk copy of n
+        // phase (sm_90+ and PTX 8.6, 16-byte size and alignment): the bulk copy of n
         // bytes and the n/16 per-thread cp.async pieces are equivalent.
-        rewrite!("g2s-bulk-mbarrier"; "(copy g2s ?n ?a solo)" => "(bulk.mbar g2s ?n ?a solo)" if bulk_target(sm)),
+        rewrite!("g2s-bulk-mbarrier"; "(copy g2s ?n ?a solo)" => "(bulk.mbar g2s ?n ?a solo)" if bulk_g2s_target(sm, ptx)),
         // A shared -> global copy is one bulk copy in a bulk async-group.
         rewrite!("s2g-bulk-group"; "(copy s2g ?n ?a ?i)" => "(bulk.group s2g ?n ?a ?i)" if bulk_target(sm)),
         // A shared -> global reduction is cp.reduce.async.bulk where the
@@ -274,6 +331,15 @@ pub fn rules(sm: u32) -> Vec<Rewrite<Desc, Facts>> {
         rewrite!("split-ragged-tail"; "(copy ?d ?n ?a ?i)" => { SplitTail }),
         // Two contiguous runs of cp.async pieces of one width are one run.
         rewrite!("merge-cp.async-runs"; "(seq (cp.async ?d ?x ?a ?i ?w) (cp.async ?d ?y ?b ?i ?w))" => { MergePieces }),
+        // Coalescing: two adjacent copies of one direction and issue, awaited
+        // at one point, are one copy of both sizes at the first's address and
+        // alignment (4 x 4 B or 2 x 8 B aligned to 16 -> one 16-byte copy;
+        // select only builds such a `seq` for provably contiguous copies).
+        rewrite!("coalesce-adjacent-copies"; "(seq (copy ?d ?x ?a ?i) (copy ?d ?y ?b ?i))" => { MergeCopies }),
+        // Every thread's global -> shared copy of its 16-byte-multiple share
+        // of one contiguous tile is one bulk copy of the tile by thread 0 on
+        // an mbarrier phase that every thread waits for (sm_90+, PTX 8.6).
+        rewrite!("cta-tile-bulk"; "(cta (copy g2s ?n ?a all))" => "(bulk.cta g2s ?n ?a)" if bulk_g2s_target(sm, ptx)),
     ]
 }
 
@@ -303,6 +369,11 @@ pub const INFEASIBLE: u64 = u64::MAX / 4;
 /// * bulk reduction: as a bulk copy at 1 per 64 bytes;
 /// * bulk copy on an mbarrier: 4 + 1 per 128 bytes, plus 30 for init, proxy
 ///   fence, `arrive.expect_tx`, the phase wait and `inval`;
+/// * a CTA tile as one bulk copy (`bulk.cta`), per thread of the CTA: 9
+///   (the init barrier and the phase wait every thread does, plus thread 0's
+///   init, `expect_tx` and issue amortised over the CTA) + 1 per 128 bytes
+///   of the thread's share; `(cta X)` costs what `X` costs (every thread
+///   does its own share);
 /// * synchronous words: 12 per word (the load latency is exposed); 64 words
 ///   when the size is not constant;
 /// * an unselected `copy`/`reduce` and a `seq` mixing two async kinds are
@@ -336,6 +407,8 @@ impl CostFunction<Desc> for CostModel<'_> {
             Desc::BulkGroup([_, n, _, _]) => base(16 + bytes(*n) / 128, KIND_BULK),
             Desc::ReduceGroup([_, n, _, _]) => base(16 + bytes(*n) / 64, KIND_BULK),
             Desc::BulkMbar([_, n, _, _]) => base(34 + bytes(*n) / 128, KIND_MBAR),
+            Desc::BulkCta([_, n, _]) => base(9 + bytes(*n) / 128, KIND_MBAR),
+            Desc::Cta([x]) => costs(*x),
             Desc::Sync([_, n, _, _, w]) => {
                 let w = self.k(*w).unwrap_or(4).max(1) as u64;
                 let words = self.k(*n).map_or(64, |n| n.max(0) as u64 / w);
@@ -364,7 +437,7 @@ pub struct Saturated {
 
 /// Adds the descriptors and runs the rules under node, iteration and time
 /// bounds.
-pub fn saturate(descs: &[egg::RecExpr<Desc>], sm: u32) -> Saturated {
+pub fn saturate(descs: &[egg::RecExpr<Desc>], sm: u32, ptx: (u8, u8)) -> Saturated {
     let mut egraph = G::default();
     let roots: Vec<Id> = descs.iter().map(|d| egraph.add_expr(d)).collect();
     let runner = Runner::default()
@@ -372,7 +445,7 @@ pub fn saturate(descs: &[egg::RecExpr<Desc>], sm: u32) -> Saturated {
         .with_node_limit(20_000)
         .with_iter_limit(12)
         .with_time_limit(Duration::from_secs(2))
-        .run(&rules(sm));
+        .run(&rules(sm, ptx));
     let stop = runner
         .stop_reason
         .clone()
@@ -414,6 +487,8 @@ pub enum Mech {
     BulkGroup,
     ReduceGroup,
     Sync(i64),
+    /// The whole CTA tile by thread 0 (`size` is the thread's share).
+    BulkCta,
 }
 
 /// Flattens an extracted term into pieces laid end to end.
@@ -435,6 +510,8 @@ pub fn pieces_of(expr: &egg::RecExpr<Desc>) -> Option<Vec<Piece>> {
                 go(nodes, *a, offset, out, num)?;
                 return go(nodes, *b, offset, out, num);
             }
+            Desc::Cta([x]) => return go(nodes, *x, offset, out, num),
+            Desc::BulkCta([_, n, _]) => (Mech::BulkCta, *n),
             Desc::CpAsync([_, n, _, _, w]) => (Mech::CpAsync(num(*w)?), *n),
             Desc::BulkMbar([_, n, _, _]) => (Mech::BulkMbar, *n),
             Desc::BulkGroup([_, n, _, _]) => (Mech::BulkGroup, *n),
@@ -467,7 +544,13 @@ pub fn pieces_of(expr: &egg::RecExpr<Desc>) -> Option<Vec<Piece>> {
 pub fn is_form(node: &Desc) -> bool {
     !matches!(
         node,
-        Desc::Num(_) | Desc::Sym(_) | Desc::Dyn(_) | Desc::Copy(_) | Desc::Reduce(_) | Desc::Seq(_)
+        Desc::Num(_)
+            | Desc::Sym(_)
+            | Desc::Dyn(_)
+            | Desc::Copy(_)
+            | Desc::Reduce(_)
+            | Desc::Seq(_)
+            | Desc::Cta(_)
     ) && !node.is_leaf()
 }
 
@@ -477,7 +560,7 @@ mod tests {
 
     fn best(d: &str, sm: u32) -> (u64, String) {
         let e: egg::RecExpr<Desc> = d.parse().unwrap();
-        let sat = saturate(&[e], sm);
+        let sat = saturate(&[e], sm, (8, 6));
         assert!(matches!(sat.stop, StopReason::Saturated), "{:?}", sat.stop);
         let (c, e) = extract(&sat).remove(0);
         (c.cycles, e.to_string())
@@ -537,11 +620,62 @@ mod tests {
     }
 
     #[test]
+    fn adjacent_copies_coalesce() {
+        // 4 x 4 bytes at a 16-byte aligned start: one 16-byte cp.async.
+        assert_eq!(
+            best("(seq (copy g2s 4 16 all) (seq (copy g2s 4 4 all) (seq (copy g2s 4 8 all) (copy g2s 4 4 all))))", 80),
+            (10, "(cp.async g2s 16 16 all 16)".to_string())
+        );
+        // 2 x 8 bytes.
+        assert_eq!(
+            best("(seq (copy g2s 8 16 all) (copy g2s 8 8 all))", 80).1,
+            "(cp.async g2s 16 16 all 16)"
+        );
+        // Merging keeps the first copy's alignment: 8 + 8 at an 8-byte
+        // aligned start stays two 8-byte pieces (in one group).
+        assert_eq!(
+            best("(seq (copy g2s 8 8 all) (copy g2s 8 16 all))", 80).1,
+            "(cp.async g2s 16 8 all 8)"
+        );
+        // Different issue (one thread vs all) never merges.
+        let (_, e) = best("(seq (copy g2s 8 16 solo) (copy g2s 8 8 all))", 80);
+        assert!(e.starts_with("(seq"), "{e}");
+    }
+
+    #[test]
+    fn cta_tiles_go_bulk_on_sm_90_only() {
+        assert_eq!(
+            best("(cta (copy g2s 16 16 all))", 90).1,
+            "(bulk.cta g2s 16 16)"
+        );
+        assert_eq!(
+            best("(cta (seq (copy g2s 8 16 all) (copy g2s 8 8 all)))", 90).1,
+            "(bulk.cta g2s 16 16)"
+        );
+        assert_eq!(
+            best("(cta (copy g2s 16 16 all))", 80).1,
+            "(cta (cp.async g2s 16 16 all 16))"
+        );
+        // PTX 8.0 has no global -> shared::cta bulk copy.
+        let e: egg::RecExpr<Desc> = "(cta (copy g2s 16 16 all))".parse().unwrap();
+        let sat = saturate(&[e], 90, (8, 0));
+        assert_eq!(
+            extract(&sat)[0].1.to_string(),
+            "(cta (cp.async g2s 16 16 all 16))"
+        );
+        // An 8-byte share is not a 16-byte multiple: no bulk copy.
+        assert_eq!(
+            best("(cta (copy g2s 8 8 all))", 90).1,
+            "(cta (cp.async g2s 8 8 all 8))"
+        );
+    }
+
+    #[test]
     fn copies_share_forms_only_with_equal_descriptors() {
         let a: egg::RecExpr<Desc> = "(copy g2s 64 16 all)".parse().unwrap();
         let b: egg::RecExpr<Desc> = "(copy other 64 16 all)".parse().unwrap();
         let c: egg::RecExpr<Desc> = "(copy g2s 64 8 all)".parse().unwrap();
-        let sat = saturate(&[a, b, c], 80);
+        let sat = saturate(&[a, b, c], 80, (8, 6));
         let best: Vec<String> = extract(&sat).iter().map(|(_, e)| e.to_string()).collect();
         assert_eq!(best[0], "(cp.async g2s 64 16 all 16)");
         assert_eq!(best[1], "(sync other 64 16 all 8)");

@@ -15,6 +15,21 @@
 //!   into the async proxy by the issuing thread, `%t = mbarrier.phase %bar, 0`,
 //!   `mbarrier.arrive.expect_tx %t, <bytes>` and the copy on `%t`.
 //!
+//! Coalescing: copies that sit next to each other in one region (only pure
+//! instructions between them), move provably contiguous bytes (the
+//! symbolic addresses of [`crate::values`]: each starts where the previous
+//! ends, in destination and source), have one issue (one thread or all) and
+//! are awaited in one block of `await`s are described together as
+//! `(seq A (seq B ...))`; when the cost model prefers the merged form, they
+//! are written as one copy at the last one's position (their tokens become
+//! the first's). A copy or such a run in the kernel's top-level region that
+//! every thread issues at `base + tid.x * S` (`base` the same for every
+//! thread, `S` its size) is also described as `(cta ...)`: one CTA tile. On
+//! sm_90+ it may become one `cp.async.bulk` of `ntid.x * S` bytes by thread
+//! 0 on a fresh mbarrier (thread 0 initialises it, `barrier.cta` publishes
+//! the init and orders every thread's earlier accesses of the tile before
+//! the copy, every thread waits on the phase).
+//!
 //! Loop-carried and `if`-joined tokens take the type of their handles.
 //! `await` is left on the handle for [`super::sync`].
 //!
@@ -36,6 +51,8 @@ use egg::{CostFunction, RecExpr, StopReason};
 
 use super::desc::{self, Desc, Mech, Piece, INFEASIBLE, KIND_BULK, KIND_MBAR};
 use super::edit::{self, imm, ptx, val, Editor};
+use crate::affine::{Affine, Atom};
+use crate::values::{Base, Sym, Syms};
 
 /// The choice made for one copy (`cpflow opt --explain`).
 #[derive(Debug, Clone)]
@@ -64,12 +81,13 @@ pub struct RunInfo {
 /// Selects a form for every abstract copy of every kernel.
 pub fn select(module: &mut Module) -> Result<(Vec<Choice>, Vec<RunInfo>), Vec<Diagnostic>> {
     let sm = module.target.sm.number;
+    let ptx = (module.target.ptx.major, module.target.ptx.minor);
     let target = module.target.sm.to_string();
     let mut choices = Vec::new();
     let mut runs = Vec::new();
     let mut errors = Vec::new();
     for k in &mut module.kernels {
-        match select_kernel(k, sm, &target) {
+        match select_kernel(k, sm, ptx, &target) {
             Ok((c, r)) => {
                 choices.extend(c);
                 runs.extend(r);
@@ -214,7 +232,12 @@ fn describe(k: &Kernel, facts: &Facts, site: &Site, solo: bool) -> RecExpr<Desc>
 
 type Selected = (Vec<Choice>, Vec<RunInfo>);
 
-fn select_kernel(k: &mut Kernel, sm: u32, target: &str) -> Result<Selected, Vec<Diagnostic>> {
+fn select_kernel(
+    k: &mut Kernel,
+    sm: u32,
+    ptx: (u8, u8),
+    target: &str,
+) -> Result<Selected, Vec<Diagnostic>> {
     let sites: Vec<Site> = edit::all_insts(k)
         .into_iter()
         .filter(|&(_, i)| is_copy(k, i))
@@ -238,17 +261,26 @@ fn select_kernel(k: &mut Kernel, sm: u32, target: &str) -> Result<Selected, Vec<
     let facts = Facts::compute(k);
     let (uses, home) = uses_of(k);
     let guarded: std::collections::HashSet<Inst> = solo_copies(k).into_iter().collect();
-    let descs: Vec<RecExpr<Desc>> = sites
+    let solo: Vec<bool> = sites
         .iter()
         .map(|s| {
-            let solo = guarded.contains(&s.inst)
+            guarded.contains(&s.inst)
                 && home
                     .get(&s.inst)
-                    .is_some_and(|&r| awaited_locally(k, &uses, s.token, r, s.inst));
-            describe(k, &facts, s, solo)
+                    .is_some_and(|&r| awaited_locally(k, &uses, s.token, r, s.inst))
         })
         .collect();
-    let sat = desc::saturate(&descs, sm);
+    let descs: Vec<RecExpr<Desc>> = sites
+        .iter()
+        .zip(&solo)
+        .map(|(s, &solo)| describe(k, &facts, s, solo))
+        .collect();
+    let syms = Syms::compute(k);
+    let units = find_units(k, &sites, &syms, &uses, &solo);
+    let unit_descs: Vec<RecExpr<Desc>> = units.iter().map(|u| unit_desc(u, &descs)).collect();
+    let mut roots = descs.clone();
+    roots.extend(unit_descs.iter().cloned());
+    let sat = desc::saturate(&roots, sm, ptx);
     let best = desc::extract(&sat);
     let run = RunInfo {
         kernel: k.name.clone(),
@@ -266,10 +298,77 @@ fn select_kernel(k: &mut Kernel, sm: u32, target: &str) -> Result<Selected, Vec<
             egraph: &sat.egraph,
         },
     );
+    let choice = |root: usize, desc: &RecExpr<Desc>, span: Span| {
+        let (cost, expr) = &best[root];
+        let mut model = desc::CostModel {
+            egraph: &sat.egraph,
+        };
+        let mut alternatives: Vec<(String, u64)> = sat.egraph[sat.roots[root]]
+            .nodes
+            .iter()
+            .filter(|n| desc::is_form(n) || matches!(n, Desc::Seq(_) | Desc::Cta(_)))
+            .map(|n| {
+                let c = model.cost(n, |c| ex.find_best_cost(c));
+                let text = render(&ex, n);
+                (text, c.cycles.min(INFEASIBLE))
+            })
+            .collect();
+        alternatives.sort_by(|a, b| a.1.cmp(&b.1).then(a.0.cmp(&b.0)));
+        alternatives.dedup();
+        Choice {
+            kernel: k.name.clone(),
+            span,
+            desc: desc.to_string(),
+            form: expr.to_string(),
+            cost: cost.cycles,
+            alternatives,
+        }
+    };
+    // Coalesced units: taken when the merged (or tile) form is cheaper than
+    // the members' own forms together.
+    let mut plans: HashMap<Inst, Plan> = HashMap::new();
+    let mut slots: Vec<Option<Choice>> = vec![None; sites.len()];
+    let mut covered = vec![false; sites.len()];
+    let mut retarget: Vec<(Value, Value)> = Vec::new();
+    for (j, unit) in units.iter().enumerate() {
+        let root = sites.len() + j;
+        let (cost, expr) = &best[root];
+        let own: u64 = unit
+            .members
+            .iter()
+            .map(|&m| best[m].0.cycles)
+            .fold(0u64, |a, c| a.saturating_add(c));
+        let tile = matches!(expr.as_ref().last(), Some(Desc::BulkCta(_)));
+        if cost.cycles >= INFEASIBLE || !(tile || cost.cycles < own) {
+            continue;
+        }
+        let Some(pieces) = desc::pieces_of(expr) else {
+            continue;
+        };
+        let first = unit.members[0];
+        let last = *unit.members.last().unwrap_or(&first);
+        let span = k.insts[sites[first].inst].span;
+        slots[first] = Some(choice(root, &unit_descs[j], span));
+        for &m in &unit.members {
+            covered[m] = true;
+            plans.insert(sites[m].inst, Plan::Drop);
+            if m != first {
+                retarget.push((sites[m].token, sites[first].token));
+            }
+        }
+        plans.insert(
+            sites[last].inst,
+            Plan::Pieces {
+                first: sites[first].inst,
+                pieces,
+            },
+        );
+    }
     let mut errors = Vec::new();
-    let mut choices = Vec::new();
-    let mut plans: HashMap<Inst, Vec<Piece>> = HashMap::new();
     for (i, site) in sites.iter().enumerate() {
+        if covered[i] {
+            continue;
+        }
         let (cost, expr) = &best[i];
         let span = k.insts[site.inst].span;
         let pieces = (cost.cycles < INFEASIBLE)
@@ -287,33 +386,28 @@ fn select_kernel(k: &mut Kernel, sm: u32, target: &str) -> Result<Selected, Vec<
             );
             continue;
         };
-        let mut model = desc::CostModel {
-            egraph: &sat.egraph,
-        };
-        let mut alternatives: Vec<(String, u64)> = sat.egraph[sat.roots[i]]
-            .nodes
-            .iter()
-            .filter(|n| desc::is_form(n) || matches!(n, Desc::Seq(_)))
-            .map(|n| {
-                let c = model.cost(n, |c| ex.find_best_cost(c));
-                let text = render(&ex, n);
-                (text, c.cycles.min(INFEASIBLE))
-            })
-            .collect();
-        alternatives.sort_by(|a, b| a.1.cmp(&b.1).then(a.0.cmp(&b.0)));
-        alternatives.dedup();
-        choices.push(Choice {
-            kernel: k.name.clone(),
-            span,
-            desc: descs[i].to_string(),
-            form: expr.to_string(),
-            cost: cost.cycles,
-            alternatives,
-        });
-        plans.insert(site.inst, pieces);
+        slots[i] = Some(choice(i, &descs[i], span));
+        plans.insert(
+            site.inst,
+            Plan::Pieces {
+                first: site.inst,
+                pieces,
+            },
+        );
     }
     if !errors.is_empty() {
         return Err(errors);
+    }
+    let choices: Vec<Choice> = slots.into_iter().flatten().collect();
+    // The members' awaits now wait for the coalesced copy.
+    for (from, to) in retarget {
+        for &(_, u) in uses.get(&from).map(Vec::as_slice).unwrap_or(&[]) {
+            for a in &mut k.insts[u].args {
+                if a.value() == Some(from) {
+                    a.operand = Operand::Value(to);
+                }
+            }
+        }
     }
     let red: HashMap<Inst, (Qual, Qual)> = sites
         .iter()
@@ -327,10 +421,197 @@ fn select_kernel(k: &mut Kernel, sm: u32, target: &str) -> Result<Selected, Vec<
     Ok((choices, vec![run]))
 }
 
+/// What replaces one copy.
+enum Plan {
+    /// The pieces of the copy `first` (this copy, or the first of a
+    /// coalesced run ending here).
+    Pieces { first: Inst, pieces: Vec<Piece> },
+    /// A member of a coalesced run, written at the run's last copy.
+    Drop,
+}
+
+/// A run of copies considered together for coalescing (site indices, in
+/// program order).
+struct Unit {
+    members: Vec<usize>,
+    /// Every thread copies its share of one contiguous tile.
+    tile: bool,
+}
+
+/// `(seq A (seq B ...))` of the members, wrapped in `(cta ...)` for a tile.
+fn unit_desc(u: &Unit, descs: &[RecExpr<Desc>]) -> RecExpr<Desc> {
+    let mut text = descs[*u.members.last().unwrap_or(&0)].to_string();
+    for &m in u.members.iter().rev().skip(1) {
+        text = format!("(seq {} {text})", descs[m]);
+    }
+    if u.tile {
+        text = format!("(cta {text})");
+    }
+    text.parse().unwrap_or_default()
+}
+
+/// Instructions that neither touch memory nor synchronise: copies may be
+/// issued later across them.
+fn pure(k: &Kernel, i: Inst) -> bool {
+    matches!(
+        k.insts[i].op,
+        Op::Const(_)
+            | Op::Binary(_)
+            | Op::Cmp(..)
+            | Op::Select
+            | Op::Cast(..)
+            | Op::PtrAdd
+            | Op::Addr(_)
+            | Op::Sreg(_)
+    )
+}
+
+/// A copy's symbolic destination (base, offset), source (base, offset) and
+/// constant size.
+type CopySyms = (Base, Affine, Base, Affine, i64);
+
+/// Symbolic destination and source of a copy, and its constant size.
+fn copy_syms(k: &Kernel, syms: &Syms, site: &Site) -> Option<CopySyms> {
+    let d = &k.insts[site.inst];
+    let n = k.const_int(*d.args.get(2)?).filter(|n| *n > 0)?;
+    let (Sym::Ptr(bd, od), Sym::Ptr(bs, os)) = (syms.arg(d.args[0]), syms.arg(d.args[1])) else {
+        return None;
+    };
+    let dir_ok = matches!(
+        (&bd, &bs),
+        (Base::Shared(_), Base::Global(_)) | (Base::Global(_), Base::Shared(_))
+    );
+    dir_ok.then_some((bd, od, bs, os, n))
+}
+
+/// Finds the runs of copies that may coalesce and the CTA tiles.
+fn find_units(k: &Kernel, sites: &[Site], syms: &Syms, uses: &Uses, solo: &[bool]) -> Vec<Unit> {
+    let index: HashMap<Inst, usize> = sites.iter().enumerate().map(|(i, s)| (s.inst, i)).collect();
+    let info: Vec<_> = sites
+        .iter()
+        .map(|s| {
+            if s.red.is_some() {
+                None
+            } else {
+                copy_syms(k, syms, s)
+            }
+        })
+        .collect();
+    let mut units = Vec::new();
+    let mut regions: Vec<Region> = Vec::new();
+    for (r, i) in edit::all_insts(k) {
+        if index.contains_key(&i) && !regions.contains(&r) {
+            regions.push(r);
+        }
+    }
+    for r in regions {
+        let list = &k.regions[r].insts;
+        let mut runs: Vec<Vec<usize>> = Vec::new();
+        let mut run: Vec<usize> = Vec::new();
+        for &i in list {
+            match index.get(&i) {
+                Some(&s) if info[s].is_some() => {
+                    let adjacent = run.last().is_some_and(|&p| {
+                        let (Some(a), Some(b)) = (&info[p], &info[s]) else {
+                            return false;
+                        };
+                        let next = |o: &Affine| o.add(&Affine::constant(a.4));
+                        solo[p] == solo[s]
+                            && a.0 == b.0
+                            && a.2 == b.2
+                            && next(&a.1) == b.1
+                            && next(&a.3) == b.3
+                    });
+                    if !adjacent {
+                        runs.push(std::mem::take(&mut run));
+                    }
+                    run.push(s);
+                }
+                Some(_) => runs.push(std::mem::take(&mut run)),
+                None if pure(k, i) => {}
+                None => runs.push(std::mem::take(&mut run)),
+            }
+        }
+        runs.push(run);
+        for run in runs.into_iter().filter(|r| !r.is_empty()) {
+            if !awaited_together(k, sites, uses, r, &run) {
+                continue;
+            }
+            let tile = r == k.body && !solo[run[0]] && is_tile(syms, &info, &run);
+            if run.len() >= 2 || tile {
+                units.push(Unit { members: run, tile });
+            }
+        }
+    }
+    units
+}
+
+/// Every use of each member's token is an `await` in `r` after the run, and
+/// the first await of each lies in one block of consecutive `await`s (one
+/// completion point: merging cannot make a copy complete earlier or later
+/// than some code between them expects).
+fn awaited_together(k: &Kernel, sites: &[Site], uses: &Uses, r: Region, run: &[usize]) -> bool {
+    let list = &k.regions[r].insts;
+    let pos = |i: Inst| list.iter().position(|&x| x == i);
+    let Some(last) = run.last().and_then(|&s| pos(sites[s].inst)) else {
+        return false;
+    };
+    let mut firsts = Vec::new();
+    for &m in run {
+        let us = uses.get(&sites[m].token).map(Vec::as_slice).unwrap_or(&[]);
+        let mut first = usize::MAX;
+        for &(ur, u) in us {
+            let p = pos(u);
+            if ur != r || edit::family(k, u) != Some(Family::Await) || p.is_none_or(|p| p <= last) {
+                return false;
+            }
+            first = first.min(p.unwrap_or(usize::MAX));
+        }
+        if first == usize::MAX {
+            return false;
+        }
+        firsts.push(first);
+    }
+    let (lo, hi) = (
+        firsts.iter().copied().min().unwrap_or(0),
+        firsts.iter().copied().max().unwrap_or(0),
+    );
+    list[lo..=hi]
+        .iter()
+        .all(|&i| edit::family(k, i) == Some(Family::Await))
+}
+
+/// A global -> shared run whose thread `t` copies `S` bytes at
+/// `base + t * S` in destination and source, `base` the same for every
+/// thread and `S` (the run's size) a multiple of 16.
+fn is_tile(syms: &Syms, info: &[Option<CopySyms>], run: &[usize]) -> bool {
+    let Some(Some((bd, od, bs, os, _))) = run.first().map(|&s| &info[s]) else {
+        return false;
+    };
+    let size: i64 = run
+        .iter()
+        .map(|&s| info[s].as_ref().map_or(0, |i| i.4))
+        .sum();
+    if size <= 0 || size % 16 != 0 {
+        return false;
+    }
+    let varies = |a: &Atom| match a {
+        Atom::Tid(_) | Atom::OtherTid(_) | Atom::Iv(_) | Atom::Exist(_) => true,
+        Atom::Opaque(v) => syms.thread_dependent[cpflow_ir::ir::EntityId::index(*v)],
+        _ => false,
+    };
+    let share = |o: &Affine| {
+        let mut rest = o.clone();
+        let kt = rest.terms.remove(&Atom::Tid(0));
+        kt == Some(size) && !rest.mentions(&varies)
+    };
+    matches!((bd, bs), (Base::Shared(_), Base::Global(_))) && share(od) && share(os)
+}
+
 fn rewrite_region(
     ed: &mut Editor,
     r: Region,
-    plans: &HashMap<Inst, Vec<Piece>>,
+    plans: &HashMap<Inst, Plan>,
     red: &HashMap<Inst, (Qual, Qual)>,
     bars: &mut usize,
 ) {
@@ -342,7 +623,15 @@ fn rewrite_region(
             rewrite_region(ed, sub, plans, red, bars);
         }
         match plans.get(&inst) {
-            Some(pieces) => new.extend(expand(ed, inst, pieces, red.get(&inst).copied(), bars)),
+            Some(Plan::Pieces { first, pieces }) => match pieces.as_slice() {
+                [Piece {
+                    mech: Mech::BulkCta,
+                    size: Some(share),
+                    ..
+                }] => new.extend(expand_tile(ed, *first, *share, bars)),
+                _ => new.extend(expand(ed, *first, pieces, red.get(first).copied(), bars)),
+            },
+            Some(Plan::Drop) => {}
             None => new.push(inst),
         }
     }
@@ -372,19 +661,7 @@ fn expand(
         }
     });
     if kinds & KIND_MBAR != 0 {
-        let name = loop {
-            let n = format!("__cpflow_bar{bars}");
-            *bars += 1;
-            if !ed.k.shared.iter().any(|(_, s)| s.name == n) {
-                break n;
-            }
-        };
-        let id = ed.k.shared.push(SharedAlloc {
-            name,
-            kind: SharedKind::Mbarriers(1),
-            align: 8,
-            span: d.span,
-        });
+        let id = fresh_barrier(ed, bars);
         let (i, bar) = ed.inst1(
             Op::Addr(id),
             vec![],
@@ -494,6 +771,8 @@ fn expand(
                 out.push(i);
                 tokens.push(t);
             }
+            // Written by `expand_tile` (a tile is always one piece).
+            Mech::BulkCta => {}
             Mech::Sync(w) => {
                 let dj = addr(ed, &mut out, dst, p.offset, "d");
                 let sj = addr(ed, &mut out, src, p.offset, "s");
@@ -516,6 +795,111 @@ fn expand(
         ed.redefine(token, i, ty);
         out.push(i);
     }
+    out
+}
+
+/// A fresh one-mbarrier shared allocation.
+fn fresh_barrier(ed: &mut Editor, bars: &mut usize) -> cpflow_ir::ir::SharedId {
+    let name = loop {
+        let n = format!("__cpflow_bar{bars}");
+        *bars += 1;
+        if !ed.k.shared.iter().any(|(_, s)| s.name == n) {
+            break n;
+        }
+    };
+    ed.k.shared.push(SharedAlloc {
+        name,
+        kind: SharedKind::Mbarriers(1),
+        align: 8,
+        span: ed.span,
+    })
+}
+
+/// An `if` on `cond` with `then` as its body and an empty `else`.
+fn if_then(ed: &mut Editor, cond: Value, then: Vec<Inst>) -> Inst {
+    let (t, _) = ed.region(&[]);
+    let (e, _) = ed.region(&[]);
+    ed.k.regions[t].insts = then;
+    let (i, _) = ed.inst(Op::If, vec![val(cond)], &[]);
+    ed.k.insts[i].regions = vec![t, e];
+    i
+}
+
+/// One CTA tile (every thread's `share` bytes at `base + tid.x * share`)
+/// as one bulk copy by thread 0: thread 0 initialises a fresh mbarrier and
+/// fences the init into the async proxy; `barrier.cta` publishes it (and
+/// orders every thread's earlier accesses of the tile before the copy);
+/// thread 0 arms the phase with `ntid.x * share` bytes and issues the copy
+/// from its own addresses (`base`); the copy's token becomes the phase,
+/// which every thread's `await` waits for.
+fn expand_tile(ed: &mut Editor, first: Inst, share: i64, bars: &mut usize) -> Vec<Inst> {
+    let d = ed.k.insts[first].clone();
+    ed.span = d.span;
+    let (dst, src) = (d.args[0], d.args[1]);
+    let token = d.results[0];
+    let base = ed.k.values[token].name.clone();
+    let mut out = Vec::new();
+    let id = fresh_barrier(ed, bars);
+    let (i, tid) = ed.inst1(
+        Op::Sreg(SpecialReg::TidX),
+        vec![],
+        Type::I32,
+        &format!("{base}_tid"),
+    );
+    out.push(i);
+    let (i, leader) = ed.inst1(
+        Op::Cmp(CmpPred::Eq, Scalar::I32),
+        vec![val(tid), imm(0)],
+        Type::I1,
+        &format!("{base}_leader"),
+    );
+    out.push(i);
+    let (i, bar) = ed.inst1(
+        Op::Addr(id),
+        vec![],
+        Type::Mbarrier(Space::Shared),
+        &format!("{base}_bar"),
+    );
+    out.push(i);
+    let (init, _) = ed.inst(ptx(Family::MbarrierInit, &[]), vec![val(bar), imm(1)], &[]);
+    let (fence, _) = ed.inst(
+        ptx(Family::FenceProxyAsync, &[Qual::SharedCta]),
+        vec![],
+        &[],
+    );
+    out.push(if_then(ed, leader, vec![init, fence]));
+    let (i, _) = ed.inst(ptx(Family::BarrierCta, &[]), vec![], &[]);
+    out.push(i);
+    let (i, _) = ed.inst(ptx(Family::MbarrierPhase, &[]), vec![val(bar), imm(0)], &[]);
+    ed.redefine(token, i, Type::Phase(Space::Shared));
+    out.push(i);
+    let (i, ntid) = ed.inst1(
+        Op::Sreg(SpecialReg::NtidX),
+        vec![],
+        Type::I32,
+        &format!("{base}_ntid"),
+    );
+    out.push(i);
+    let (i, bytes) = ed.inst1(
+        Op::Binary(cpflow_ir::ir::BinaryOp::Mul),
+        vec![val(ntid), imm(share)],
+        Type::I32,
+        &format!("{base}_bytes"),
+    );
+    out.push(i);
+    let (arm, _) = ed.inst(
+        ptx(Family::MbarrierArriveExpectTx, &[]),
+        vec![val(token), val(bytes)],
+        &[],
+    );
+    let quals = [Qual::SharedCta, Qual::Global, Qual::MbarrierCompleteTx];
+    let (copy, _) = ed.inst1(
+        ptx(Family::CpAsyncBulk, &quals),
+        vec![dst, src, val(bytes), val(token)],
+        Type::Token,
+        &format!("{base}_p"),
+    );
+    out.push(if_then(ed, leader, vec![arm, copy]));
     out
 }
 

@@ -8,8 +8,10 @@
 //!   completion: the bytes are written, not only read);
 //! * `await %ph` (a `phase` of a barrier [`super::select`] made for one
 //!   copy) -> `mbarrier.wait %ph` then `mbarrier.inval` of the barrier, so
-//!   the next execution of the copy can initialise it again; a second
-//!   `await` of the same phase is dropped (the phase is complete).
+//!   the next execution of the copy can initialise it again (only where the
+//!   barrier is initialised in the wait's own region: a CTA tile's barrier,
+//!   waited on by every thread, is never invalidated); a second `await` of
+//!   the same phase is dropped (the phase is complete).
 //!
 //! Waits name their group values, so the lowering derives each `N` from
 //! the def-use chain (bulk and non-bulk groups are counted separately).
@@ -75,7 +77,18 @@ fn region(ed: &mut Editor, r: Region, done: &mut HashSet<cpflow_ir::ir::Value>) 
                 ed.k.def_inst(h)
                     .filter(|&d| edit::family(ed.k, d) == Some(Family::MbarrierPhase))
                     .and_then(|d| ed.k.insts[d].args.first().copied());
-            if let Some(bar) = bar {
+            // A barrier initialised in this region belongs to this thread's
+            // copy (one thread issues, inits and waits): invalidate it. A CTA
+            // tile's barrier is initialised by thread 0 under an `if` and
+            // waited on by every thread: no thread may invalidate it while
+            // others may still be waiting, and it is used once.
+            let own = bar.and_then(|b| b.value()).is_some_and(|b| {
+                ed.k.regions[r].insts.iter().any(|&i| {
+                    edit::family(ed.k, i) == Some(Family::MbarrierInit)
+                        && ed.k.insts[i].args.first().and_then(|a| a.value()) == Some(b)
+                })
+            });
+            if let Some(bar) = bar.filter(|_| own) {
                 ed.span = ed.k.insts[inst].span;
                 let (i, _) = ed.inst(ptx(Family::MbarrierInval, &[]), vec![bar], &[]);
                 new.push(i);
