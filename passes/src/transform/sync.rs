@@ -13,6 +13,22 @@
 //!   waited on by every thread, is never invalidated); a second `await` of
 //!   the same phase is dropped (the phase is complete).
 //!
+//! After a wait on copies into shared memory, `barrier.cta` is inserted
+//! when another thread may read the copied bytes before the next CTA
+//! barrier (the issue's "plus the CTA barrier when other threads consume
+//! the data"): a wait only makes the bytes visible to the waiting thread.
+//! The scan follows program order from the wait (out of `if`s, around
+//! loops) to the first `barrier.cta`; a shared `ld` or a bulk copy reading
+//! shared memory in between is the waiting thread's own only when
+//! [`crate::affine::disjoint`] proves it misses every other thread's copied
+//! bytes (for a one-thread copy, reads inside its guard are the issuer's
+//! own); anything unproven counts as another thread's read. The barrier
+//! goes after the block of waits, or after the outermost thread-dependent
+//! `if` around it (a barrier must be reached by every thread); under a loop
+//! with thread-dependent bounds none is inserted. A CTA tile's phase is
+//! waited on by every thread, which makes the bytes visible to each: no
+//! barrier.
+//!
 //! Waits name their group values, so the lowering derives each `N` from
 //! the def-use chain (bulk and non-bulk groups are counted separately).
 //! `await` on a still-abstract token (no `select` yet) is left alone.
@@ -21,13 +37,15 @@
 //! awaited here come from [`super::select`] (`mbarrier.phase %bar, 0` of a
 //! barrier used by one thread).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
-use cpflow_ir::ir::{Inst, Kernel, Module, Region};
-use cpflow_ir::spec::Family;
-use cpflow_ir::types::Type;
+use cpflow_ir::ir::{Inst, Kernel, Module, Op, Region, Value};
+use cpflow_ir::spec::{Family, Qual, Role};
+use cpflow_ir::types::{Space, Type};
 
 use super::edit::{self, ptx, Editor};
+use crate::affine::disjoint;
+use crate::values::{Base, Sym, Syms};
 
 /// Rewrites every `await` on a handle; returns how many waits it wrote.
 pub fn sync(module: &mut Module) -> usize {
@@ -38,16 +56,23 @@ fn sync_kernel(k: &mut Kernel) -> usize {
     let body = k.body;
     let mut ed = Editor::new(k);
     let mut done = HashSet::new();
-    region(&mut ed, body, &mut done)
+    let mut written = Vec::new();
+    let count = region(&mut ed, body, &mut done, &mut written);
+    count + barriers(k, &written)
 }
 
-fn region(ed: &mut Editor, r: Region, done: &mut HashSet<cpflow_ir::ir::Value>) -> usize {
+fn region(
+    ed: &mut Editor,
+    r: Region,
+    done: &mut HashSet<Value>,
+    written: &mut Vec<(Region, Inst, Value)>,
+) -> usize {
     let mut count = 0;
     let old = ed.k.regions[r].insts.clone();
     let mut new: Vec<Inst> = Vec::with_capacity(old.len());
     for inst in old {
         for sub in ed.k.insts[inst].regions.clone() {
-            count += region(ed, sub, done);
+            count += region(ed, sub, done, written);
         }
         let target = (edit::family(ed.k, inst) == Some(Family::Await))
             .then(|| ed.k.insts[inst].args.first().and_then(|a| a.value()))
@@ -71,6 +96,7 @@ fn region(ed: &mut Editor, r: Region, done: &mut HashSet<cpflow_ir::ir::Value>) 
         ed.k.insts[inst].op = ptx(family, &[]);
         ed.k.insts[inst].qual_spans.clear();
         new.push(inst);
+        written.push((r, inst, h));
         count += 1;
         if family == Family::MbarrierWait {
             let bar =
@@ -96,5 +122,271 @@ fn region(ed: &mut Editor, r: Region, done: &mut HashSet<cpflow_ir::ir::Value>) 
         }
     }
     ed.k.regions[r].insts = new;
+    count
+}
+
+/// The shared bytes a handle's copies write: (destination, size) per copy,
+/// `None` when not known (a loop-carried or joined group, a non-constant
+/// size); whether one thread issued them (a barrier initialised in the
+/// wait's region); `Some(vec![])` when nothing needs publishing (bulk
+/// groups write global memory; a CTA tile's phase is waited on by all).
+fn copied(k: &Kernel, syms: &Syms, r: Region, h: Value) -> (Option<Vec<(Sym, i64)>>, bool) {
+    let size = |i: Inst| k.insts[i].args.get(2).and_then(|a| k.const_int(*a));
+    match k.ty(h) {
+        Type::Group => {
+            let Some(commit) = k
+                .def_inst(h)
+                .filter(|&c| edit::family(k, c) == Some(Family::CpAsyncCommitGroup))
+            else {
+                return (None, false);
+            };
+            let mut out = Vec::new();
+            for a in &k.insts[commit].args {
+                let Some(copy) = a.value().and_then(|t| k.def_inst(t)) else {
+                    return (None, false);
+                };
+                match size(copy) {
+                    Some(n) => out.push((syms.arg(k.insts[copy].args[0]), n)),
+                    None => return (None, false),
+                }
+            }
+            (Some(out), false)
+        }
+        Type::Phase(_) => {
+            let bar = k
+                .def_inst(h)
+                .and_then(|d| k.insts[d].args.first().and_then(|a| a.value()));
+            let own = bar.is_some_and(|b| {
+                k.regions[r].insts.iter().any(|&i| {
+                    edit::family(k, i) == Some(Family::MbarrierInit)
+                        && k.insts[i].args.first().and_then(|a| a.value()) == Some(b)
+                })
+            });
+            if !own {
+                return (Some(Vec::new()), false);
+            }
+            let mut out = Vec::new();
+            for (_, i) in edit::all_insts(k) {
+                let d = &k.insts[i];
+                if edit::family(k, i) == Some(Family::CpAsyncBulk)
+                    && d.args.last().and_then(|a| a.value()) == Some(h)
+                {
+                    match size(i) {
+                        Some(n) => out.push((syms.arg(d.args[0]), n)),
+                        None => return (None, true),
+                    }
+                }
+            }
+            (Some(out), true)
+        }
+        _ => (Some(Vec::new()), false),
+    }
+}
+
+/// The shared bytes an instruction (not what is nested in it) reads.
+fn shared_read(k: &Kernel, syms: &Syms, i: Inst) -> Option<(Sym, i64)> {
+    let d = &k.insts[i];
+    match &d.op {
+        Op::Load(s) => {
+            let a = *d.args.first()?;
+            matches!(k.arg_ty(a), Some(Type::Ptr(Space::Shared | Space::Cluster)))
+                .then(|| (syms.arg(a), i64::from(s.bits().max(8) / 8)))
+        }
+        Op::Ptx(p)
+            if matches!(p.family, Family::CpAsyncBulk | Family::CpReduceAsyncBulk)
+                && p.qual(Role::Src) == Some(Qual::SharedCta) =>
+        {
+            let n = d
+                .args
+                .get(2)
+                .and_then(|a| k.const_int(*a))
+                .unwrap_or(i64::MAX / 4);
+            Some((syms.arg(d.args[1]), n))
+        }
+        _ => None,
+    }
+}
+
+/// Whether a read may see bytes another thread's copy wrote.
+fn foreign(syms: &Syms, read: &(Sym, i64), copies: Option<&[(Sym, i64)]>) -> bool {
+    let Some(copies) = copies else {
+        return true;
+    };
+    let Sym::Ptr(rb, ra) = &read.0 else {
+        return true;
+    };
+    copies.iter().any(|(dst, n)| match dst {
+        Sym::Ptr(db, da) if db == rb && matches!(db, Base::Shared(_)) => {
+            !disjoint(ra, read.1, &da.other_thread(), *n, true, &syms.bounds)
+        }
+        Sym::Ptr(Base::Shared(_), _) if matches!(rb, Base::Shared(_)) => false,
+        _ => true,
+    })
+}
+
+struct Tree {
+    /// The instruction owning each nested region, and that instruction's region.
+    parent: HashMap<Region, (Inst, Region)>,
+}
+
+impl Tree {
+    fn new(k: &Kernel) -> Tree {
+        let mut parent = HashMap::new();
+        for (r, i) in edit::all_insts(k) {
+            for &sub in &k.insts[i].regions {
+                parent.insert(sub, (i, r));
+            }
+        }
+        Tree { parent }
+    }
+}
+
+/// `i` and everything nested in it, in program order.
+fn walk_one(k: &Kernel, i: Inst, f: &mut impl FnMut(Inst)) {
+    f(i);
+    for &r in &k.insts[i].regions {
+        k.walk(r, f);
+    }
+}
+
+/// Whether a construct's behaviour differs between threads.
+fn divergent(k: &Kernel, syms: &Syms, i: Inst) -> bool {
+    let d = &k.insts[i];
+    let td = |n: usize| {
+        d.args
+            .get(n)
+            .and_then(|a| a.value())
+            .is_some_and(|v| syms.thread_dependent[cpflow_ir::ir::EntityId::index(v)])
+    };
+    match d.op {
+        Op::If => td(0),
+        Op::For => td(0) || td(1) || td(2),
+        _ => false,
+    }
+}
+
+/// Whether some read from position `from` of `r` on (following program
+/// order out of regions and around loops) up to the next CTA barrier may
+/// see another thread's copied bytes.
+fn read_by_others(
+    k: &Kernel,
+    syms: &Syms,
+    tree: &Tree,
+    mut r: Region,
+    mut from: usize,
+    copies: Option<&[(Sym, i64)]>,
+    solo: bool,
+) -> bool {
+    // A one-thread copy's reads are the issuer's own until the scan leaves
+    // the issuer's guard.
+    let mut own_only = solo;
+    loop {
+        let list = &k.regions[r].insts;
+        for &i in &list[from.min(list.len())..] {
+            if edit::family(k, i) == Some(Family::BarrierCta) {
+                return false;
+            }
+            let mut hit = false;
+            walk_one(k, i, &mut |j| {
+                hit |= !own_only
+                    && shared_read(k, syms, j).is_some_and(|rd| foreign(syms, &rd, copies));
+            });
+            if hit {
+                return true;
+            }
+        }
+        let Some(&(p, pr)) = tree.parent.get(&r) else {
+            return false;
+        };
+        if divergent(k, syms, p) {
+            own_only = false;
+        }
+        if k.insts[p].op == Op::For {
+            // The next iteration, from the top of the body.
+            let mut hit = false;
+            for &i in &k.regions[r].insts {
+                if edit::family(k, i) == Some(Family::BarrierCta) {
+                    break;
+                }
+                walk_one(k, i, &mut |j| {
+                    hit |= shared_read(k, syms, j).is_some_and(|rd| foreign(syms, &rd, copies));
+                });
+            }
+            if hit {
+                return true;
+            }
+        }
+        from = k.regions[pr]
+            .insts
+            .iter()
+            .position(|&x| x == p)
+            .map_or(usize::MAX, |x| x + 1);
+        r = pr;
+    }
+}
+
+/// Inserts `barrier.cta` after waits whose bytes other threads may read;
+/// returns how many.
+fn barriers(k: &mut Kernel, written: &[(Region, Inst, Value)]) -> usize {
+    if written.is_empty() {
+        return 0;
+    }
+    let syms = Syms::compute(k);
+    let tree = Tree::new(k);
+    // (region, instruction to put the barrier after)
+    let mut after: Vec<(Region, Inst)> = Vec::new();
+    for &(r, w, h) in written {
+        let (copies, solo) = copied(k, &syms, r, h);
+        if copies.as_ref().is_some_and(|c| c.is_empty()) {
+            continue;
+        }
+        let list = &k.regions[r].insts;
+        let Some(mut at) = list.iter().position(|&x| x == w) else {
+            continue;
+        };
+        // After the block of waits the wait belongs to.
+        while list.get(at + 1).is_some_and(|&x| {
+            matches!(
+                edit::family(k, x),
+                Some(
+                    Family::CpAsyncWaitGroup
+                        | Family::CpAsyncBulkWaitGroup
+                        | Family::MbarrierWait
+                        | Family::MbarrierInval
+                )
+            )
+        }) {
+            at += 1;
+        }
+        if !read_by_others(k, &syms, &tree, r, at + 1, copies.as_deref(), solo) {
+            continue;
+        }
+        // The outermost divergent construct around the wait.
+        let mut spot = (r, list[at]);
+        let mut cur = r;
+        let mut ok = true;
+        while let Some(&(p, pr)) = tree.parent.get(&cur) {
+            if divergent(k, &syms, p) {
+                if k.insts[p].op == Op::For {
+                    ok = false;
+                }
+                spot = (pr, p);
+            }
+            cur = pr;
+        }
+        if ok && !after.contains(&spot) {
+            after.push(spot);
+        }
+    }
+    let count = after.len();
+    let mut ed = Editor::new(k);
+    for (r, x) in after {
+        let Some(pos) = ed.k.regions[r].insts.iter().position(|&i| i == x) else {
+            continue;
+        };
+        ed.span = ed.k.insts[x].span;
+        let (b, _) = ed.inst(ptx(Family::BarrierCta, &[]), vec![], &[]);
+        ed.k.regions[r].insts.insert(pos + 1, b);
+    }
     count
 }
