@@ -8,6 +8,11 @@
 //! * no `wait_group` on a group an earlier wait on the same path already
 //!   completed (the same value waited before, in the same region or an
 //!   enclosing one);
+//! * no `wait_group` on a group directly followed (only pure instructions
+//!   and other waits between, so nothing uses the bytes) by a wait of the
+//!   same kind on a newer group committed later in the same region: waiting
+//!   for the newer one completes every older group of that thread
+//!   (`cp.async.bulk.wait_group.read` only replaces a `.read` wait);
 //! * no `fence.proxy.async` directly after an identical fence.
 //!
 //! Assumes the module verifies clean. Waiting on an empty group also waits
@@ -17,7 +22,7 @@
 use std::collections::{HashMap, HashSet};
 
 use cpflow_ir::ir::{Inst, Kernel, Module, Op, Operand, Region, Value};
-use cpflow_ir::spec::Family;
+use cpflow_ir::spec::{Family, Qual};
 
 use super::edit;
 
@@ -61,6 +66,7 @@ fn cleanup_kernel(k: &mut Kernel) -> usize {
     }
     let body = k.body;
     redundant(k, body, &mut HashSet::new(), &mut drop);
+    superseded(k, &mut drop);
     let count = drop.len();
     if count > 0 {
         let regions: Vec<Region> = k.regions.keys().collect();
@@ -69,6 +75,74 @@ fn cleanup_kernel(k: &mut Kernel) -> usize {
         }
     }
     count
+}
+
+/// Marks waits that a later wait on a newer group of the same kind
+/// subsumes, with nothing but pure instructions and waits between.
+fn superseded(k: &Kernel, drop: &mut HashSet<Inst>) {
+    let mut at: HashMap<Inst, (Region, usize)> = HashMap::new();
+    for r in k.regions.keys() {
+        for (p, &i) in k.regions[r].insts.iter().enumerate() {
+            at.insert(i, (r, p));
+        }
+    }
+    let pos = |g: Value| k.def_inst(g).and_then(|c| at.get(&c).copied());
+    for r in k.regions.keys() {
+        let list = &k.regions[r].insts;
+        for (n, &w) in list.iter().enumerate() {
+            if drop.contains(&w) || !is_wait(k, w) {
+                continue;
+            }
+            let Some(g) = k.insts[w].args.first().and_then(|a| a.value()) else {
+                continue;
+            };
+            let op = &k.insts[w].op;
+            for &later in &list[n + 1..] {
+                if drop.contains(&later) {
+                    continue;
+                }
+                if is_wait(k, later) {
+                    let newer = k.insts[later].args.first().and_then(|a| a.value());
+                    let read_ok = match (op, &k.insts[later].op) {
+                        (Op::Ptx(a), Op::Ptx(b)) => {
+                            a.family == b.family && (a.has(Qual::Read) || !b.has(Qual::Read))
+                        }
+                        _ => false,
+                    };
+                    let is_newer = newer.is_some_and(|h| {
+                        h != g
+                            && match (pos(g), pos(h)) {
+                                (Some((ra, pa)), Some((rb, pb))) => ra == rb && pa < pb,
+                                _ => false,
+                            }
+                    });
+                    if read_ok && is_newer {
+                        drop.insert(w);
+                        break;
+                    }
+                    continue;
+                }
+                if !pure(k, later) {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// Instructions that neither touch memory nor synchronise.
+fn pure(k: &Kernel, i: Inst) -> bool {
+    matches!(
+        k.insts[i].op,
+        Op::Const(_)
+            | Op::Binary(_)
+            | Op::Cmp(..)
+            | Op::Select
+            | Op::Cast(..)
+            | Op::PtrAdd
+            | Op::Addr(_)
+            | Op::Sreg(_)
+    )
 }
 
 /// Marks waits on already-waited groups and repeated fences.
