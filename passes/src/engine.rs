@@ -35,6 +35,33 @@ pub struct Engine<'a> {
     wait_n: BTreeMap<Inst, u32>,
     /// Barrier allocations some wait observes.
     waited_bars: BTreeSet<SharedId>,
+    /// The conditions of the `if`s around each instruction.
+    inst_conds: BTreeMap<Inst, Vec<(Value, bool)>>,
+}
+
+fn collect_conds(
+    k: &Kernel,
+    r: Region,
+    conds: &mut Vec<(Value, bool)>,
+    out: &mut BTreeMap<Inst, Vec<(Value, bool)>>,
+) {
+    for &i in &k.regions[r].insts {
+        out.insert(i, conds.clone());
+        let data = &k.insts[i];
+        let cond = match data.op {
+            Op::If => data.args.first().and_then(|a| a.value()),
+            _ => None,
+        };
+        for (b, &sub) in data.regions.iter().enumerate() {
+            if let Some(c) = cond {
+                conds.push((c, b == 0));
+            }
+            collect_conds(k, sub, conds, out);
+            if cond.is_some() {
+                conds.pop();
+            }
+        }
+    }
 }
 
 fn norm_base(b: &Base) -> Base {
@@ -92,9 +119,12 @@ impl<'a> Engine<'a> {
                 }
             }
         });
+        let mut inst_conds = BTreeMap::new();
+        collect_conds(k, k.body, &mut Vec::new(), &mut inst_conds);
         Engine {
             k,
             syms,
+            inst_conds,
             conds: Vec::new(),
             loops: Vec::new(),
             report: false,
@@ -339,7 +369,9 @@ impl<'a> Engine<'a> {
                     issuer: Issuer::Done,
                     published: false,
                     seen: false,
-                    conds: self.conds.clone(),
+                    // The reader: the copy may overwrite its bytes unless
+                    // the one thread that read them issues the copy.
+                    conds: self.inst_conds.get(&rd).cloned().unwrap_or_default(),
                     guard: None,
                     left_by: None,
                     done_by: None,
@@ -457,9 +489,11 @@ impl<'a> Engine<'a> {
         else {
             return false;
         };
-        let ok = |pb: &Sym, pi: &Affine| -> bool {
-            *wb == *pb && wi.sub(pi).as_const().is_some_and(|d| d >= 0)
-        };
+        // Only the phase itself: a wait on a later phase than the one
+        // current when it starts passes at once (its parity names the
+        // phase before the current one, U0203), so observing phase w says
+        // nothing about an earlier phase p unless w == p.
+        let ok = |pb: &Sym, pi: &Affine| -> bool { *wb == *pb && wi.sub(pi).as_const() == Some(0) };
         if ok(pb, pi) {
             return true;
         }

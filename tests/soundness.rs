@@ -1,0 +1,699 @@
+//! Soundness of the static checker against the reference interpreter.
+//!
+//! A seeded generator writes small random kernels in the shapes of
+//! `shared/PATTERNS.md` (cp.async groups with literal or group-valued waits,
+//! cp.async rings, elected bulk loads on mbarrier phases, bulk stores with
+//! proxy fences and `.read` waits, a single-thread bulk ring) and mutates
+//! some of them (drop a wait, weaken N, drop a barrier or fence, flip a
+//! phase index, change the expect_tx bytes, read another thread's bytes).
+//! Each program must verify clean (those that do not are skipped and
+//! counted). It runs under the interpreter's standard schedules plus a few
+//! random seeds (and exhaustively, with a run limit, when tiny); whenever
+//! the interpreter reports undefined behaviour (an error-severity finding),
+//! `cpflow::check` must report at least one error.
+//!
+//! The default run covers `0..SEEDS`; `CPFLOW_SOUNDNESS_SEEDS=N` runs `0..N`
+//! (`cargo test --release --test soundness -- --nocapture` prints the counts).
+
+use std::fmt::Write;
+
+use cpflow::interp::{self, runline, Schedule};
+
+const SEEDS: u64 = 300;
+
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x2545_F491_4F6C_DD1D | 1)
+    }
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    /// Uniform in `lo..=hi`.
+    fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next() % (hi - lo + 1)
+    }
+    fn chance(&mut self, num: u64, den: u64) -> bool {
+        self.next() % den < num
+    }
+    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
+        xs[(self.next() % xs.len() as u64) as usize]
+    }
+}
+
+/// One generated program: its text (with a `// run:` line) and a note.
+struct Program {
+    text: String,
+    what: String,
+}
+
+fn header(out: &mut String, what: &str, run: &str) {
+    let _ = writeln!(out, "// {what}");
+    let _ = writeln!(out, "// run: {run}");
+    let _ = writeln!(out, "module @m target sm_90a ptx 8.0\n");
+}
+
+/// cp.async: each thread copies K chunks of 16 bytes, in one group or one
+/// group per chunk, waits (literal N or group value), maybe a barrier, and
+/// reads chunk j of its own or another thread's copies.
+fn cpa_straight(r: &mut Rng) -> Program {
+    let t = r.pick(&[2u64, 4, 8, 32, 64]);
+    let k = r.range(1, 3);
+    let per_copy = k > 1 && r.chance(2, 3);
+    let groups = if per_copy { k } else { 1 };
+    let j = r.range(0, k - 1);
+    let gi = if per_copy { j } else { 0 };
+    let other = r.chance(1, 2);
+    let by_value = r.chance(1, 2);
+    let mut n = groups - 1 - gi;
+    let mut mutation = "none";
+    let mut wait = true;
+    let mut barrier = other || r.chance(1, 4);
+    let mut store = false;
+    match r.range(0, 5) {
+        0 => {
+            wait = false;
+            mutation = "drop wait";
+        }
+        1 if n + 1 < groups || !by_value => {
+            n += 1;
+            mutation = "weaken N";
+        }
+        2 if barrier => {
+            barrier = false;
+            mutation = "drop barrier";
+        }
+        3 => {
+            store = true;
+            mutation = "store instead of load";
+        }
+        _ => {}
+    }
+    let what = format!(
+        "cpa_straight t={t} k={k} per_copy={per_copy} j={j} other={other} by_value={by_value} mutation={mutation}"
+    );
+    let mut s = String::new();
+    let total = k * t * 16;
+    header(
+        &mut s,
+        &what,
+        &format!("@k 1x{t} %src={total}b %dst=zero:{}", t * 4),
+    );
+    let _ = writeln!(
+        s,
+        "kernel @k(%src: ptr<global> align 16, %dst: ptr<global> align 16) {{"
+    );
+    let _ = writeln!(s, "  shared @buf: bytes[{total}] align 128");
+    s += "  %tid = sreg tid.x\n  %buf = addr @buf\n  %off = mul %tid, 16 : i32\n";
+    for c in 0..k {
+        let _ = writeln!(s, "  %o{c} = add %off, {} : i32", c * t * 16);
+        let _ = writeln!(s, "  %d{c} = ptr.add %buf, %o{c}");
+        let _ = writeln!(s, "  %o{c}w = zext %o{c} : i32 to i64");
+        let _ = writeln!(s, "  %s{c} = ptr.add %src, %o{c}w");
+        let _ = writeln!(s, "  %t{c} = cp.async.cg.shared.global %d{c}, %s{c}, 16");
+        if per_copy {
+            let _ = writeln!(s, "  %g{c} = cp.async.commit_group %t{c}");
+        }
+    }
+    if !per_copy {
+        let toks: Vec<String> = (0..k).map(|c| format!("%t{c}")).collect();
+        let _ = writeln!(s, "  %g0 = cp.async.commit_group {}", toks.join(", "));
+    }
+    if wait {
+        if by_value {
+            // N + 1 weakens to the group before (or drops the wait).
+            let target = groups as i64 - 1 - n as i64;
+            if target >= 0 {
+                let _ = writeln!(s, "  cp.async.wait_group %g{target}");
+            }
+        } else {
+            let _ = writeln!(s, "  cp.async.wait_group {n}");
+        }
+    }
+    if barrier {
+        s += "  barrier.cta\n";
+    }
+    if other {
+        let _ = writeln!(
+            s,
+            "  %nt = add %tid, 1 : i32\n  %nt2 = rem.u %nt, {t} : i32"
+        );
+        let _ = writeln!(
+            s,
+            "  %no = mul %nt2, 16 : i32\n  %ro = add %no, {} : i32",
+            j * t * 16
+        );
+    } else {
+        let _ = writeln!(s, "  %ro = add %off, {} : i32", j * t * 16);
+    }
+    s += "  %rp = ptr.add %buf, %ro\n";
+    if store {
+        s += "  st %rp, %tid : i32\n";
+    } else {
+        s += "  %x = ld %rp : i32\n  %q = mul %tid, 4 : i32\n  %qp = ptr.add %dst, %q\n  st %qp, %x : i32\n";
+    }
+    s += "  cp.async.wait_all\n}\n";
+    Program { text: s, what }
+}
+
+/// A cp.async ring (PATTERNS.md §1): S slots, prologue of S-1 tiles, each
+/// iteration issues tile k+S-1, commits, waits for tile k, reads it (own
+/// chunk or a neighbour's), and a barrier before the slot is reused.
+fn cpa_ring(r: &mut Rng) -> Program {
+    let t = r.pick(&[2u64, 4, 8, 32]);
+    let stages = r.range(2, 4);
+    let n = r.range(1, 5);
+    let other = r.chance(1, 2);
+    let by_value = r.chance(1, 2);
+    let mut wait_n = stages - 1;
+    let mut b1 = other || r.chance(1, 3);
+    let mut b2 = other || r.chance(1, 3);
+    let mut wait = true;
+    let mut mutation = "none";
+    match r.range(0, 5) {
+        0 if !by_value => {
+            wait_n = stages;
+            mutation = "weaken N";
+        }
+        1 if b1 => {
+            b1 = false;
+            mutation = "drop barrier after wait";
+        }
+        2 if b2 => {
+            b2 = false;
+            mutation = "drop barrier before reuse";
+        }
+        3 => {
+            wait = false;
+            mutation = "drop wait";
+        }
+        _ => {}
+    }
+    let what = format!(
+        "cpa_ring t={t} stages={stages} n={n} other={other} by_value={by_value} mutation={mutation}"
+    );
+    let tile = t * 16;
+    let mut s = String::new();
+    header(
+        &mut s,
+        &what,
+        &format!("@k 1x{t} %src={}b %dst=zero:{}", (n + stages) * tile, t * 4),
+    );
+    let _ = writeln!(
+        s,
+        "kernel @k(%src: ptr<global> align 16, %dst: ptr<global> align 16) {{"
+    );
+    let _ = writeln!(s, "  shared @ring: bytes[{}] align 128", stages * tile);
+    s += "  %tid = sreg tid.x\n  %ring = addr @ring\n  %off = mul %tid, 16 : i32\n";
+    s += "  %off64 = zext %off : i32 to i64\n  %src_t = ptr.add %src, %off64\n  %dst_t = ptr.add %ring, %off\n";
+    for p in 0..stages - 1 {
+        let _ = writeln!(s, "  %pd{p} = ptr.add %dst_t, {}", p * tile);
+        let _ = writeln!(s, "  %ps{p} = ptr.add %src_t, {}", p * tile);
+        let _ = writeln!(s, "  %pt{p} = cp.async.cg.shared.global %pd{p}, %ps{p}, 16");
+        let _ = writeln!(s, "  %pg{p} = cp.async.commit_group %pt{p}");
+    }
+    s += "  %zero = const 0 : i32\n";
+    let carried: Vec<String> = (0..stages - 1).map(|p| format!("%w{p} = %pg{p}")).collect();
+    let results: Vec<String> = (0..stages - 1).map(|p| format!("%h{p}")).collect();
+    if by_value {
+        let _ = writeln!(
+            s,
+            "  %acc, {} = for %k = 0 to {n} step 1 iter(%sum = %zero, {}) {{",
+            results.join(", "),
+            carried.join(", ")
+        );
+    } else {
+        let _ = writeln!(s, "  %acc = for %k = 0 to {n} step 1 iter(%sum = %zero) {{");
+    }
+    let _ = writeln!(s, "    %k2 = add %k, {} : i32", stages - 1);
+    let _ = writeln!(s, "    %slot = rem.u %k2, {stages} : i32");
+    let _ = writeln!(s, "    %slot_off = mul %slot, {tile} : i32");
+    s += "    %dk = ptr.add %dst_t, %slot_off\n";
+    let _ = writeln!(s, "    %tile_off = mul %k2, {tile} : i32");
+    s += "    %tile_off64 = zext %tile_off : i32 to i64\n    %sk = ptr.add %src_t, %tile_off64\n";
+    s += "    %t = cp.async.cg.shared.global %dk, %sk, 16\n    %g = cp.async.commit_group %t\n";
+    if wait {
+        if by_value {
+            s += "    cp.async.wait_group %w0\n";
+        } else {
+            let _ = writeln!(s, "    cp.async.wait_group {wait_n}");
+        }
+    }
+    if b1 {
+        s += "    barrier.cta\n";
+    }
+    let _ = writeln!(s, "    %cur = rem.u %k, {stages} : i32");
+    let _ = writeln!(s, "    %cur_off = mul %cur, {tile} : i32");
+    if other {
+        let _ = writeln!(
+            s,
+            "    %nt = add %tid, 1 : i32\n    %nt2 = rem.u %nt, {t} : i32"
+        );
+        s += "    %no = mul %nt2, 16 : i32\n    %ro = add %no, %cur_off : i32\n    %rd = ptr.add %ring, %ro\n";
+    } else {
+        s += "    %rd = ptr.add %dst_t, %cur_off\n";
+    }
+    s += "    %x = ld %rd : i32\n    %sum2 = add %sum, %x : i32\n";
+    if b2 {
+        s += "    barrier.cta\n";
+    }
+    if by_value {
+        let mut ys: Vec<String> = (1..stages - 1).map(|p| format!("%w{p}")).collect();
+        ys.push("%g".into());
+        let _ = writeln!(s, "    yield %sum2, {}", ys.join(", "));
+    } else {
+        s += "    yield %sum2\n";
+    }
+    s += "  }\n  cp.async.wait_all\n";
+    s += "  %q = mul %tid, 4 : i32\n  %q64 = zext %q : i32 to i64\n  %qp = ptr.add %dst, %q64\n  st %qp, %acc : i32\n}\n";
+    Program { text: s, what }
+}
+
+/// PATTERNS.md §3, repeated R rounds on one mbarrier: tid 0 inits, barrier,
+/// each round tid 0 arrives with expect_tx and issues a bulk load of the
+/// tile on phase r; every thread waits on phase r and reads its word; a
+/// barrier before the next round overwrites the tile.
+fn bulk_load(r: &mut Rng) -> Program {
+    let t = r.pick(&[2u64, 4, 8, 32, 64]);
+    let tb = (t * 4).div_ceil(16) * 16;
+    let rounds = r.range(1, 3);
+    let looped = rounds > 1 || r.chance(1, 2);
+    let mut init_barrier = true;
+    let mut expect = tb;
+    let mut wait = true;
+    let mut phase_delta = 0i64;
+    let mut reuse_barrier = true;
+    let mut other = r.chance(1, 3);
+    let mut mutation = "none";
+    match r.range(0, 8) {
+        0 => {
+            init_barrier = false;
+            mutation = "drop init barrier";
+        }
+        1 => {
+            expect = tb - 16;
+            mutation = "expect_tx too few";
+        }
+        2 => {
+            expect = tb + 16;
+            mutation = "expect_tx too many";
+        }
+        3 => {
+            wait = false;
+            mutation = "drop wait";
+        }
+        4 => {
+            phase_delta = 1;
+            mutation = "phase index + 1";
+        }
+        5 if rounds > 1 => {
+            reuse_barrier = false;
+            mutation = "drop barrier before reuse";
+        }
+        6 => {
+            other = !other;
+            mutation = "toggle other-thread read";
+        }
+        _ => {}
+    }
+    if expect == 0 {
+        expect = tb + 16;
+    }
+    let what = format!(
+        "bulk_load t={t} tile={tb} rounds={rounds} looped={looped} other={other} mutation={mutation}"
+    );
+    let mut s = String::new();
+    header(
+        &mut s,
+        &what,
+        &format!(
+            "@k 1x{t} %src={}b %dst=zero:{}",
+            rounds * tb,
+            rounds * t * 4
+        ),
+    );
+    let _ = writeln!(
+        s,
+        "kernel @k(%src: ptr<global> align 16, %dst: ptr<global> align 16) {{"
+    );
+    let _ = writeln!(s, "  shared @tile: bytes[{tb}] align 128");
+    s += "  shared @bar: mbarrier[1]\n  %tid = sreg tid.x\n  %leader = cmp.eq %tid, 0 : i32\n";
+    s += "  %bar = addr @bar\n  %tile = addr @tile\n";
+    s += "  if %leader {\n    mbarrier.init %bar, 1\n  }\n";
+    if init_barrier {
+        s += "  barrier.cta\n";
+    }
+    let ind = if looped { "    " } else { "  " };
+    let rv = if looped {
+        let _ = writeln!(s, "  for %r = 0 to {rounds} step 1 {{");
+        "%r".to_string()
+    } else {
+        "0".to_string()
+    };
+    let _ = writeln!(s, "{ind}%ph = mbarrier.phase %bar, {rv}");
+    let _ = writeln!(s, "{ind}%so = mul {rv}, {tb} : i32");
+    let _ = writeln!(s, "{ind}%so64 = zext %so : i32 to i64");
+    let _ = writeln!(s, "{ind}%sp = ptr.add %src, %so64");
+    let _ = writeln!(s, "{ind}if %leader {{");
+    let _ = writeln!(
+        s,
+        "{ind}  mbarrier.arrive.expect_tx.release.cta %ph, {expect}"
+    );
+    let _ = writeln!(s, "{ind}  %t = cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes %tile, %sp, {tb}, %ph");
+    let _ = writeln!(s, "{ind}}}");
+    if wait {
+        if phase_delta != 0 {
+            let _ = writeln!(s, "{ind}%wi = add {rv}, {phase_delta} : i32");
+            let _ = writeln!(s, "{ind}%wp = mbarrier.phase %bar, %wi");
+            let _ = writeln!(s, "{ind}mbarrier.wait %wp");
+        } else {
+            let _ = writeln!(s, "{ind}mbarrier.wait %ph");
+        }
+    }
+    if other {
+        let _ = writeln!(s, "{ind}%nt = add %tid, 1 : i32");
+        let _ = writeln!(s, "{ind}%nt2 = rem.u %nt, {t} : i32");
+        let _ = writeln!(s, "{ind}%col = mul %nt2, 4 : i32");
+    } else {
+        let _ = writeln!(s, "{ind}%col = mul %tid, 4 : i32");
+    }
+    let _ = writeln!(s, "{ind}%p = ptr.add %tile, %col");
+    let _ = writeln!(s, "{ind}%x = ld %p : i32");
+    let _ = writeln!(s, "{ind}%do = mul {rv}, {} : i32", t * 4);
+    let _ = writeln!(s, "{ind}%mine = mul %tid, 4 : i32");
+    let _ = writeln!(s, "{ind}%dq = add %do, %mine : i32");
+    let _ = writeln!(s, "{ind}%dq64 = zext %dq : i32 to i64");
+    let _ = writeln!(s, "{ind}%q = ptr.add %dst, %dq64");
+    let _ = writeln!(s, "{ind}st %q, %x : i32");
+    if looped {
+        if reuse_barrier {
+            s += "    barrier.cta\n";
+        }
+        s += "  }\n";
+    }
+    s += "}\n";
+    Program { text: s, what }
+}
+
+/// PATTERNS.md §4: threads write a tile, fence, barrier, tid 0 stores it
+/// with a bulk store; R rounds rewrite the tile after a `.read` wait; the
+/// kernel ends with `wait_group 0`, `wait_group.read 0` or no wait.
+fn bulk_store(r: &mut Rng) -> Program {
+    let t = r.pick(&[2u64, 4, 8, 32, 64]);
+    let tb = (t * 4).div_ceil(16) * 16;
+    let rounds = r.range(1, 3);
+    let mut fence = true;
+    let mut barrier = true;
+    let mut read_wait = true;
+    let mut reuse_barrier = true;
+    let mut final_wait = r.pick(&["full", "read"]);
+    let mut mutation = "none";
+    match r.range(0, 6) {
+        0 => {
+            fence = false;
+            mutation = "drop fence";
+        }
+        1 => {
+            barrier = false;
+            mutation = "drop barrier before store";
+        }
+        2 if rounds > 1 => {
+            read_wait = false;
+            mutation = "drop wait_group.read before reuse";
+        }
+        3 if rounds > 1 => {
+            reuse_barrier = false;
+            mutation = "drop barrier before reuse";
+        }
+        4 => {
+            final_wait = "none";
+            mutation = "drop final wait";
+        }
+        _ => {}
+    }
+    let what = format!(
+        "bulk_store t={t} tile={tb} rounds={rounds} final={final_wait} mutation={mutation}"
+    );
+    let mut s = String::new();
+    header(
+        &mut s,
+        &what,
+        &format!("@k 1x{t} %dst=zero:{}", rounds * tb),
+    );
+    s += "kernel @k(%dst: ptr<global> align 16) {\n";
+    let _ = writeln!(s, "  shared @tile: bytes[{tb}] align 128");
+    s += "  %tid = sreg tid.x\n  %leader = cmp.eq %tid, 0 : i32\n  %tile = addr @tile\n";
+    s += "  %col = mul %tid, 4 : i32\n  %p = ptr.add %tile, %col\n";
+    let _ = writeln!(s, "  for %r = 0 to {rounds} step 1 {{");
+    s += "    %v = add %r, %tid : i32\n    st %p, %v : i32\n";
+    if fence {
+        s += "    fence.proxy.async.shared::cta\n";
+    }
+    if barrier {
+        s += "    barrier.cta\n";
+    }
+    let _ = writeln!(s, "    %do = mul %r, {tb} : i32");
+    s += "    %do64 = zext %do : i32 to i64\n    %d = ptr.add %dst, %do64\n";
+    s += "    if %leader {\n";
+    let _ = writeln!(
+        s,
+        "      %t = cp.async.bulk.global.shared::cta.bulk_group %d, %tile, {tb}"
+    );
+    s += "      %g = cp.async.bulk.commit_group %t\n";
+    if read_wait {
+        s += "      cp.async.bulk.wait_group.read 0\n      fence.proxy.async.shared::cta\n";
+    }
+    s += "    }\n";
+    if reuse_barrier {
+        s += "    barrier.cta\n";
+    }
+    s += "  }\n";
+    match final_wait {
+        "full" => s += "  if %leader {\n    cp.async.bulk.wait_group 0\n  }\n",
+        "read" => s += "  if %leader {\n    cp.async.bulk.wait_group.read 0\n  }\n",
+        _ => {}
+    }
+    s += "}\n";
+    Program { text: s, what }
+}
+
+/// The persistent bulk ring of bench/gpu (one thread): S slots on S full
+/// mbarriers; loads of the first min(S, n) tiles; iteration i waits on
+/// phase i/S of slot i%S, stores the slot with a bulk store, and, when
+/// tile i+S exists, waits `.read` for the store and reloads the slot.
+fn bulk_ring(r: &mut Rng) -> Program {
+    let stages = r.range(1, 4);
+    let n = r.range(1, 7);
+    let tb = r.pick(&[16u64, 64]);
+    let mut read_n = 0;
+    let mut phase_delta = 0;
+    let mut wait = true;
+    let mut mutation = "none";
+    match r.range(0, 5) {
+        0 => {
+            read_n = 1;
+            mutation = "weaken wait_group.read";
+        }
+        1 => {
+            phase_delta = 1;
+            mutation = "phase index + 1";
+        }
+        2 => {
+            wait = false;
+            mutation = "drop phase wait";
+        }
+        _ => {}
+    }
+    let what = format!("bulk_ring stages={stages} n={n} tile={tb} mutation={mutation}");
+    let mut s = String::new();
+    header(
+        &mut s,
+        &what,
+        &format!("@k 1x1 %src={}b %dst=zero:{}", n * tb, n * tb),
+    );
+    s += "kernel @k(%src: ptr<global> align 16, %dst: ptr<global> align 16) {\n";
+    let _ = writeln!(s, "  shared @ring: bytes[{}] align 128", stages * tb);
+    let _ = writeln!(s, "  shared @full: mbarrier[{stages}]");
+    s += "  %ring = addr @ring\n";
+    let _ = writeln!(s, "  for %b = 0 to {stages} step 1 {{");
+    s += "    %fb = addr @full[%b]\n    mbarrier.init %fb, 1\n  }\n";
+    let _ = writeln!(s, "  for %pj = 0 to {} step 1 {{", stages.min(n));
+    let _ = writeln!(
+        s,
+        "    %pb = addr @full[%pj]\n    %pph = mbarrier.phase %pb, 0"
+    );
+    let _ = writeln!(s, "    mbarrier.arrive.expect_tx.release.cta %pph, {tb}");
+    let _ = writeln!(
+        s,
+        "    %pso = mul %pj, {tb} : i32\n    %pslot = ptr.add %ring, %pso"
+    );
+    s += "    %pgo = zext %pso : i32 to i64\n    %pg = ptr.add %src, %pgo\n";
+    let _ = writeln!(s, "    %pt = cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes %pslot, %pg, {tb}, %pph\n  }}");
+    let _ = writeln!(s, "  for %i = 0 to {n} step 1 {{");
+    let _ = writeln!(
+        s,
+        "    %s = rem.u %i, {stages} : i32\n    %r = div.u %i, {stages} : i32"
+    );
+    s += "    %bar = addr @full[%s]\n";
+    if phase_delta != 0 {
+        let _ = writeln!(
+            s,
+            "    %r1 = add %r, {phase_delta} : i32\n    %ready = mbarrier.phase %bar, %r1"
+        );
+    } else {
+        s += "    %ready = mbarrier.phase %bar, %r\n";
+    }
+    if wait {
+        s += "    mbarrier.wait %ready\n";
+    }
+    let _ = writeln!(
+        s,
+        "    %so = mul %s, {tb} : i32\n    %slot = ptr.add %ring, %so"
+    );
+    let _ = writeln!(s, "    %go = mul %i, {tb} : i32\n    %go64 = zext %go : i32 to i64\n    %d = ptr.add %dst, %go64");
+    let _ = writeln!(
+        s,
+        "    %st = cp.async.bulk.global.shared::cta.bulk_group %d, %slot, {tb}"
+    );
+    s += "    %g = cp.async.bulk.commit_group %st\n";
+    let _ = writeln!(s, "    %j = add %i, {stages} : i32");
+    let _ = writeln!(s, "    %more = cmp.ult %j, {n} : i32\n    if %more {{");
+    let _ = writeln!(s, "      cp.async.bulk.wait_group.read {read_n}");
+    s += "      %nr = add %r, 1 : i32\n      %nph = mbarrier.phase %bar, %nr\n";
+    let _ = writeln!(s, "      mbarrier.arrive.expect_tx.release.cta %nph, {tb}");
+    let _ = writeln!(s, "      %ngo = mul %j, {tb} : i32\n      %ngo64 = zext %ngo : i32 to i64\n      %ng = ptr.add %src, %ngo64");
+    let _ = writeln!(s, "      %nt = cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes %slot, %ng, {tb}, %nph\n    }}\n  }}");
+    s += "  cp.async.bulk.wait_group 0\n}\n";
+    Program { text: s, what }
+}
+
+fn generate(seed: u64) -> Program {
+    let mut r = Rng::new(seed);
+    match seed % 5 {
+        0 => cpa_straight(&mut r),
+        1 => cpa_ring(&mut r),
+        2 => bulk_load(&mut r),
+        3 => bulk_store(&mut r),
+        _ => bulk_ring(&mut r),
+    }
+}
+
+#[derive(Default, Debug)]
+struct Counts {
+    programs: usize,
+    skipped: usize,
+    ub: usize,
+    missed: Vec<(u64, String)>,
+    flagged_clean: usize,
+}
+
+/// Runs one program under the schedules; the error findings, if any.
+fn interpret(module: &cpflow::ir::Module, text: &str, seed: u64) -> Vec<String> {
+    let runs = runline::parse_all(text).expect("run line");
+    let mut found = Vec::new();
+    for run in runs {
+        let mut scheds = Schedule::standard();
+        for i in 0..3 {
+            scheds.push(Schedule::Random(seed * 7 + 11 + i));
+        }
+        if run.launch.threads <= 2 {
+            scheds.push(Schedule::Exhaustive { limit: 200 });
+        }
+        for sched in scheds {
+            let out = match interp::run(module, &run.launch, &run.inputs, sched) {
+                Ok(o) => o,
+                Err(d) => panic!("seed {seed}: launch failed: {d:?}\n{text}"),
+            };
+            for d in &out.findings {
+                if d.is_error() && d.code != "U0001" && d.code != "U0002" {
+                    found.push(format!("{} {}", d.code, d.message));
+                }
+            }
+            if !found.is_empty() {
+                return found;
+            }
+        }
+    }
+    found
+}
+
+fn sweep(seeds: std::ops::Range<u64>, verbose: bool) -> Counts {
+    let mut c = Counts::default();
+    for seed in seeds {
+        let p = generate(seed);
+        let checked = cpflow::check(&p.text);
+        let Some(module) = checked.module.as_ref() else {
+            panic!(
+                "seed {seed}: does not parse: {:?}\n{}",
+                checked.diagnostics, p.text
+            );
+        };
+        if cpflow::ir::verify(module).iter().any(|d| d.is_error()) {
+            c.skipped += 1;
+            if verbose {
+                eprintln!(
+                    "seed {seed}: skipped (verifier): {:?}",
+                    cpflow::ir::verify(module)
+                );
+            }
+            continue;
+        }
+        c.programs += 1;
+        let ub = interpret(module, &p.text, seed);
+        let flagged: Vec<&str> = checked
+            .diagnostics
+            .iter()
+            .filter(|d| d.is_error())
+            .map(|d| d.code)
+            .collect();
+        if !ub.is_empty() {
+            c.ub += 1;
+            if flagged.is_empty() {
+                if verbose {
+                    eprintln!(
+                        "MISSED seed {seed}: {}\n  interp: {:?}\n{}",
+                        p.what, ub, p.text
+                    );
+                }
+                c.missed.push((seed, p.what));
+            }
+        } else if !flagged.is_empty() {
+            c.flagged_clean += 1;
+            if verbose {
+                eprintln!("clean but flagged seed {seed}: {} -> {flagged:?}", p.what);
+            }
+        }
+    }
+    c
+}
+
+#[test]
+fn checker_flags_every_interpreter_ub() {
+    let n = std::env::var("CPFLOW_SOUNDNESS_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(SEEDS);
+    let from = std::env::var("CPFLOW_SOUNDNESS_FROM")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let verbose = std::env::var("CPFLOW_SOUNDNESS_VERBOSE").is_ok();
+    let c = sweep(from..n, verbose);
+    println!(
+        "soundness: seeds {n}, programs {}, skipped (verifier) {}, UB found {}, missed {}, clean but flagged {}",
+        c.programs,
+        c.skipped,
+        c.ub,
+        c.missed.len(),
+        c.flagged_clean
+    );
+    assert!(c.programs * 10 >= n as usize * 9, "too many skipped: {c:?}");
+    assert!(c.ub > 0 && c.ub < c.programs, "{c:?}");
+    assert!(c.missed.is_empty(), "missed UB: {:?}", c.missed);
+}
