@@ -506,13 +506,23 @@ impl<'a> Engine<'a> {
         }
         for a in atoms.iter().filter(|a| matches!(a, Atom::Exist(_))) {
             for &l in &self.loops {
-                let to = Affine::atom(Atom::Iv(l));
-                let pb2 = match pb.as_ref() {
-                    Sym::Ptr(b, o) => Sym::Ptr(b.clone(), o.subst(a, &to)),
-                    other => other.clone(),
+                // An exited loop's instance e = this iteration's index; an
+                // instance of this loop's own earlier iterations: e = iv - c
+                // for a small c > 0 (a ring that issues L iterations ahead).
+                let shifts: Vec<i64> = if *a == Atom::Exist(l) {
+                    (1..=16).map(|c| -c).collect()
+                } else {
+                    vec![0]
                 };
-                if ok(&pb2, &pi.subst(a, &to)) {
-                    return true;
+                for c in shifts {
+                    let to = Affine::atom(Atom::Iv(l)).add(&Affine::constant(c));
+                    let pb2 = match pb.as_ref() {
+                        Sym::Ptr(b, o) => Sym::Ptr(b.clone(), o.subst(a, &to)),
+                        other => other.clone(),
+                    };
+                    if ok(&pb2, &pi.subst(a, &to)) {
+                        return true;
+                    }
                 }
             }
         }
@@ -1080,6 +1090,10 @@ impl<'a> Engine<'a> {
                         .as_ref()
                         .and_then(bar_alloc)
                         .is_none_or(|id| !self.waited_bars.contains(&id))
+            } else if r.kind == Kind::Bulk {
+                // After `wait_group.read` the source is read; the global
+                // writes land by the end of the kernel (docs/readings.md #20).
+                !r.seen && r.issuer < Issuer::ReadDone && r.phase.is_none()
             } else if group || r.kind == Kind::Abstract {
                 !r.seen && r.issuer < Issuer::Done && r.phase.is_none()
             } else {
@@ -1091,7 +1105,7 @@ impl<'a> Engine<'a> {
                         .with_label("its completion is not observed on some path to the exit")
                         .with_secondary(end, "the kernel exits here")
                         .with_help(match r.kind {
-                            Kind::Bulk => "wait with `cp.async.bulk.wait_group 0` (not only `.read`) before exiting",
+                            Kind::Bulk => "wait with `cp.async.bulk.wait_group.read 0` before the CTA exits: the source in shared memory must be read (its global writes land by the end of the kernel; `wait_group 0` if this CTA must see them)",
                             Kind::Mbar => "wait on the mbarrier phase the copy completes on before exiting",
                             _ => "wait with `cp.async.wait_group 0` or `cp.async.wait_all` before exiting",
                         }),
