@@ -316,7 +316,7 @@ impl<'a> Engine<'a> {
             let n = self.wait_n.get(&w).copied();
             self.emit(
                 Diagnostic::error("E1002", format!("`{kind}` is too weak for this read: the copy's group is still pending"), self.span(at))
-                    .with_label("reads bytes of a group this wait leaves pending")
+                    .with_label("cannot prove this read's group is complete: the wait may leave it pending")
                     .with_secondary(self.span(w), format!("{}this wait leaves the copy's group pending ({depth} younger group(s) after it)", n.map_or(String::new(), |n| format!("with N = {n}, "))))
                     .with_secondary(issued, "the copy was issued here")
                     .with_help(format!("wait with `{kind} {depth}` (or on the copy's group value)")),
