@@ -161,9 +161,7 @@ impl Writer {
                 };
                 self.line(
                     depth,
-                    &format!("{n} = cp.async.commit_group {}", listed.join(", "))
-                        .trim_end()
-                        .to_string(),
+                    format!("{n} = cp.async.commit_group {}", listed.join(", ")).trim_end(),
                 );
             }
             Stmt::WaitN(n) => self.line(depth, &format!("cp.async.wait_group {n}")),
