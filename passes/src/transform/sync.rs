@@ -38,6 +38,7 @@
 //! barrier used by one thread).
 
 use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
 use cpflow_ir::ir::{Inst, Kernel, Module, Op, Region, Value};
 use cpflow_ir::spec::{Family, Qual, Role};
@@ -265,35 +266,94 @@ fn divergent(k: &Kernel, syms: &Syms, i: Inst) -> bool {
     }
 }
 
+/// Most distinct shared reads kept per suffix; more count as unknown.
+const MAX_READS: usize = 64;
+
+/// For each position of a region: the distinct shared reads (with what is
+/// nested) from there to the next `barrier.cta` or the region's end
+/// (`None`: too many to keep), and whether a barrier ends them.
+type Suffix = Vec<(Option<Rc<Vec<(Sym, i64)>>>, bool)>;
+
+struct Reads<'a> {
+    k: &'a Kernel,
+    syms: &'a Syms,
+    suffix: HashMap<Region, Suffix>,
+}
+
+impl Reads<'_> {
+    fn at(&mut self, r: Region, from: usize) -> (Option<Rc<Vec<(Sym, i64)>>>, bool) {
+        let (k, syms) = (self.k, self.syms);
+        let suf = self.suffix.entry(r).or_insert_with(|| {
+            let list = &k.regions[r].insts;
+            let mut out = vec![(Some(Rc::new(Vec::new())), false); list.len() + 1];
+            for (n, &i) in list.iter().enumerate().rev() {
+                if edit::family(k, i) == Some(Family::BarrierCta) {
+                    out[n] = (Some(Rc::new(Vec::new())), true);
+                    continue;
+                }
+                let (mut cur, stop) = out[n + 1].clone();
+                walk_one(k, i, &mut |j| {
+                    let Some(rd) = shared_read(k, syms, j) else {
+                        return;
+                    };
+                    if let Some(c) = &cur {
+                        if !c.contains(&rd) {
+                            if c.len() >= MAX_READS {
+                                cur = None;
+                            } else {
+                                let mut v = (**c).clone();
+                                v.push(rd);
+                                cur = Some(Rc::new(v));
+                            }
+                        }
+                    }
+                });
+                out[n] = (cur, stop);
+            }
+            out
+        });
+        suf.get(from)
+            .or(suf.last())
+            .cloned()
+            .unwrap_or((None, false))
+    }
+}
+
+/// Whether some read of `reads` may see another thread's copied bytes.
+fn any_foreign(
+    syms: &Syms,
+    reads: &Option<Rc<Vec<(Sym, i64)>>>,
+    copies: Option<&[(Sym, i64)]>,
+) -> bool {
+    match reads {
+        Some(rs) => rs.iter().any(|rd| foreign(syms, rd, copies)),
+        None => true,
+    }
+}
+
 /// Whether some read from position `from` of `r` on (following program
 /// order out of regions and around loops) up to the next CTA barrier may
 /// see another thread's copied bytes.
+#[allow(clippy::too_many_arguments)]
 fn read_by_others(
-    k: &Kernel,
-    syms: &Syms,
+    reads: &mut Reads,
     tree: &Tree,
     mut r: Region,
     mut from: usize,
     copies: Option<&[(Sym, i64)]>,
     solo: bool,
 ) -> bool {
+    let (k, syms) = (reads.k, reads.syms);
     // A one-thread copy's reads are the issuer's own until the scan leaves
     // the issuer's guard.
     let mut own_only = solo;
     loop {
-        let list = &k.regions[r].insts;
-        for &i in &list[from.min(list.len())..] {
-            if edit::family(k, i) == Some(Family::BarrierCta) {
-                return false;
-            }
-            let mut hit = false;
-            walk_one(k, i, &mut |j| {
-                hit |= !own_only
-                    && shared_read(k, syms, j).is_some_and(|rd| foreign(syms, &rd, copies));
-            });
-            if hit {
-                return true;
-            }
+        let (rs, stopped) = reads.at(r, from);
+        if !own_only && any_foreign(syms, &rs, copies) {
+            return true;
+        }
+        if stopped {
+            return false;
         }
         let Some(&(p, pr)) = tree.parent.get(&r) else {
             return false;
@@ -303,16 +363,8 @@ fn read_by_others(
         }
         if k.insts[p].op == Op::For {
             // The next iteration, from the top of the body.
-            let mut hit = false;
-            for &i in &k.regions[r].insts {
-                if edit::family(k, i) == Some(Family::BarrierCta) {
-                    break;
-                }
-                walk_one(k, i, &mut |j| {
-                    hit |= shared_read(k, syms, j).is_some_and(|rd| foreign(syms, &rd, copies));
-                });
-            }
-            if hit {
+            let (rs, _) = reads.at(r, 0);
+            if any_foreign(syms, &rs, copies) {
                 return true;
             }
         }
@@ -333,6 +385,16 @@ fn barriers(k: &mut Kernel, written: &[(Region, Inst, Value)]) -> usize {
     }
     let syms = Syms::compute(k);
     let tree = Tree::new(k);
+    let mut reads = Reads {
+        k,
+        syms: &syms,
+        suffix: HashMap::new(),
+    };
+    let index: HashMap<Inst, usize> = k
+        .regions
+        .iter()
+        .flat_map(|(_, d)| d.insts.iter().enumerate().map(|(n, &i)| (i, n)))
+        .collect();
     // (region, instruction to put the barrier after)
     let mut after: Vec<(Region, Inst)> = Vec::new();
     for &(r, w, h) in written {
@@ -341,7 +403,7 @@ fn barriers(k: &mut Kernel, written: &[(Region, Inst, Value)]) -> usize {
             continue;
         }
         let list = &k.regions[r].insts;
-        let Some(mut at) = list.iter().position(|&x| x == w) else {
+        let Some(mut at) = index.get(&w).copied() else {
             continue;
         };
         // After the block of waits the wait belongs to.
@@ -358,7 +420,7 @@ fn barriers(k: &mut Kernel, written: &[(Region, Inst, Value)]) -> usize {
         }) {
             at += 1;
         }
-        if !read_by_others(k, &syms, &tree, r, at + 1, copies.as_deref(), solo) {
+        if !read_by_others(&mut reads, &tree, r, at + 1, copies.as_deref(), solo) {
             continue;
         }
         // The outermost divergent construct around the wait.
