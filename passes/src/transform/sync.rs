@@ -272,7 +272,10 @@ const MAX_READS: usize = 64;
 /// For each position of a region: the distinct shared reads (with what is
 /// nested) from there to the next `barrier.cta` or the region's end
 /// (`None`: too many to keep), and whether a barrier ends them.
-type Suffix = Vec<(Option<Rc<Vec<(Sym, i64)>>>, bool)>;
+type Suffix = Vec<(ReadSet, bool)>;
+
+/// Distinct shared reads (address, bytes); `None` when too many to keep.
+type ReadSet = Option<Rc<Vec<(Sym, i64)>>>;
 
 struct Reads<'a> {
     k: &'a Kernel,
@@ -281,7 +284,7 @@ struct Reads<'a> {
 }
 
 impl Reads<'_> {
-    fn at(&mut self, r: Region, from: usize) -> (Option<Rc<Vec<(Sym, i64)>>>, bool) {
+    fn at(&mut self, r: Region, from: usize) -> (ReadSet, bool) {
         let (k, syms) = (self.k, self.syms);
         let suf = self.suffix.entry(r).or_insert_with(|| {
             let list = &k.regions[r].insts;
@@ -320,11 +323,7 @@ impl Reads<'_> {
 }
 
 /// Whether some read of `reads` may see another thread's copied bytes.
-fn any_foreign(
-    syms: &Syms,
-    reads: &Option<Rc<Vec<(Sym, i64)>>>,
-    copies: Option<&[(Sym, i64)]>,
-) -> bool {
+fn any_foreign(syms: &Syms, reads: &ReadSet, copies: Option<&[(Sym, i64)]>) -> bool {
     match reads {
         Some(rs) => rs.iter().any(|rd| foreign(syms, rd, copies)),
         None => true,
