@@ -6,23 +6,12 @@
 //!   report `CODE`; the rendered diagnostics are snapshotted.
 //!   `tests/check/CODE-name.ok.cpf` is its fixed twin and must check clean.
 
+mod common;
+
 use std::path::Path;
 
-use cpflow::ir::{parse, verify, SourceFile};
-
-fn read(path: &Path) -> String {
-    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn render(path: &Path, text: &str, diags: &[cpflow::ir::Diagnostic]) -> String {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let name = path
-        .strip_prefix(root)
-        .unwrap_or(path)
-        .display()
-        .to_string();
-    SourceFile { name: &name, text }.render(diags)
-}
+use common::{case_report, read, render};
+use cpflow::ir::{parse, verify};
 
 fn checked(path: &Path, text: &str) -> Vec<cpflow::ir::Diagnostic> {
     let module = parse(text).unwrap_or_else(|d| panic!("{}", render(path, text, &[d])));
@@ -49,27 +38,10 @@ fn examples_check_clean() {
 fn checker_cases() {
     insta::glob!("check", "*.cpf", |path| {
         let text = read(path);
-        let file = path
-            .file_name()
-            .and_then(|f| f.to_str())
-            .unwrap_or_default()
-            .to_string();
         let diags = checked(path, &text);
-        if file.ends_with(".ok.cpf") {
-            assert!(
-                diags.is_empty(),
-                "{file} should check clean:\n{}",
-                render(path, &text, &diags)
-            );
-            return;
+        if let Some(report) = case_report(path, &text, &diags, "check") {
+            insta::assert_snapshot!(report);
         }
-        let code = file.split('-').next().unwrap_or_default();
-        assert!(
-            diags.iter().any(|d| d.code == code),
-            "{file} should report {code}:\n{}",
-            render(path, &text, &diags)
-        );
-        insta::assert_snapshot!(render(path, &text, &diags));
     });
 }
 

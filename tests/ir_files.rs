@@ -10,26 +10,12 @@
 //! * Every file that parses round-trips: `print(parse(print(parse(x))))`
 //!   equals `print(parse(x))`.
 
+mod common;
+
 use std::path::Path;
 
-use cpflow::ir::{parse, print, verify, SourceFile};
-
-fn read(path: &Path) -> String {
-    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn name_of(path: &Path) -> String {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    path.strip_prefix(root)
-        .unwrap_or(path)
-        .display()
-        .to_string()
-}
-
-fn render(path: &Path, text: &str, diags: &[cpflow::ir::Diagnostic]) -> String {
-    let name = name_of(path);
-    SourceFile { name: &name, text }.render(diags)
-}
+use common::{case_report, read, render};
+use cpflow::ir::{parse, print, verify};
 
 fn assert_round_trip(path: &Path, module: &cpflow::ir::Module) -> String {
     let printed = print(module);
@@ -74,29 +60,12 @@ fn examples_verify_clean_and_round_trip() {
 fn verifier_cases() {
     insta::glob!("verify", "*.cpf", |path| {
         let text = read(path);
-        let file = path
-            .file_name()
-            .and_then(|f| f.to_str())
-            .unwrap_or_default()
-            .to_string();
         let module = parse(&text).unwrap_or_else(|d| panic!("{}", render(path, &text, &[d])));
         let diags = verify(&module);
         assert_round_trip(path, &module);
-        if file.ends_with(".ok.cpf") {
-            assert!(
-                diags.is_empty(),
-                "{file} should verify clean:\n{}",
-                render(path, &text, &diags)
-            );
-            return;
+        if let Some(report) = case_report(path, &text, &diags, "verify") {
+            insta::assert_snapshot!(report);
         }
-        let code = file.split('-').next().unwrap_or_default();
-        assert!(
-            diags.iter().any(|d| d.code == code),
-            "{file} should report {code}:\n{}",
-            render(path, &text, &diags)
-        );
-        insta::assert_snapshot!(render(path, &text, &diags));
     });
 }
 

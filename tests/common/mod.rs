@@ -1,0 +1,48 @@
+//! What the file-driven test drivers share: reading inputs, rendering
+//! diagnostics with repository-relative names, and the case convention of
+//! `tests/verify/` and `tests/check/`.
+
+use std::path::Path;
+
+use cpflow::ir::{Diagnostic, SourceFile};
+
+pub fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Renders diagnostics under the file's path relative to the repository.
+pub fn render(path: &Path, text: &str, diags: &[Diagnostic]) -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let name = path
+        .strip_prefix(root)
+        .unwrap_or(path)
+        .display()
+        .to_string();
+    SourceFile { name: &name, text }.render(diags)
+}
+
+/// The case convention: `CODE-name.ok.cpf` must report nothing (returns
+/// `None`); `CODE-name.cpf` must report `CODE` and returns the rendered
+/// diagnostics for the caller's snapshot. `what` says which tool ("verify",
+/// "check") the messages name.
+pub fn case_report(path: &Path, text: &str, diags: &[Diagnostic], what: &str) -> Option<String> {
+    let file = path
+        .file_name()
+        .and_then(|f| f.to_str())
+        .unwrap_or_default();
+    if file.ends_with(".ok.cpf") {
+        assert!(
+            diags.is_empty(),
+            "{file} should {what} clean:\n{}",
+            render(path, text, diags)
+        );
+        return None;
+    }
+    let code = file.split('-').next().unwrap_or_default();
+    assert!(
+        diags.iter().any(|d| d.code == code),
+        "{file} should report {code}:\n{}",
+        render(path, text, diags)
+    );
+    Some(render(path, text, diags))
+}
