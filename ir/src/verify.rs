@@ -507,13 +507,12 @@ impl Verifier<'_> {
                     );
                 }
             }
-            Op::Load(s) => {
+            Op::Load(_) => {
                 if self.arity(data, 1, "ld")
                     && !matches!(k.arg_ty(data.args[0]), Some(Type::Ptr(_)))
                 {
                     self.type_error(data.args[0], "a pointer");
                 }
-                let _ = s;
             }
             Op::Store(s) => {
                 if self.arity(data, 2, "st") {
@@ -735,7 +734,7 @@ impl Verifier<'_> {
             Family::CpAsyncBulk | Family::CpReduceAsyncBulk | Family::CpAsyncBulkPrefetch => {
                 self.bulk(inst, p, variant, &operand)
             }
-            Family::RedAsync => self.red_async(inst, p, variant, &operand),
+            Family::RedAsync => self.red_async(inst, p, variant),
             Family::Copy => {
                 if let (Some(op), Some(ty)) = (p.qual(Role::RedOp), p.qual(Role::Type)) {
                     if !spec::reduction_allowed(Family::Copy, Space::Global, op, ty) {
@@ -1297,13 +1296,7 @@ impl Verifier<'_> {
         );
     }
 
-    fn red_async(
-        &mut self,
-        inst: Inst,
-        p: &PtxOp,
-        variant: &Variant,
-        operand: &dyn Fn(&str) -> Option<Arg>,
-    ) {
+    fn red_async(&mut self, inst: Inst, p: &PtxOp, variant: &Variant) {
         let dst = if variant.completion == Completion::Mbarrier {
             Space::Cluster
         } else {
@@ -1324,7 +1317,6 @@ impl Verifier<'_> {
                     .with_note("READINGS.md #2: the conditions and the example require `.sys`; the syntax block's scope list omits it"),
             );
         }
-        let _ = operand;
     }
 }
 
