@@ -14,7 +14,9 @@
 //! | `(copy DIR SIZE ALIGN ISSUE)` | an abstract copy; `DIR` is `g2s`, `s2g` or `other`; `ISSUE` is `solo` (one thread, awaited in the same region) or `all` |
 //! | `(reduce DIR SIZE ALIGN LEGAL)` | an abstract `copy.reduce`; `LEGAL` is `legal` when the op x type table allows the bulk form |
 //! | `(dyn TZ)` | a size known only to be a multiple of `2^TZ` |
+//! | `(upto N M)` | a size `N` (constant or `dyn`) of a copy whose destination may take `M` bytes: bytes past `N` up to `M` may be zero-filled |
 //! | `(cp.async DIR SIZE ALIGN ISSUE W)` | per-thread `cp.async` pieces of `W` bytes, one async-group |
+//! | `(cp.async.zfill DIR (upto N M) ALIGN ISSUE W)` | `cp.async` pieces of `W` bytes covering `M` bytes (`N` rounded up to `W` when constant), each with `src-size` = `min(max(N - offset, 0), W)`: bytes past `N` are zero-filled |
 //! | `(bulk.mbar DIR SIZE ALIGN ISSUE)` | one `cp.async.bulk` global -> shared::cta completing on an mbarrier phase |
 //! | `(bulk.group DIR SIZE ALIGN ISSUE)` | one `cp.async.bulk` shared::cta -> global in a bulk async-group |
 //! | `(reduce.group DIR SIZE ALIGN LEGAL)` | one `cp.reduce.async.bulk` shared::cta -> global in a bulk async-group |
@@ -42,7 +44,9 @@ define_language! {
         "copy" = Copy([Id; 4]),
         "reduce" = Reduce([Id; 4]),
         "dyn" = Dyn([Id; 1]),
+        "upto" = Upto([Id; 2]),
         "cp.async" = CpAsync([Id; 5]),
+        "cp.async.zfill" = CpAsyncZfill([Id; 5]),
         "bulk.mbar" = BulkMbar([Id; 4]),
         "bulk.group" = BulkGroup([Id; 4]),
         "reduce.group" = ReduceGroup([Id; 4]),
@@ -67,6 +71,8 @@ pub struct Data {
     pub tz: u32,
     /// Bytes moved, when constant; every node of a class moves the same bytes.
     pub bytes: Option<i64>,
+    /// For `(upto N M)`: `M`, the bytes the destination may take.
+    pub bound: Option<i64>,
 }
 
 /// The analysis that computes [`Data`].
@@ -90,23 +96,30 @@ impl Analysis<Desc> for Facts {
             konst: None,
             tz: 0,
             bytes: None,
+            bound: None,
         };
         match enode {
             Desc::Num(n) => Data {
                 konst: Some(*n),
                 tz: tz_of(*n),
-                bytes: None,
+                ..none
             },
             Desc::Dyn([t]) => Data {
-                konst: None,
                 tz: d(t).konst.map_or(0, |t| t.clamp(0, 64) as u32),
-                bytes: None,
+                ..none
+            },
+            Desc::Upto([n, m]) => Data {
+                konst: d(n).konst,
+                tz: d(n).tz,
+                bound: d(m).konst,
+                ..none
             },
             Desc::Copy([_, n, _, _]) | Desc::Reduce([_, n, _, _]) => Data {
                 bytes: d(n).konst,
                 ..none
             },
             Desc::CpAsync([_, n, _, _, _])
+            | Desc::CpAsyncZfill([_, n, _, _, _])
             | Desc::BulkMbar([_, n, _, _])
             | Desc::BulkGroup([_, n, _, _])
             | Desc::ReduceGroup([_, n, _, _])
@@ -146,6 +159,10 @@ impl Analysis<Desc> for Facts {
             a.tz = b.tz;
             changed = true;
         }
+        if a.bound.is_none() && b.bound.is_some() {
+            a.bound = b.bound;
+            changed = true;
+        }
         DidMerge(changed, true)
     }
 }
@@ -173,6 +190,36 @@ fn fits(m: i64) -> impl Fn(&mut G, Id, &Subst) -> bool {
 fn pieces(w: i64) -> impl Fn(&mut G, Id, &Subst) -> bool {
     let ok = fits(w);
     move |g, id, s| ok(g, id, s) && konst(g, s, "?n").is_some_and(|n| n > 0 && n / w <= MAX_PIECES)
+}
+
+/// `?n` is `(upto N M)` and `?a` is at least `w`: `W`-byte pieces with
+/// `src-size` cover it in at most [`MAX_PIECES`] pieces without writing
+/// past `M` (a constant `N` needs `ceil(N / w)` pieces, a `dyn` one `M / w`).
+fn zfill(w: i64) -> impl Fn(&mut G, Id, &Subst) -> bool {
+    move |g, _, s| {
+        let Ok(var) = "?n".parse::<Var>() else {
+            return false;
+        };
+        let data = &g[s[var]].data;
+        let Some(m) = data.bound else {
+            return false;
+        };
+        if konst(g, s, "?a").unwrap_or(0) < w {
+            return false;
+        }
+        zfill_pieces(data.konst, m, w).is_some()
+    }
+}
+
+/// How many `w`-byte zero-filling pieces cover a copy of `n` bytes (`None`:
+/// not constant) whose destination may take `m` bytes.
+pub fn zfill_pieces(n: Option<i64>, m: i64, w: i64) -> Option<i64> {
+    let span = match n {
+        Some(n) if n >= 0 => (n + w - 1) / w * w,
+        Some(_) => return None,
+        None => m,
+    };
+    (w > 0 && span > 0 && span <= m && span % w == 0 && span / w <= MAX_PIECES).then_some(span / w)
 }
 
 /// Whether the target has the bulk copy engine (sm_90+).
@@ -314,6 +361,16 @@ pub fn rules(sm: u32, ptx: (u8, u8)) -> Vec<Rewrite<Desc, Facts>> {
         rewrite!("g2s-cp.async-8"; "(copy g2s ?n ?a ?i)" => "(cp.async g2s ?n ?a ?i 8)" if pieces(8)),
         // ... of 4 bytes (`.ca`), the smallest cp-size.
         rewrite!("g2s-cp.async-4"; "(copy g2s ?n ?a ?i)" => "(cp.async g2s ?n ?a ?i 4)" if pieces(4)),
+        // A global -> shared copy whose destination may take `M` bytes (one
+        // thread's copy into the start of a shared allocation nothing else
+        // writes, outside loops: bytes past its size are never read as
+        // written data) is cp.async pieces covering it, each with a src-size
+        // of what is left (clamped at 0 and to the piece): the tail is
+        // zero-filled. Works for non-constant sizes and ragged tails.
+        rewrite!("g2s-zfill-16"; "(copy g2s ?n ?a ?i)" => "(cp.async.zfill g2s ?n ?a ?i 16)" if zfill(16)),
+        // ... with 8- or 4-byte pieces (`.ca`) at smaller alignments.
+        rewrite!("g2s-zfill-8"; "(copy g2s ?n ?a ?i)" => "(cp.async.zfill g2s ?n ?a ?i 8)" if zfill(8)),
+        rewrite!("g2s-zfill-4"; "(copy g2s ?n ?a ?i)" => "(cp.async.zfill g2s ?n ?a ?i 4)" if zfill(4)),
         // One thread's global -> shared copy is one bulk copy on an mbarrier
         // phase (sm_90+ and PTX 8.6, 16-byte size and alignment): the bulk copy of n
         // bytes and the n/16 per-thread cp.async pieces are equivalent.
@@ -364,6 +421,9 @@ pub const INFEASIBLE: u64 = u64::MAX / 4;
 /// passes"):
 ///
 /// * `cp.async`: 2 per instruction (issue), plus 8 for its commit and wait;
+///   zero-filling pieces (`cp.async.zfill`) count every piece up to the
+///   bound, and 3 more per piece when the size is not constant (its
+///   src-size is computed);
 /// * bulk copy in a bulk group: 4 to issue, 1 per 128 bytes (the copy engine's
 ///   rate), plus 12 for commit and `wait_group`;
 /// * bulk reduction: as a bulk copy at 1 per 64 bytes;
@@ -398,11 +458,22 @@ impl CostFunction<Desc> for CostModel<'_> {
         let base = |cycles: u64, kinds: u8| Cost { cycles, kinds };
         let bytes = |id: Id| self.k(id).map_or(4096, |n| n.max(0) as u64);
         match enode {
-            Desc::Num(_) | Desc::Sym(_) | Desc::Dyn(_) => base(0, 0),
+            Desc::Num(_) | Desc::Sym(_) | Desc::Dyn(_) | Desc::Upto(_) => base(0, 0),
             Desc::Copy(_) | Desc::Reduce(_) => base(INFEASIBLE, 0),
             Desc::CpAsync([_, n, _, _, w]) => {
                 let w = self.k(*w).unwrap_or(4).max(1) as u64;
                 base(2 * bytes(*n).div_ceil(w) + 8, KIND_GROUP)
+            }
+            Desc::CpAsyncZfill([_, n, _, _, w]) => {
+                let w = self.k(*w).unwrap_or(4).max(1);
+                let data = &self.egraph[*n].data;
+                let count = data
+                    .bound
+                    .and_then(|m| zfill_pieces(data.konst, m, w))
+                    .map_or(INFEASIBLE, |c| c as u64);
+                // A non-constant size computes each src-size (sub, max, min).
+                let per = if data.konst.is_some() { 2 } else { 5 };
+                base((per * count + 8).min(INFEASIBLE), KIND_GROUP)
             }
             Desc::BulkGroup([_, n, _, _]) => base(16 + bytes(*n) / 128, KIND_BULK),
             Desc::ReduceGroup([_, n, _, _]) => base(16 + bytes(*n) / 64, KIND_BULK),
@@ -487,6 +558,12 @@ pub enum Mech {
     BulkGroup,
     ReduceGroup,
     Sync(i64),
+    /// `count` zero-filling `cp.async` pieces of `w` bytes, each with a
+    /// src-size of what is left of the copy.
+    Zfill {
+        w: i64,
+        count: i64,
+    },
     /// The whole CTA tile by thread 0 (`size` is the thread's share).
     BulkCta,
 }
@@ -494,8 +571,13 @@ pub enum Mech {
 /// Flattens an extracted term into pieces laid end to end.
 pub fn pieces_of(expr: &egg::RecExpr<Desc>) -> Option<Vec<Piece>> {
     let nodes = expr.as_ref();
+    // A size's constant, through `(upto N M)`.
     let num = |id: Id| match nodes[usize::from(id)] {
         Desc::Num(n) => Some(n),
+        Desc::Upto([x, _]) => match nodes[usize::from(x)] {
+            Desc::Num(n) => Some(n),
+            _ => None,
+        },
         _ => None,
     };
     fn go(
@@ -513,6 +595,14 @@ pub fn pieces_of(expr: &egg::RecExpr<Desc>) -> Option<Vec<Piece>> {
             Desc::Cta([x]) => return go(nodes, *x, offset, out, num),
             Desc::BulkCta([_, n, _]) => (Mech::BulkCta, *n),
             Desc::CpAsync([_, n, _, _, w]) => (Mech::CpAsync(num(*w)?), *n),
+            Desc::CpAsyncZfill([_, n, _, _, w]) => {
+                let Desc::Upto([x, m]) = nodes[usize::from(*n)] else {
+                    return None;
+                };
+                let w = num(*w)?;
+                let count = zfill_pieces(num(x), num(m)?, w)?;
+                (Mech::Zfill { w, count }, x)
+            }
             Desc::BulkMbar([_, n, _, _]) => (Mech::BulkMbar, *n),
             Desc::BulkGroup([_, n, _, _]) => (Mech::BulkGroup, *n),
             Desc::ReduceGroup([_, n, _, _]) => (Mech::ReduceGroup, *n),
@@ -547,6 +637,7 @@ pub fn is_form(node: &Desc) -> bool {
         Desc::Num(_)
             | Desc::Sym(_)
             | Desc::Dyn(_)
+            | Desc::Upto(_)
             | Desc::Copy(_)
             | Desc::Reduce(_)
             | Desc::Seq(_)
@@ -667,6 +758,49 @@ mod tests {
         assert_eq!(
             best("(cta (copy g2s 8 8 all))", 90).1,
             "(cta (cp.async g2s 8 8 all 8))"
+        );
+    }
+
+    #[test]
+    fn zero_filled_tails() {
+        // A non-constant size into 256 bytes: 16 pieces of 16 bytes.
+        assert_eq!(
+            best("(copy g2s (upto (dyn 2) 256) 16 solo)", 80).1,
+            "(cp.async.zfill g2s (upto (dyn 2) 256) 16 solo 16)"
+        );
+        // A ragged 36 bytes: 3 x 16 (the last with src-size 4) beats
+        // 2 x 16 + 4.
+        assert_eq!(
+            best("(copy g2s (upto 36 64) 16 solo)", 80),
+            (
+                14,
+                "(cp.async.zfill g2s (upto 36 64) 16 solo 16)".to_string()
+            )
+        );
+        // No room to round 36 up to 48: 5 x 8 (src-size 4 last) still
+        // beats 2 x 16 + 4.
+        assert_eq!(
+            best("(copy g2s (upto 36 40) 16 solo)", 80).1,
+            "(cp.async.zfill g2s (upto 36 40) 16 solo 8)"
+        );
+        // No room at all: split as before.
+        assert_eq!(
+            best("(copy g2s (upto 36 36) 16 solo)", 80).1,
+            "(seq (cp.async g2s 32 16 solo 16) (cp.async g2s 4 16 solo 4))"
+        );
+        assert_eq!(zfill_pieces(Some(36), 64, 16), Some(3));
+        assert_eq!(zfill_pieces(None, 260, 16), None);
+        assert_eq!(zfill_pieces(None, 600, 16), None);
+        let e: egg::RecExpr<Desc> = "(cp.async.zfill g2s (upto 36 64) 16 solo 16)"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            pieces_of(&e),
+            Some(vec![Piece {
+                offset: 0,
+                size: Some(36),
+                mech: Mech::Zfill { w: 16, count: 3 }
+            }])
         );
     }
 

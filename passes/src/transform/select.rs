@@ -30,6 +30,15 @@
 //! the init and orders every thread's earlier accesses of the tile before
 //! the copy, every thread waits on the phase).
 //!
+//! Zero-filled tails: a one-thread global -> shared copy with a
+//! non-constant `i32` size or a ragged constant one, into a constant offset
+//! of a `bytes` allocation that nothing else writes, outside loops, is
+//! described with `(upto SIZE M)` (`M`: the bytes left in the allocation);
+//! it may become `cp.async` pieces covering `M` bytes (or the size rounded up
+//! to the piece), each with `src-size` = `min(max(size - offset, 0), piece)`,
+//! so bytes past the size are zero-filled (they were never written, and
+//! shared memory starts zeroed).
+//!
 //! Loop-carried and `if`-joined tokens take the type of their handles.
 //! `await` is left on the handle for [`super::sync`].
 //!
@@ -187,7 +196,13 @@ fn uses_of(k: &Kernel) -> (Uses, HashMap<Inst, Region>) {
     (uses, home)
 }
 
-fn describe(k: &Kernel, facts: &Facts, site: &Site, solo: bool) -> RecExpr<Desc> {
+fn describe(
+    k: &Kernel,
+    facts: &Facts,
+    site: &Site,
+    solo: bool,
+    bound: Option<i64>,
+) -> RecExpr<Desc> {
     let d = &k.insts[site.inst];
     let space = |i: usize| match d.args.get(i).and_then(|a| k.arg_ty(*a)) {
         Some(Type::Ptr(s)) => Some(s),
@@ -204,6 +219,10 @@ fn describe(k: &Kernel, facts: &Facts, site: &Site, solo: bool) -> RecExpr<Desc>
             "(dyn {})",
             d.args.get(2).map_or(0, |a| facts.tz(*a)).min(64)
         ),
+    };
+    let size = match bound {
+        Some(m) => format!("(upto {size} {m})"),
+        None => size,
     };
     let align = d
         .args
@@ -270,12 +289,15 @@ fn select_kernel(
                     .is_some_and(|&r| awaited_locally(k, &uses, s.token, r, s.inst))
         })
         .collect();
+    let syms = Syms::compute(k);
     let descs: Vec<RecExpr<Desc>> = sites
         .iter()
         .zip(&solo)
-        .map(|(s, &solo)| describe(k, &facts, s, solo))
+        .map(|(s, &solo)| {
+            let bound = if solo { zfill_bound(k, &syms, s) } else { None };
+            describe(k, &facts, s, solo, bound)
+        })
         .collect();
-    let syms = Syms::compute(k);
     let units = find_units(k, &sites, &syms, &uses, &solo);
     let unit_descs: Vec<RecExpr<Desc>> = units.iter().map(|u| unit_desc(u, &descs)).collect();
     let mut roots = descs.clone();
@@ -448,6 +470,56 @@ fn unit_desc(u: &Unit, descs: &[RecExpr<Desc>]) -> RecExpr<Desc> {
         text = format!("(cta {text})");
     }
     text.parse().unwrap_or_default()
+}
+
+/// The bytes a one-thread global -> shared copy may zero-fill up to: its
+/// destination is a constant offset `c` into a `bytes[S]` allocation that
+/// no other instruction writes (only loads and address arithmetic use it),
+/// the copy is in no loop, and its size is constant and ragged (not a
+/// multiple of 16) or a non-constant `i32`. Then bytes `c + size .. S` are
+/// never written by the input and hold their initial zeros (shared memory
+/// starts zeroed in cpflow's semantics), so zero-filling them changes
+/// nothing a later read sees. Returns `S - c`.
+fn zfill_bound(k: &Kernel, syms: &Syms, site: &Site) -> Option<i64> {
+    if site.red.is_some() || !syms.loops[cpflow_ir::ir::EntityId::index(site.token)].is_empty() {
+        return None;
+    }
+    let d = &k.insts[site.inst];
+    let size = *d.args.get(2)?;
+    match k.const_int(size) {
+        Some(n) if n % 16 == 0 => return None,
+        Some(_) => {}
+        None if k.arg_ty(size) == Some(Type::I32) => {}
+        None => return None,
+    }
+    let (Sym::Ptr(Base::Shared(id), od), Sym::Ptr(Base::Global(_), _)) =
+        (syms.arg(d.args[0]), syms.arg(d.args[1]))
+    else {
+        return None;
+    };
+    let c = od.as_const()?;
+    let total = match k.shared[id].kind {
+        SharedKind::Bytes(n) => i64::from(n),
+        SharedKind::Mbarriers(_) => return None,
+    };
+    for (_, i) in edit::all_insts(k) {
+        let op = &k.insts[i].op;
+        for (j, a) in k.insts[i].args.iter().enumerate() {
+            let Some(v) = a.value() else { continue };
+            let shared_ptr = matches!(k.ty(v), Type::Ptr(Space::Shared | Space::Cluster));
+            let here = match syms.get(v) {
+                Sym::Ptr(Base::Shared(s), _) => *s == id,
+                Sym::Ptr(Base::Remote(_), _) => false,
+                // A shared pointer of unknown origin may point here.
+                _ => shared_ptr,
+            };
+            let reads = matches!(op, Op::Load(_)) || (*op == Op::PtrAdd && j == 0);
+            if here && !reads && !(i == site.inst && j == 0) {
+                return None;
+            }
+        }
+    }
+    (total > c && c >= 0).then_some(total - c)
 }
 
 /// Instructions that neither touch memory nor synchronise: copies may be
@@ -770,6 +842,62 @@ fn expand(
                 );
                 out.push(i);
                 tokens.push(t);
+            }
+            Mech::Zfill { w, count } => {
+                let cache = if w == 16 { Qual::Cg } else { Qual::Ca };
+                let known = ed.k.const_int(size);
+                for j in 0..count {
+                    let off = p.offset + j * w;
+                    let dj = addr(ed, &mut out, dst, off, "d");
+                    let sj = addr(ed, &mut out, src, off, "s");
+                    let mut args = vec![dj, sj, imm(w)];
+                    match known {
+                        Some(n) => {
+                            let left = (n - off).clamp(0, w);
+                            if left < w {
+                                args.push(imm(left));
+                            }
+                        }
+                        None => {
+                            // src-size = min(max(size - off, 0), w).
+                            use cpflow_ir::ir::BinaryOp;
+                            let mut left = size;
+                            if off != 0 {
+                                let (i, v) = ed.inst1(
+                                    Op::Binary(BinaryOp::Sub),
+                                    vec![size, imm(off)],
+                                    Type::I32,
+                                    &format!("{base}_left"),
+                                );
+                                out.push(i);
+                                let (i, v) = ed.inst1(
+                                    Op::Binary(BinaryOp::MaxS),
+                                    vec![val(v), imm(0)],
+                                    Type::I32,
+                                    &format!("{base}_left"),
+                                );
+                                out.push(i);
+                                left = val(v);
+                            }
+                            let (i, v) = ed.inst1(
+                                Op::Binary(BinaryOp::MinU),
+                                vec![left, imm(w)],
+                                Type::I32,
+                                &format!("{base}_n"),
+                            );
+                            out.push(i);
+                            args.push(val(v));
+                        }
+                    }
+                    let (i, t) = ed.inst1(
+                        ptx(Family::CpAsync, &[cache, Qual::Shared, Qual::Global]),
+                        args,
+                        Type::Token,
+                        &format!("{base}_p"),
+                    );
+                    out.push(i);
+                    tokens.push(t);
+                }
             }
             // Written by `expand_tile` (a tile is always one piece).
             Mech::BulkCta => {}
