@@ -13,6 +13,16 @@
 //!   after that barrier (or there is no barrier), a fence directly precedes
 //!   the copy.
 //!
+//! Hoisting: a `fence.proxy.async.shared::cta` inside a `for` whose body
+//! (nested regions included) writes no shared memory through the generic
+//! proxy (no `st` to shared, no non-bulk `cp.async`, no `mbarrier.init` or
+//! `inval`, no other generic-proxy write) orders, in every iteration, only
+//! writes made before the loop: one fence right before the loop orders them
+//! as well, for every iteration and every later barrier. Such a fence moves
+//! before the outermost loop around it that writes nothing (out of any `if`
+//! between: a fence executed by more threads orders no less); a fence
+//! already directly before that loop absorbs it.
+//!
 //! Idempotent: a fence already in place is not added again. Assumes the
 //! module verifies clean; it does not add barriers (the abstract program
 //! already orders other threads' writes before the copy).
@@ -25,9 +35,141 @@ use cpflow_ir::types::{Space, Type};
 
 use super::edit::{self, ptx, Editor};
 
-/// Inserts the fences; returns how many.
+/// Inserts the fences, then hoists loop-invariant ones; returns how many
+/// were inserted.
 pub fn fence(module: &mut Module) -> usize {
-    module.kernels.iter_mut().map(fence_kernel).sum()
+    module
+        .kernels
+        .iter_mut()
+        .map(|k| {
+            let n = fence_kernel(k);
+            hoist(k);
+            n
+        })
+        .sum()
+}
+
+/// Whether `i` (or anything nested in it) may write shared memory through
+/// the generic proxy: what [`writes_shared`] counts, `mbarrier.init` and
+/// `inval`, and every instruction not known to leave shared memory to the
+/// async proxy (conservative for the ops hoisting must see).
+fn writes_generic(k: &Kernel, i: Inst) -> bool {
+    let d = &k.insts[i];
+    let here = match &d.op {
+        Op::Store(_) => !matches!(
+            d.args.first().and_then(|a| k.arg_ty(*a)),
+            Some(Type::Ptr(Space::Global))
+        ),
+        Op::Ptx(p) => !matches!(
+            p.family,
+            Family::CpAsyncBulk
+                | Family::CpReduceAsyncBulk
+                | Family::CpAsyncBulkPrefetch
+                | Family::CpAsyncCommitGroup
+                | Family::CpAsyncWaitGroup
+                | Family::CpAsyncWaitAll
+                | Family::CpAsyncBulkCommitGroup
+                | Family::CpAsyncBulkWaitGroup
+                | Family::MbarrierArrive
+                | Family::MbarrierArriveExpectTx
+                | Family::MbarrierExpectTx
+                | Family::MbarrierTestWaitParity
+                | Family::MbarrierTryWaitParity
+                | Family::MbarrierWait
+                | Family::MbarrierPhase
+                | Family::FenceProxyAsync
+                | Family::FenceMbarrierInit
+                | Family::BarrierCta
+                | Family::BarrierClusterArrive
+                | Family::BarrierClusterWait
+                | Family::Mapa
+                | Family::Await
+        ),
+        _ => false,
+    };
+    here || d
+        .regions
+        .iter()
+        .any(|&r| k.regions[r].insts.iter().any(|&j| writes_generic(k, j)))
+}
+
+fn is_cta_fence(k: &Kernel, i: Inst) -> bool {
+    matches!(&k.insts[i].op, Op::Ptx(p) if p.family == Family::FenceProxyAsync && p.has(Qual::SharedCta))
+}
+
+/// Moves each `fence.proxy.async.shared::cta` out of the loops around it
+/// that write no shared memory through the generic proxy; returns how many
+/// moved.
+fn hoist(k: &mut Kernel) -> usize {
+    let all = edit::all_insts(k);
+    if !all.iter().any(|&(_, i)| is_cta_fence(k, i)) {
+        return 0;
+    }
+    let parent: HashMap<Region, Inst> = all
+        .iter()
+        .flat_map(|&(_, i)| k.insts[i].regions.iter().map(move |&r| (r, i)))
+        .collect();
+    let home: HashMap<Inst, Region> = all.iter().map(|&(r, i)| (i, r)).collect();
+    let mut quiet: HashMap<Inst, bool> = HashMap::new();
+    // Fence -> the loop it moves in front of.
+    let mut moves: HashMap<Inst, Inst> = HashMap::new();
+    for &(r0, f) in &all {
+        if !is_cta_fence(k, f) {
+            continue;
+        }
+        let mut r = r0;
+        let mut target = None;
+        while let Some(&p) = parent.get(&r) {
+            if k.insts[p].op == Op::For {
+                let q = *quiet.entry(p).or_insert_with(|| !writes_generic(k, p));
+                if !q {
+                    break;
+                }
+                target = Some(p);
+            }
+            match home.get(&p) {
+                Some(&pr) => r = pr,
+                None => break,
+            }
+        }
+        if let Some(t) = target {
+            moves.insert(f, t);
+        }
+    }
+    if moves.is_empty() {
+        return 0;
+    }
+    let targets: HashSet<Inst> = moves.values().copied().collect();
+    let span = |k: &Kernel, t: Inst| k.insts[t].span;
+    let mut ed = Editor::new(k);
+    let regions: Vec<Region> = ed.k.regions.keys().collect();
+    for r in regions {
+        let old = ed.k.regions[r].insts.clone();
+        if !old
+            .iter()
+            .any(|i| moves.contains_key(i) || targets.contains(i))
+        {
+            continue;
+        }
+        let mut new: Vec<Inst> = Vec::with_capacity(old.len() + 1);
+        for i in old {
+            if moves.contains_key(&i) {
+                continue;
+            }
+            if targets.contains(&i) && !new.last().is_some_and(|&l| is_cta_fence(ed.k, l)) {
+                ed.span = span(ed.k, i);
+                let (f, _) = ed.inst(
+                    ptx(Family::FenceProxyAsync, &[Qual::SharedCta]),
+                    vec![],
+                    &[],
+                );
+                new.push(f);
+            }
+            new.push(i);
+        }
+        ed.k.regions[r].insts = new;
+    }
+    moves.len()
 }
 
 fn is_shared_fence(k: &Kernel, i: Inst) -> bool {

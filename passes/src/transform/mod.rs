@@ -9,7 +9,8 @@
 //!   `phase`), so `await` now names what to wait for;
 //! * [`sync`] turns each `await` into the weakest wait on that handle;
 //! * [`fence`] puts `fence.proxy.async.shared::cta` where generic writes
-//!   feed an async-proxy read of shared memory;
+//!   feed an async-proxy read of shared memory, and moves such a fence out
+//!   of loops that write no shared memory through the generic proxy;
 //! * [`cleanup`] drops redundant waits, empty groups and duplicate fences.
 //!
 //! Every pass assumes a module that verifies clean and returns diagnostics,
