@@ -169,3 +169,23 @@ fn barrier_inserted_when_others_read() {
         }
     }
 }
+
+/// Multicast only where it is advised (sm_90a-class; sm_90 would get
+/// W0403) and only for a source every CTA of the cluster shares: the same
+/// load on sm_90, or from an address that depends on `%cluster_ctarank`,
+/// stays each CTA's own bulk load.
+#[test]
+fn multicast_needs_advice_and_a_shared_source() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/opt/cluster_multicast.cpf");
+    let text = std::fs::read_to_string(path).unwrap();
+    let multicast = |text: &str| print(&optimized(text).0).contains(".multicast::cluster");
+    assert!(multicast(&text));
+    let sm90 = text.replace("target sm_90a", "target sm_90");
+    assert!(!multicast(&sm90), "multicast on sm_90");
+    let ranked = text.replace(
+        "    %t = copy %tile, %src, 8192\n",
+        "    %r = sreg cluster_ctarank\n    %r64 = zext %r : i32 to i64\n    %so = mul %r64, 16 : i64\n    %s = ptr.add %src, %so\n    %t = copy %tile, %s, 8192\n",
+    );
+    assert_ne!(ranked, text);
+    assert!(!multicast(&ranked), "multicast of a rank-dependent source");
+}

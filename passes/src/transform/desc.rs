@@ -23,6 +23,8 @@
 //! | `(sync DIR SIZE ALIGN ISSUE W)` | ordinary loads and stores of `W`-byte words (no async completion) |
 //! | `(seq A B)` | `A`, then `B` on the bytes right after `A`'s (two adjacent copies with one completion point, or a split of one copy) |
 //! | `(cta X)` | every thread of the CTA does `X` on its share of one contiguous tile (thread `t`'s share starts at `base + t * bytes(X)`), all awaiting at one point |
+//! | `(cluster N X)` | every CTA of a cluster of `N` does `X` (one thread's global -> shared load of the same source into the same allocation) |
+//! | `(bulk.mcast DIR SIZE ALIGN N)` | one `cp.async.bulk ... .multicast::cluster` by rank 0 delivering the tile to all `N` CTAs, each on its own mbarrier phase |
 //! | `(bulk.cta DIR SIZE ALIGN)` | one `cp.async.bulk` of the whole tile (`ntid.x * SIZE` bytes) by thread 0 on an mbarrier phase every thread waits for |
 //!
 //! Every form repeats its descriptor's fields: hash-consing shares a form
@@ -54,6 +56,8 @@ define_language! {
         "seq" = Seq([Id; 2]),
         "cta" = Cta([Id; 1]),
         "bulk.cta" = BulkCta([Id; 3]),
+        "cluster" = Cluster([Id; 2]),
+        "bulk.mcast" = BulkMcast([Id; 4]),
         Sym(Symbol),
     }
 }
@@ -135,8 +139,12 @@ impl Analysis<Desc> for Facts {
                 bytes: d(x).bytes,
                 ..none
             },
-            Desc::BulkCta([_, n, _]) => Data {
+            Desc::BulkCta([_, n, _]) | Desc::BulkMcast([_, n, _, _]) => Data {
                 bytes: d(n).konst,
+                ..none
+            },
+            Desc::Cluster([_, x]) => Data {
+                bytes: d(x).bytes,
                 ..none
             },
             Desc::Sym(_) => none,
@@ -396,6 +404,11 @@ pub fn rules(sm: u32, ptx: (u8, u8)) -> Vec<Rewrite<Desc, Facts>> {
         // Every thread's global -> shared copy of its 16-byte-multiple share
         // of one contiguous tile is one bulk copy of the tile by thread 0 on
         // an mbarrier phase that every thread waits for (sm_90+, PTX 8.6).
+        // Every CTA of a cluster loading the same global tile into the same
+        // shared allocation (one thread each) is one multicast bulk copy by
+        // rank 0 (sm_90+; select only builds `(cluster ...)` on targets
+        // where multicast is advised, sm_90a-class).
+        rewrite!("cluster-multicast"; "(cluster ?c (copy g2s ?n ?a solo))" => "(bulk.mcast g2s ?n ?a ?c)" if bulk_target(sm)),
         rewrite!("cta-tile-bulk"; "(cta (copy g2s ?n ?a all))" => "(bulk.cta g2s ?n ?a)" if bulk_g2s_target(sm, ptx)),
     ]
 }
@@ -434,6 +447,11 @@ pub const INFEASIBLE: u64 = u64::MAX / 4;
 ///   init, `expect_tx` and issue amortised over the CTA) + 1 per 128 bytes
 ///   of the thread's share; `(cta X)` costs what `X` costs (every thread
 ///   does its own share);
+/// * a cluster multicast (`bulk.mcast`), per CTA: as a bulk copy on an
+///   mbarrier (34), plus 24 for the cluster barriers that publish the init
+///   and keep peers alive until exit, plus 1 per 128 bytes divided by the
+///   cluster's CTAs (one global read feeds them all); `(cluster N X)`
+///   costs what `X` costs (every CTA loads its own copy);
 /// * synchronous words: 12 per word (the load latency is exposed); 64 words
 ///   when the size is not constant;
 /// * an unselected `copy`/`reduce` and a `seq` mixing two async kinds are
@@ -480,6 +498,11 @@ impl CostFunction<Desc> for CostModel<'_> {
             Desc::BulkMbar([_, n, _, _]) => base(34 + bytes(*n) / 128, KIND_MBAR),
             Desc::BulkCta([_, n, _]) => base(9 + bytes(*n) / 128, KIND_MBAR),
             Desc::Cta([x]) => costs(*x),
+            Desc::Cluster([_, x]) => costs(*x),
+            Desc::BulkMcast([_, n, _, c]) => {
+                let ctas = self.k(*c).unwrap_or(1).max(1) as u64;
+                base(58 + bytes(*n) / (128 * ctas), KIND_MBAR)
+            }
             Desc::Sync([_, n, _, _, w]) => {
                 let w = self.k(*w).unwrap_or(4).max(1) as u64;
                 let words = self.k(*n).map_or(64, |n| n.max(0) as u64 / w);
@@ -592,7 +615,7 @@ pub fn pieces_of(expr: &egg::RecExpr<Desc>) -> Option<Vec<Piece>> {
                 go(nodes, *a, offset, out, num)?;
                 return go(nodes, *b, offset, out, num);
             }
-            Desc::Cta([x]) => return go(nodes, *x, offset, out, num),
+            Desc::Cta([x]) | Desc::Cluster([_, x]) => return go(nodes, *x, offset, out, num),
             Desc::BulkCta([_, n, _]) => (Mech::BulkCta, *n),
             Desc::CpAsync([_, n, _, _, w]) => (Mech::CpAsync(num(*w)?), *n),
             Desc::CpAsyncZfill([_, n, _, _, w]) => {
@@ -642,6 +665,7 @@ pub fn is_form(node: &Desc) -> bool {
             | Desc::Reduce(_)
             | Desc::Seq(_)
             | Desc::Cta(_)
+            | Desc::Cluster(_)
     ) && !node.is_leaf()
 }
 
@@ -758,6 +782,20 @@ mod tests {
         assert_eq!(
             best("(cta (copy g2s 8 8 all))", 90).1,
             "(cta (cp.async g2s 8 8 all 8))"
+        );
+    }
+
+    #[test]
+    fn cluster_loads_multicast_when_large_enough() {
+        assert_eq!(
+            best("(cluster 2 (copy g2s 8192 128 solo))", 90),
+            (90, "(bulk.mcast g2s 8192 128 2)".to_string())
+        );
+        // 4 KiB over 2 CTAs: the cluster barriers cost more than the
+        // global traffic saved.
+        assert_eq!(
+            best("(cluster 2 (copy g2s 4096 128 solo))", 90).1,
+            "(cluster 2 (bulk.mbar g2s 4096 128 solo))"
         );
     }
 

@@ -30,6 +30,18 @@
 //! the init and orders every thread's earlier accesses of the tile before
 //! the copy, every thread waits on the phase).
 //!
+//! Cluster multicast: on targets where `.multicast::cluster` is advised
+//! (sm_90a-class), in a kernel launched as 1-D clusters of `N` CTAs, a
+//! one-thread global -> shared copy directly in an `if` of the top-level
+//! region, into a constant offset of a shared allocation, from an address
+//! built from kernel parameters only, is the same load in every CTA; it is
+//! also described as `(cluster N X)`. When the cost model prefers
+//! `bulk.mcast`, each CTA's thread 0 initialises a fresh mbarrier at the
+//! kernel's start (`fence.mbarrier_init.release.cluster`, then a relaxed
+//! cluster barrier publishes it), arms its phase with the full tile's
+//! bytes, rank 0 issues one multicast copy with ctaMask `(1 << N) - 1`,
+//! and a cluster barrier ends the kernel.
+//!
 //! Zero-filled tails: a one-thread global -> shared copy with a
 //! non-constant `i32` size or a ragged constant one, into a constant offset
 //! of a `bytes` allocation that nothing else writes, outside loops, is
@@ -91,12 +103,13 @@ pub struct RunInfo {
 pub fn select(module: &mut Module) -> Result<(Vec<Choice>, Vec<RunInfo>), Vec<Diagnostic>> {
     let sm = module.target.sm.number;
     let ptx = (module.target.ptx.major, module.target.ptx.minor);
+    let multicast = module.target.sm.multicast_advised();
     let target = module.target.sm.to_string();
     let mut choices = Vec::new();
     let mut runs = Vec::new();
     let mut errors = Vec::new();
     for k in &mut module.kernels {
-        match select_kernel(k, sm, ptx, &target) {
+        match select_kernel(k, sm, ptx, multicast, &target) {
             Ok((c, r)) => {
                 choices.extend(c);
                 runs.extend(r);
@@ -255,6 +268,7 @@ fn select_kernel(
     k: &mut Kernel,
     sm: u32,
     ptx: (u8, u8),
+    multicast: bool,
     target: &str,
 ) -> Result<Selected, Vec<Diagnostic>> {
     let sites: Vec<Site> = edit::all_insts(k)
@@ -300,8 +314,26 @@ fn select_kernel(
         .collect();
     let units = find_units(k, &sites, &syms, &uses, &solo);
     let unit_descs: Vec<RecExpr<Desc>> = units.iter().map(|u| unit_desc(u, &descs)).collect();
+    // Cluster-wide loads: (site, CTAs of the cluster) and `(cluster N X)`.
+    let ctas = match k.cluster {
+        Some([n, 1, 1]) if multicast && (2..=16).contains(&n) => n,
+        _ => 0,
+    };
+    let mcast: Vec<(usize, u32)> = (0..sites.len())
+        .filter(|&i| ctas > 0 && solo[i] && multicast_site(k, &syms, &home, &sites[i]))
+        .map(|i| (i, ctas))
+        .collect();
+    let mcast_descs: Vec<RecExpr<Desc>> = mcast
+        .iter()
+        .map(|&(i, n)| {
+            format!("(cluster {n} {})", descs[i])
+                .parse()
+                .unwrap_or_default()
+        })
+        .collect();
     let mut roots = descs.clone();
     roots.extend(unit_descs.iter().cloned());
+    roots.extend(mcast_descs.iter().cloned());
     let sat = desc::saturate(&roots, sm, ptx);
     let best = desc::extract(&sat);
     let run = RunInfo {
@@ -386,6 +418,24 @@ fn select_kernel(
             },
         );
     }
+    // Cluster multicast: taken when the cost model prefers it to every
+    // CTA's own load.
+    for (j, &(i, n)) in mcast.iter().enumerate() {
+        let root = sites.len() + units.len() + j;
+        let (cost, expr) = &best[root];
+        let Some(&Desc::BulkMcast([_, size, _, _])) = expr.as_ref().last() else {
+            continue;
+        };
+        let Desc::Num(bytes) = expr.as_ref()[usize::from(size)] else {
+            continue;
+        };
+        if covered[i] || cost.cycles >= INFEASIBLE {
+            continue;
+        }
+        covered[i] = true;
+        slots[i] = Some(choice(root, &mcast_descs[j], k.insts[sites[i].inst].span));
+        plans.insert(sites[i].inst, Plan::Multicast { ctas: n, bytes });
+    }
     let mut errors = Vec::new();
     for (i, site) in sites.iter().enumerate() {
         if covered[i] {
@@ -438,7 +488,18 @@ fn select_kernel(
     let body = k.body;
     let mut ed = Editor::new(k);
     let mut bar_count = 0;
-    rewrite_region(&mut ed, body, &plans, &red, &mut bar_count);
+    let mut cluster_bars = Vec::new();
+    rewrite_region(
+        &mut ed,
+        body,
+        &plans,
+        &red,
+        &mut bar_count,
+        &mut cluster_bars,
+    );
+    if !cluster_bars.is_empty() {
+        cluster_prologue(&mut ed, &cluster_bars);
+    }
     propagate_types(ed.k)?;
     Ok((choices, vec![run]))
 }
@@ -450,6 +511,8 @@ enum Plan {
     Pieces { first: Inst, pieces: Vec<Piece> },
     /// A member of a coalesced run, written at the run's last copy.
     Drop,
+    /// One multicast bulk copy of `bytes` by rank 0 into all `ctas` CTAs.
+    Multicast { ctas: u32, bytes: i64 },
 }
 
 /// A run of copies considered together for coalescing (site indices, in
@@ -686,15 +749,21 @@ fn rewrite_region(
     plans: &HashMap<Inst, Plan>,
     red: &HashMap<Inst, (Qual, Qual)>,
     bars: &mut usize,
+    cluster_bars: &mut Vec<cpflow_ir::ir::SharedId>,
 ) {
     let old = ed.k.regions[r].insts.clone();
     let mut new = Vec::with_capacity(old.len());
     for inst in old {
         let subs = ed.k.insts[inst].regions.clone();
         for sub in subs {
-            rewrite_region(ed, sub, plans, red, bars);
+            rewrite_region(ed, sub, plans, red, bars, cluster_bars);
         }
         match plans.get(&inst) {
+            Some(Plan::Multicast { ctas, bytes }) => {
+                let id = fresh_barrier(ed, bars);
+                cluster_bars.push(id);
+                new.extend(expand_multicast(ed, inst, id, *ctas, *bytes));
+            }
             Some(Plan::Pieces { first, pieces }) => match pieces.as_slice() {
                 [Piece {
                     mech: Mech::BulkCta,
@@ -1029,6 +1098,169 @@ fn expand_tile(ed: &mut Editor, first: Inst, share: i64, bars: &mut usize) -> Ve
     );
     out.push(if_then(ed, leader, vec![arm, copy]));
     out
+}
+
+/// Whether a one-thread copy is the same load in every CTA of a cluster:
+/// it sits directly in an `if` of the kernel's top-level region (no loop),
+/// its destination is a constant offset into a shared allocation (the same
+/// bytes of every CTA) and its source depends on kernel parameters only
+/// (not on `%cluster_ctarank`, `%ctaid` or any other per-CTA value).
+fn multicast_site(k: &Kernel, syms: &Syms, home: &HashMap<Inst, Region>, site: &Site) -> bool {
+    if site.red.is_some() {
+        return false;
+    }
+    let Some(&r) = home.get(&site.inst) else {
+        return false;
+    };
+    let in_top_if = k.regions[k.body]
+        .insts
+        .iter()
+        .any(|&i| k.insts[i].op == Op::If && k.insts[i].regions.first() == Some(&r));
+    let d = &k.insts[site.inst];
+    let (Sym::Ptr(Base::Shared(_), od), Sym::Ptr(Base::Global(_), os)) =
+        (syms.arg(d.args[0]), syms.arg(d.args[1]))
+    else {
+        return false;
+    };
+    let uniform = os
+        .terms
+        .keys()
+        .all(|a| matches!(a, Atom::Opaque(v) if k.params.contains(v)));
+    in_top_if && od.as_const().is_some() && uniform
+}
+
+/// The issue side of a cluster multicast in each CTA's issuing thread:
+/// `%t = mbarrier.phase %bar, 0`, `mbarrier.arrive.expect_tx %t, bytes`
+/// (every CTA expects the whole tile: the multicast delivers all of it, and
+/// its complete_tx, to each CTA) and, in rank 0 only, the
+/// `.multicast::cluster` copy with ctaMask `(1 << ctas) - 1`. The barrier
+/// is initialised and published cluster-wide by [`cluster_prologue`].
+fn expand_multicast(
+    ed: &mut Editor,
+    inst: Inst,
+    id: cpflow_ir::ir::SharedId,
+    ctas: u32,
+    bytes: i64,
+) -> Vec<Inst> {
+    let d = ed.k.insts[inst].clone();
+    ed.span = d.span;
+    let (dst, src) = (d.args[0], d.args[1]);
+    let token = d.results[0];
+    let base = ed.k.values[token].name.clone();
+    let mut out = Vec::new();
+    let (i, bar) = ed.inst1(
+        Op::Addr(id),
+        vec![],
+        Type::Mbarrier(Space::Shared),
+        &format!("{base}_bar"),
+    );
+    out.push(i);
+    let (i, _) = ed.inst(ptx(Family::MbarrierPhase, &[]), vec![val(bar), imm(0)], &[]);
+    ed.redefine(token, i, Type::Phase(Space::Shared));
+    out.push(i);
+    let (i, _) = ed.inst(
+        ptx(Family::MbarrierArriveExpectTx, &[]),
+        vec![val(token), imm(bytes)],
+        &[],
+    );
+    out.push(i);
+    let (i, rank) = ed.inst1(
+        Op::Sreg(SpecialReg::ClusterCtaRank),
+        vec![],
+        Type::I32,
+        &format!("{base}_rank"),
+    );
+    out.push(i);
+    let (i, root) = ed.inst1(
+        Op::Cmp(CmpPred::Eq, Scalar::I32),
+        vec![val(rank), imm(0)],
+        Type::I1,
+        &format!("{base}_root"),
+    );
+    out.push(i);
+    let quals = [
+        Qual::SharedCluster,
+        Qual::Global,
+        Qual::MbarrierCompleteTx,
+        Qual::MulticastCluster,
+    ];
+    let (copy, _) = ed.inst1(
+        ptx(Family::CpAsyncBulk, &quals),
+        vec![dst, src, imm(bytes), val(token), imm((1i64 << ctas) - 1)],
+        Type::Token,
+        &format!("{base}_p"),
+    );
+    out.push(if_then(ed, root, vec![copy]));
+    out
+}
+
+/// Before a kernel's multicasts: thread 0 of each CTA initialises their
+/// mbarriers (count 1) and releases the inits to the cluster
+/// (`fence.mbarrier_init.release.cluster`), and a cluster barrier (relaxed
+/// arrive, wait) publishes them before rank 0 may multicast into any peer.
+/// At the end: a cluster barrier, so no CTA exits while a multicast into
+/// it, or its peers' use of the cluster, may be in flight.
+fn cluster_prologue(ed: &mut Editor, bars: &[cpflow_ir::ir::SharedId]) {
+    let body = ed.k.body;
+    ed.span = ed.k.span;
+    let mut pro = Vec::new();
+    let (i, tid) = ed.inst1(
+        Op::Sreg(SpecialReg::TidX),
+        vec![],
+        Type::I32,
+        "__cpflow_tid",
+    );
+    pro.push(i);
+    let (i, leader) = ed.inst1(
+        Op::Cmp(CmpPred::Eq, Scalar::I32),
+        vec![val(tid), imm(0)],
+        Type::I1,
+        "__cpflow_leader",
+    );
+    pro.push(i);
+    let mut init = Vec::new();
+    for &id in bars {
+        let (i, bar) = ed.inst1(
+            Op::Addr(id),
+            vec![],
+            Type::Mbarrier(Space::Shared),
+            "__cpflow_bar",
+        );
+        init.push(i);
+        let (i, _) = ed.inst(ptx(Family::MbarrierInit, &[]), vec![val(bar), imm(1)], &[]);
+        init.push(i);
+    }
+    let (i, _) = ed.inst(
+        ptx(Family::FenceMbarrierInit, &[Qual::Release, Qual::Cluster]),
+        vec![],
+        &[],
+    );
+    init.push(i);
+    pro.push(if_then(ed, leader, init));
+    let (i, _) = ed.inst(
+        ptx(Family::BarrierClusterArrive, &[Qual::Relaxed]),
+        vec![],
+        &[],
+    );
+    pro.push(i);
+    let (i, _) = ed.inst(ptx(Family::BarrierClusterWait, &[]), vec![], &[]);
+    pro.push(i);
+    let (a, _) = ed.inst(
+        ptx(Family::BarrierClusterArrive, &[Qual::Release]),
+        vec![],
+        &[],
+    );
+    let (w, _) = ed.inst(
+        ptx(Family::BarrierClusterWait, &[Qual::Acquire]),
+        vec![],
+        &[],
+    );
+    let old = std::mem::take(&mut ed.k.regions[body].insts);
+    let mut new = pro;
+    new.extend(old);
+    new.push(a);
+    new.push(w);
+    ed.k.regions[body].insts = new;
 }
 
 /// Synchronous word copies: straight-line for up to 4 words, else a loop.
