@@ -173,7 +173,8 @@ fn barrier_inserted_when_others_read() {
 /// Multicast only where it is advised (sm_90a-class; sm_90 would get
 /// W0403) and only for a source every CTA of the cluster shares: the same
 /// load on sm_90, or from an address that depends on `%cluster_ctarank`,
-/// stays each CTA's own bulk load.
+/// stays each CTA's own bulk load, as does a load into a tile the kernel
+/// touches before the copy.
 #[test]
 fn multicast_needs_advice_and_a_shared_source() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/opt/cluster_multicast.cpf");
@@ -188,4 +189,12 @@ fn multicast_needs_advice_and_a_shared_source() {
     );
     assert_ne!(ranked, text);
     assert!(!multicast(&ranked), "multicast of a rank-dependent source");
+    // A CTA that touches the tile before its copy point could see rank 0's
+    // multicast land early.
+    let touched = text.replace(
+        "  %tile = addr @tile\n  if %leader {\n    %t = copy %tile, %src, 8192\n",
+        "  %tile = addr @tile\n  %z = const 0 : i32\n  st %tile, %z : i32\n  if %leader {\n    %t = copy %tile, %src, 8192\n",
+    );
+    assert_ne!(touched, text);
+    assert!(!multicast(&touched), "multicast into a tile used before");
 }

@@ -1102,6 +1102,7 @@ fn expand_tile(ed: &mut Editor, first: Inst, share: i64, bars: &mut usize) -> Ve
 
 /// Whether a one-thread copy is the same load in every CTA of a cluster:
 /// it sits directly in an `if` of the kernel's top-level region (no loop),
+/// nothing before that `if` touches its destination allocation,
 /// its destination is a constant offset into a shared allocation (the same
 /// bytes of every CTA) and its source depends on kernel parameters only
 /// (not on `%cluster_ctarank`, `%ctaid` or any other per-CTA value).
@@ -1112,21 +1113,43 @@ fn multicast_site(k: &Kernel, syms: &Syms, home: &HashMap<Inst, Region>, site: &
     let Some(&r) = home.get(&site.inst) else {
         return false;
     };
-    let in_top_if = k.regions[k.body]
-        .insts
+    let top = &k.regions[k.body].insts;
+    let Some(at) = top
         .iter()
-        .any(|&i| k.insts[i].op == Op::If && k.insts[i].regions.first() == Some(&r));
+        .position(|&i| k.insts[i].op == Op::If && k.insts[i].regions.first() == Some(&r))
+    else {
+        return false;
+    };
     let d = &k.insts[site.inst];
-    let (Sym::Ptr(Base::Shared(_), od), Sym::Ptr(Base::Global(_), os)) =
+    let (Sym::Ptr(Base::Shared(id), od), Sym::Ptr(Base::Global(_), os)) =
         (syms.arg(d.args[0]), syms.arg(d.args[1]))
     else {
         return false;
     };
+    // Rank 0 writes every CTA's tile when it gets there: no CTA may touch
+    // the allocation before its own copy point.
+    fn touches(k: &Kernel, syms: &Syms, i: Inst, id: cpflow_ir::ir::SharedId) -> bool {
+        let d = &k.insts[i];
+        d.args
+            .iter()
+            .filter_map(|a| a.value())
+            .any(|v| match syms.get(v) {
+                Sym::Ptr(Base::Shared(s), _) => *s == id,
+                Sym::Ptr(Base::Remote(_), _) => false,
+                _ => matches!(k.ty(v), Type::Ptr(Space::Shared | Space::Cluster)),
+            })
+            || d.regions
+                .iter()
+                .any(|&r| k.regions[r].insts.iter().any(|&j| touches(k, syms, j, id)))
+    }
+    if top[..at].iter().any(|&i| touches(k, syms, i, id)) {
+        return false;
+    }
     let uniform = os
         .terms
         .keys()
         .all(|a| matches!(a, Atom::Opaque(v) if k.params.contains(v)));
-    in_top_if && od.as_const().is_some() && uniform
+    od.as_const().is_some() && uniform
 }
 
 /// The issue side of a cluster multicast in each CTA's issuing thread:
