@@ -198,3 +198,18 @@ fn multicast_needs_advice_and_a_shared_source() {
     assert_ne!(touched, text);
     assert!(!multicast(&touched), "multicast into a tile used before");
 }
+
+/// Zero-filled tails only when no load of the tile can run alongside the
+/// zero fill: without the barrier after the copy's `if`, other threads'
+/// loads of @tile (past %n too) would race with it, so the copy stays
+/// synchronous words.
+#[test]
+fn zero_fill_needs_ordered_loads() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/opt/zfill_tail.cpf");
+    let text = std::fs::read_to_string(path).unwrap();
+    let zfill = |text: &str| print(&optimized(text).0).contains("min.u %n, 16");
+    assert!(zfill(&text));
+    let unordered = text.replacen("  }\n  barrier.cta\n  %o = mul", "  }\n  %o = mul", 1);
+    assert_ne!(unordered, text);
+    assert!(!zfill(&unordered), "zero fill racing with loads");
+}

@@ -538,8 +538,11 @@ fn unit_desc(u: &Unit, descs: &[RecExpr<Desc>]) -> RecExpr<Desc> {
 /// The bytes a one-thread global -> shared copy may zero-fill up to: its
 /// destination is a constant offset `c` into a `bytes[S]` allocation that
 /// no other instruction writes (only loads and address arithmetic use it),
-/// the copy is in no loop, and its size is constant and ragged (not a
-/// multiple of 16) or a non-constant `i32`. Then bytes `c + size .. S` are
+/// the copy is in no loop, it sits in a top-level `if` on a one-thread
+/// guard with every load of the allocation outside that `if` after it and
+/// a later top-level `barrier.cta` (no load races with the zero fill), and
+/// its size is constant and ragged (not a multiple of 16) or a non-constant
+/// `i32`. Then bytes `c + size .. S` are
 /// never written by the input and hold their initial zeros (shared memory
 /// starts zeroed in cpflow's semantics), so zero-filling them changes
 /// nothing a later read sees. Returns `S - c`.
@@ -580,6 +583,57 @@ fn zfill_bound(k: &Kernel, syms: &Syms, site: &Site) -> Option<i64> {
             if here && !reads && !(i == site.inst && j == 0) {
                 return None;
             }
+        }
+    }
+    // Other threads' loads of the allocation must not run concurrently
+    // with the zero-filling writes: the copy sits in a top-level `if` on a
+    // one-thread guard, and every load of the allocation outside it comes
+    // after that `if` and a later top-level `barrier.cta`.
+    let all = edit::all_insts(k);
+    let home: HashMap<Inst, Region> = all.iter().map(|&(r, i)| (i, r)).collect();
+    let parent: HashMap<Region, Inst> = all
+        .iter()
+        .flat_map(|&(_, i)| k.insts[i].regions.iter().map(move |&r| (r, i)))
+        .collect();
+    let mut a = site.inst;
+    while let Some(&r) = home.get(&a).filter(|&&r| r != k.body) {
+        a = *parent.get(&r)?;
+    }
+    let guard = &k.insts[a];
+    let guarded = guard.op == Op::If
+        && guard
+            .args
+            .first()
+            .and_then(|x| x.value())
+            .is_some_and(|cond| one_thread(k, cond));
+    if !guarded {
+        return None;
+    }
+    fn loads(k: &Kernel, syms: &Syms, i: Inst, id: cpflow_ir::ir::SharedId) -> bool {
+        let d = &k.insts[i];
+        let here = matches!(d.op, Op::Load(_))
+            && d.args
+                .first()
+                .and_then(|a| a.value())
+                .is_some_and(|v| match syms.get(v) {
+                    Sym::Ptr(Base::Shared(s), _) => *s == id,
+                    Sym::Ptr(Base::Remote(_), _) => false,
+                    _ => matches!(k.ty(v), Type::Ptr(Space::Shared | Space::Cluster)),
+                });
+        here || d
+            .regions
+            .iter()
+            .any(|&r| k.regions[r].insts.iter().any(|&j| loads(k, syms, j, id)))
+    }
+    let top = &k.regions[k.body].insts;
+    let at = top.iter().position(|&i| i == a)?;
+    let mut fenced = false;
+    for (n, &i) in top.iter().enumerate() {
+        if n > at && edit::family(k, i) == Some(Family::BarrierCta) {
+            fenced = true;
+        }
+        if n != at && loads(k, syms, i, id) && !(n > at && fenced) {
+            return None;
         }
     }
     (total > c && c >= 0).then_some(total - c)
