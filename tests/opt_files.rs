@@ -197,6 +197,15 @@ fn multicast_needs_advice_and_a_shared_source() {
     );
     assert_ne!(touched, text);
     assert!(!multicast(&touched), "multicast into a tile used before");
+    let touched_by_leader = text.replace(
+        "  if %leader {\n    %t = copy %tile, %src, 8192\n",
+        "  if %leader {\n    %z = const 0 : i32\n    st %tile, %z : i32\n    %t = copy %tile, %src, 8192\n",
+    );
+    assert_ne!(touched_by_leader, text);
+    assert!(
+        !multicast(&touched_by_leader),
+        "multicast into a tile the issuer wrote first"
+    );
 }
 
 /// Zero-filled tails only when no load of the tile can run alongside the

@@ -1156,7 +1156,8 @@ fn expand_tile(ed: &mut Editor, first: Inst, share: i64, bars: &mut usize) -> Ve
 
 /// Whether a one-thread copy is the same load in every CTA of a cluster:
 /// it sits directly in an `if` of the kernel's top-level region (no loop),
-/// nothing before that `if` touches its destination allocation,
+/// nothing before the copy (in that `if` or before it) touches its
+/// destination allocation,
 /// its destination is a constant offset into a shared allocation (the same
 /// bytes of every CTA) and its source depends on kernel parameters only
 /// (not on `%cluster_ctarank`, `%ctaid` or any other per-CTA value).
@@ -1196,7 +1197,12 @@ fn multicast_site(k: &Kernel, syms: &Syms, home: &HashMap<Inst, Region>, site: &
                 .iter()
                 .any(|&r| k.regions[r].insts.iter().any(|&j| touches(k, syms, j, id)))
     }
-    if top[..at].iter().any(|&i| touches(k, syms, i, id)) {
+    let inner = &k.regions[r].insts;
+    let before = inner
+        .iter()
+        .take_while(|&&i| i != site.inst)
+        .chain(&top[..at]);
+    if before.into_iter().any(|&i| touches(k, syms, i, id)) {
         return false;
     }
     let uniform = os
