@@ -107,10 +107,31 @@ impl Affine {
         if d == 1 {
             return self.clone();
         }
-        match self.as_const() {
-            Some(c) if d > 0 => Affine::constant(c.div_euclid(d)),
-            _ => Affine::atom(Atom::Div(Box::new(self.clone()), d.max(1))),
+        if d <= 0 {
+            return Affine::atom(Atom::Div(Box::new(self.clone()), d.max(1)));
         }
+        if let Some(c) = self.as_const() {
+            return Affine::constant(c.div_euclid(d));
+        }
+        // Terms whose coefficient is a multiple of d, and whole periods of
+        // the offset, come out: (d·y + x + q·d) div d = y + q + x div d.
+        let mut inner = self.clone();
+        let mut out = Affine::constant(inner.c.div_euclid(d));
+        inner.c = inner.c.rem_euclid(d);
+        let whole: Vec<(Atom, i64)> = inner
+            .terms
+            .iter()
+            .filter(|(_, k)| *k % d == 0)
+            .map(|(a, k)| (a.clone(), *k))
+            .collect();
+        for (a, k) in whole {
+            inner.terms.remove(&a);
+            out = out.add(&Affine::atom(a).scale(k / d));
+        }
+        if let Some(c) = inner.as_const() {
+            return out.add(&Affine::constant(c.div_euclid(d)));
+        }
+        out.add(&Affine::atom(Atom::Div(Box::new(inner), d)))
     }
 
     /// Replaces every occurrence of atom `from` by `to`, re-normalising.
@@ -152,6 +173,43 @@ impl Affine {
         }
     }
 
+    /// Folds `x mod m` to `x` and `x div d` to a constant where the bounds
+    /// put `x` inside one period (e.g. a ring slot of an index below S).
+    pub fn simplify(&self, bnd: &Bounds) -> Affine {
+        let mut r = Affine::constant(self.c);
+        for (a, k) in &self.terms {
+            let t = match a {
+                Atom::Mod(inner, m) => {
+                    let inner = inner.simplify(bnd);
+                    match bnd.interval(&inner) {
+                        Some((lo, hi)) if lo >= 0 && lo.div_euclid(*m) == hi.div_euclid(*m) => {
+                            inner.add(&Affine::constant(-lo.div_euclid(*m) * m))
+                        }
+                        _ => inner.modulo(*m),
+                    }
+                }
+                Atom::Div(inner, d) => {
+                    let inner = inner.simplify(bnd);
+                    match bnd.interval(&inner) {
+                        Some((lo, hi)) if lo >= 0 && lo.div_euclid(*d) == hi.div_euclid(*d) => {
+                            Affine::constant(lo.div_euclid(*d))
+                        }
+                        _ => inner.div(*d),
+                    }
+                }
+                _ => {
+                    let t = Affine::atom(a.clone());
+                    match bnd.interval(&t) {
+                        Some((lo, hi)) if lo == hi => Affine::constant(lo),
+                        _ => t,
+                    }
+                }
+            };
+            r = r.add(&t.scale(*k));
+        }
+        r
+    }
+
     /// Renames the analysed thread's registers to another thread's.
     pub fn other_thread(&self) -> Affine {
         let mut r = self.clone();
@@ -172,7 +230,7 @@ pub struct Bounds {
 }
 
 impl Bounds {
-    fn range(&self, a: &Atom) -> Option<(i64, i64)> {
+    pub fn range(&self, a: &Atom) -> Option<(i64, i64)> {
         match a {
             Atom::Mod(_, m) => Some((0, m - 1)),
             Atom::Iv(l) | Atom::Exist(l) => self.iv.get(l).copied(),
@@ -294,16 +352,42 @@ pub fn disjoint(
             return true;
         }
     }
-    // Interval argument, per choice of the mod pairs.
+    // Interval argument, per choice of the mod pairs and per value of each
+    // atom with a small range (a slot `k mod S` takes S values, not the
+    // whole interval between them).
+    let mut offs: Vec<i64> = vec![0];
+    for c in &choices {
+        offs = offs.iter().flat_map(|o| [o + c[0], o + c[1]]).collect();
+        if offs.len() > 4096 {
+            return false;
+        }
+    }
+    let small: Vec<(Atom, i64)> = rest
+        .terms
+        .iter()
+        .filter(|(a, _)| !matches!(a, Atom::Tid(_) | Atom::OtherTid(_)))
+        .map(|(a, k)| (a.clone(), *k))
+        .collect();
+    for (a, k) in small {
+        let Some((lo, hi)) = bnd.range(&a) else {
+            continue;
+        };
+        let count = usize::try_from(hi - lo + 1).unwrap_or(usize::MAX);
+        if count > 64 || offs.len().saturating_mul(count) > 4096 {
+            continue;
+        }
+        rest.terms.remove(&a);
+        offs = offs
+            .iter()
+            .flat_map(|o| (lo..=hi).map(move |v| o + k * v))
+            .collect();
+    }
+    offs.sort_unstable();
+    offs.dedup();
     let Some((rlo, rhi)) = bnd.interval(&rest) else {
         return false;
     };
-    let n = choices.len().min(6);
-    for mask in 0..(1u32 << n) {
-        let mut off = 0i64;
-        for (i, c) in choices.iter().take(n).enumerate() {
-            off += c[((mask >> i) & 1) as usize];
-        }
+    for off in offs {
         let (lo, hi) = (rlo + off, rhi + off);
         let overlaps = |lo: i64, hi: i64| lo < hi_gap && hi > lo_gap;
         match delta {

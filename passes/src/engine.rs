@@ -357,6 +357,17 @@ impl<'a> Engine<'a> {
         async_src: bool,
     ) {
         if let Some(d) = &dst {
+            // The copy writes `d`: an earlier async op still reading it
+            // (a bulk store whose `.read` wait is missing or too weak).
+            let ops: Vec<OpRec> = st.ops.iter().cloned().collect();
+            for r in &ops {
+                if let Some(s) = &r.src {
+                    let (same, cross) = self.either_thread(d, s, r);
+                    if r.issuer == Issuer::InFlight && !r.seen && (same || cross) {
+                        self.in_flight(r, at, true, "source");
+                    }
+                }
+            }
             let reads: Vec<(Mem, Inst)> = st.reads.iter().cloned().collect();
             for (m, rd) in reads {
                 let dummy = OpRec {
@@ -514,13 +525,36 @@ impl<'a> Engine<'a> {
                 } else {
                     vec![0]
                 };
+                // Matching this iteration with an instance of another loop
+                // assumes the iteration index is in that loop's range: a
+                // prologue that loads slot `pj` on phase 0 is waited on as
+                // slot `i mod S`, phase `i div S` for `i < S`.
+                let bnd = match (a, self.syms.bounds.iv.get(&l)) {
+                    (Atom::Exist(e), here) if *e != l => {
+                        self.syms.bounds.iv.get(e).and_then(|&(lo, hi)| {
+                            let (lo, hi) =
+                                here.map_or((lo, hi), |&(l2, h2)| (lo.max(l2), hi.min(h2)));
+                            (lo <= hi).then(|| {
+                                let mut b = self.syms.bounds.clone();
+                                b.iv.insert(l, (lo, hi));
+                                b
+                            })
+                        })
+                    }
+                    _ => None,
+                };
+                let simp = |e: &Affine| bnd.as_ref().map_or_else(|| e.clone(), |b| e.simplify(b));
+                let wb2 = match wb.as_ref() {
+                    Sym::Ptr(b, o) => Sym::Ptr(b.clone(), simp(o)),
+                    other => other.clone(),
+                };
                 for c in shifts {
                     let to = Affine::atom(Atom::Iv(l)).add(&Affine::constant(c));
                     let pb2 = match pb.as_ref() {
-                        Sym::Ptr(b, o) => Sym::Ptr(b.clone(), o.subst(a, &to)),
+                        Sym::Ptr(b, o) => Sym::Ptr(b.clone(), simp(&o.subst(a, &to))),
                         other => other.clone(),
                     };
-                    if ok(&pb2, &pi.subst(a, &to)) {
+                    if wb2 == pb2 && simp(&wi).sub(&simp(&pi.subst(a, &to))).as_const() == Some(0) {
                         return true;
                     }
                 }
@@ -652,6 +686,14 @@ impl<'a> Engine<'a> {
         let report = self.report;
         self.report = false;
         self.loops.push(inst);
+        // A loop with constant bounds lo < hi runs at least once: it exits
+        // from a back edge, never straight from the entry (an init loop
+        // leaves its barriers initialised).
+        let runs = matches!(
+            (lo, data.args.get(1).and_then(|a| k.const_int(*a))),
+            (Some(lo), Some(hi)) if hi > lo
+        );
+        let mut exit = None;
         let mut head = entry.clone();
         for it in 0..MAX_ITERS {
             let mut s = head.clone();
@@ -669,11 +711,19 @@ impl<'a> Engine<'a> {
                 .into_iter()
                 .map(|mut r| {
                     r.tok.retain(|v| !inside(*v) || args.contains(v));
+                    // Once the source has been read, where it was no longer
+                    // matters (a ring's global tile index grows forever).
+                    if r.issuer >= Issuer::ReadDone {
+                        if let Some(m) = &mut r.src {
+                            m.off = None;
+                        }
+                    }
                     r
                 })
                 .collect();
             s.familyize(inst);
             s.shift(inst, step, &|v| inside(v));
+            let back = s.clone();
             let mut next = State::join(entry.clone(), s);
             if it >= 3 {
                 next.merge_similar();
@@ -682,6 +732,7 @@ impl<'a> Engine<'a> {
                 next.widen(inst);
             }
             if next == head {
+                exit = runs.then_some(back);
                 break;
             }
             head = next;
@@ -692,6 +743,9 @@ impl<'a> Engine<'a> {
             self.region(body, &mut s);
         }
         self.loops.pop();
+        if let Some(back) = exit {
+            head = back;
+        }
         let results = data.results.clone();
         rename(
             &mut head,

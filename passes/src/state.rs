@@ -318,27 +318,72 @@ impl State {
     /// Merges records that differ only in their byte ranges, forgetting the
     /// offsets that differ (a cheap widening that keeps everything else).
     pub fn merge_similar(&mut self) {
-        let mut out: Vec<OpRec> = Vec::new();
-        for r in std::mem::take(&mut self.ops) {
-            let key = |x: &OpRec| {
-                let mut x = x.clone();
-                x.dst = x.dst.map(|m| Mem { off: None, ..m });
-                x.src = x.src.map(|m| Mem { off: None, ..m });
-                x
+        let key = |x: &OpRec, keep_shared: bool| {
+            let forget = |m: Mem| {
+                if keep_shared && matches!(m.base, Base::Shared(_)) {
+                    m
+                } else {
+                    Mem { off: None, ..m }
+                }
             };
-            if let Some(o) = out.iter_mut().find(|o| key(o) == key(&r)) {
-                if o.dst != r.dst {
-                    o.dst = o.dst.take().map(|m| Mem { off: None, ..m });
+            let mut x = x.clone();
+            x.dst = x.dst.map(forget);
+            x.src = x.src.map(forget);
+            x
+        };
+        let merge = |ops: Vec<OpRec>, keep_dst: bool| -> Vec<OpRec> {
+            let mut out: Vec<OpRec> = Vec::new();
+            for r in ops {
+                if let Some(o) = out
+                    .iter_mut()
+                    .find(|o| key(o, keep_dst) == key(&r, keep_dst))
+                {
+                    if o.dst != r.dst {
+                        o.dst = o.dst.take().map(|m| Mem { off: None, ..m });
+                    }
+                    if o.src != r.src {
+                        o.src = o.src.take().map(|m| Mem { off: None, ..m });
+                    }
+                } else {
+                    out.push(r);
                 }
-                if o.src != r.src {
-                    o.src = o.src.take().map(|m| Mem { off: None, ..m });
-                }
+            }
+            out
+        };
+        // Records that differ only in global offsets merge; a few records
+        // with known, distinct shared offsets stay apart: the slots
+        // of a ring (`k mod S` shifted by each earlier iteration) are
+        // finitely many, and forgetting them would make every slot overlap.
+        let ops = merge(std::mem::take(&mut self.ops).into_iter().collect(), true);
+        let mut groups: BTreeMap<OpRec, Vec<OpRec>> = BTreeMap::new();
+        for r in ops {
+            groups.entry(key(&r, false)).or_default().push(r);
+        }
+        let mut out: Vec<OpRec> = Vec::new();
+        for g in groups.into_values() {
+            let known = g.iter().all(|x| {
+                [&x.dst, &x.src].iter().all(|m| {
+                    m.as_ref()
+                        .is_none_or(|m| m.off.is_some() || !matches!(m.base, Base::Shared(_)))
+                })
+            });
+            if g.len() <= 8 && known {
+                out.extend(g);
             } else {
-                out.push(r);
+                out.extend(merge(g, false));
             }
         }
         self.ops = out.into_iter().collect();
         let merge3 = |set: BTreeSet<(Mem, bool, Inst)>| -> BTreeSet<(Mem, bool, Inst)> {
+            let mut count: BTreeMap<(bool, Inst), (usize, bool)> = BTreeMap::new();
+            for (m, b, i) in &set {
+                let e = count.entry((*b, *i)).or_insert((0, true));
+                e.0 += 1;
+                e.1 &= m.off.is_some();
+            }
+            let few = |b: bool, i: Inst| count.get(&(b, i)).is_some_and(|&(n, k)| n <= 8 && k);
+            let (kept, set): (BTreeSet<_>, BTreeSet<_>) =
+                set.into_iter().partition(|(_, b, i)| few(*b, *i));
             let mut seen: BTreeMap<(bool, Inst), Mem> = BTreeMap::new();
             for (m, b, i) in set {
                 seen.entry((b, i))
@@ -349,7 +394,10 @@ impl State {
                     })
                     .or_insert(m);
             }
-            seen.into_iter().map(|((b, i), m)| (m, b, i)).collect()
+            seen.into_iter()
+                .map(|((b, i), m)| (m, b, i))
+                .chain(kept)
+                .collect()
         };
         self.gen_writes = merge3(std::mem::take(&mut self.gen_writes));
         self.async_read = merge3(std::mem::take(&mut self.async_read));
