@@ -1185,6 +1185,21 @@ impl<'a> Engine<'a> {
                     continue;
                 }
                 self.report = true;
+                if need == u32::MAX {
+                    // No later use reads these groups before the next wait.
+                    self.emit(
+                        Diagnostic::warning(
+                            "W1001",
+                            "no later use needs the groups this wait completes",
+                            data.span,
+                        )
+                        .with_label("nothing reads their bytes before the next wait")
+                        .with_help(
+                            "remove this wait, or move it to the first read of the copied bytes",
+                        ),
+                    );
+                    continue;
+                }
                 self.emit(
                     Diagnostic::warning("W1001", format!("this wait completes more groups than any later use needs (N = {n}, {need} would do)"), data.span)
                         .with_label("waits for groups nothing reads before the next wait")
