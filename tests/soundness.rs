@@ -15,37 +15,15 @@
 //! The default run covers `0..SEEDS`; `CPFLOW_SOUNDNESS_SEEDS=N` runs `0..N`
 //! (`cargo test --release --test soundness -- --nocapture` prints the counts).
 
+mod rng;
+
+use rng::Rng;
+
 use std::fmt::Write;
 
 use cpflow::interp::{self, runline, Schedule};
 
 const SEEDS: u64 = 300;
-
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x2545_F491_4F6C_DD1D | 1)
-    }
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    /// Uniform in `lo..=hi`.
-    fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.next() % (hi - lo + 1)
-    }
-    fn chance(&mut self, num: u64, den: u64) -> bool {
-        self.next() % den < num
-    }
-    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
-        xs[(self.next() % xs.len() as u64) as usize]
-    }
-}
 
 /// One generated program: its text (with a `// run:` line) and a note.
 struct Program {
