@@ -644,7 +644,10 @@ fn sweep(seeds: std::ops::Range<u64>, verbose: bool) -> Counts {
         } else if !flagged.is_empty() {
             c.flagged_clean += 1;
             if verbose {
-                eprintln!("clean but flagged seed {seed}: {} -> {flagged:?}", p.what);
+                eprintln!(
+                    "clean but flagged seed {seed}: {} -> {flagged:?}\n{}",
+                    p.what, p.text
+                );
             }
         }
     }
@@ -671,7 +674,11 @@ fn checker_flags_every_interpreter_ub() {
         c.missed.len(),
         c.flagged_clean
     );
-    assert!(c.programs * 10 >= n as usize * 9, "too many skipped: {c:?}");
-    assert!(c.ub > 0 && c.ub < c.programs, "{c:?}");
+    let total = n.saturating_sub(from) as usize;
+    assert!(c.programs * 10 >= total * 9, "too many skipped: {c:?}");
+    // A sweep of a few seeds (to study one program) may find no UB.
+    if total >= 100 {
+        assert!(c.ub > 0 && c.ub < c.programs, "{c:?}");
+    }
     assert!(c.missed.is_empty(), "missed UB: {:?}", c.missed);
 }
