@@ -12,7 +12,8 @@ use crate::input::{retarget, usage, Source};
 pub struct OptArgs {
     /// The IR file.
     file: PathBuf,
-    /// Passes to run, in order (default: select,sync,fence,cleanup).
+    /// Passes to run, in order (default: select,coalesce,sync,fence,cleanup;
+    /// `coalesce` must directly follow `select`: without it no copies merge).
     #[arg(long)]
     passes: Option<String>,
     /// Select for this target instead of the module's (the output keeps it).

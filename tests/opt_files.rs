@@ -19,8 +19,12 @@ use cpflow::lowering::{compile, Mlir};
 use cpflow::passes::transform;
 
 fn optimized(text: &str) -> (Module, transform::Report) {
+    optimized_with(text, transform::DEFAULT_PIPELINE)
+}
+
+fn optimized_with(text: &str, passes: &[transform::Pass]) -> (Module, transform::Report) {
     let mut m = parse(text).unwrap_or_else(|d| panic!("{d:?}"));
-    let report = transform::optimize(&mut m).unwrap_or_else(|d| panic!("{d:?}"));
+    let report = transform::run(&mut m, passes).unwrap_or_else(|d| panic!("{d:?}"));
     (m, report)
 }
 
@@ -33,6 +37,12 @@ fn explain(report: &transform::Report) -> String {
 }
 
 fn check_file(path: &Path, mlir: &Mlir) -> String {
+    check_file_with(path, mlir, transform::DEFAULT_PIPELINE)
+}
+
+/// Runs `passes` on the file and checks the output (see the module doc);
+/// returns the snapshot text.
+fn check_file_with(path: &Path, mlir: &Mlir, passes: &[transform::Pass]) -> String {
     let text = std::fs::read_to_string(path).unwrap();
     let name = path.file_name().unwrap().to_string_lossy().to_string();
     let before = parse(&text).unwrap_or_else(|d| panic!("{name}: {d:?}"));
@@ -46,11 +56,19 @@ fn check_file(path: &Path, mlir: &Mlir) -> String {
         "{name}: input has no abstract op"
     );
 
-    let (after, report) = optimized(&text);
+    let (after, report) = optimized_with(&text, passes);
     let out = print(&after);
     // Determinism and idempotence.
-    assert_eq!(out, print(&optimized(&text).0), "{name}: not deterministic");
-    assert_eq!(out, print(&optimized(&out).0), "{name}: not idempotent");
+    assert_eq!(
+        out,
+        print(&optimized_with(&text, passes).0),
+        "{name}: not deterministic"
+    );
+    assert_eq!(
+        out,
+        print(&optimized_with(&out, passes).0),
+        "{name}: not idempotent"
+    );
     assert!(
         !transform::has_abstract(&after),
         "{name}: abstract ops remain"
@@ -90,9 +108,11 @@ fn check_file(path: &Path, mlir: &Mlir) -> String {
             assert!(b.buffers == a.buffers, "{what}: outputs differ");
         }
     }
+    let pipeline: Vec<&str> = passes.iter().map(|p| p.name()).collect();
     format!(
-        "{text}\n// ---- choices ----\n{}\n// ---- after select,sync,fence,cleanup ----\n{out}",
-        explain(&report)
+        "{text}\n// ---- choices ----\n{}\n// ---- after {} ----\n{out}",
+        explain(&report),
+        pipeline.join(",")
     )
 }
 
@@ -221,4 +241,53 @@ fn zero_fill_needs_ordered_loads() {
     let unordered = text.replacen("  }\n  barrier.cta\n  %o = mul", "  }\n  %o = mul", 1);
     assert_ne!(unordered, text);
     assert!(!zfill(&unordered), "zero fill racing with loads");
+}
+
+/// `coalesce` is what merges: without it in the pipeline every copy of
+/// coalesce_cp_async.cpf is selected on its own (4 x 4 B stay four
+/// `cp.async.ca 4`), and the output still checks clean and matches the
+/// input; with it (the default) the runs merge.
+#[test]
+fn coalescing_needs_the_coalesce_pass() {
+    let mlir = Mlir::new();
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/opt/coalesce_cp_async.cpf");
+    let passes = transform::parse_pipeline("select,sync,fence,cleanup").unwrap();
+    let snap = check_file_with(&path, &mlir, &passes);
+    insta::assert_snapshot!(snap);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let count = |out: &str, what: &str| out.matches(what).count();
+    let single = print(&optimized_with(&text, &passes).0);
+    let merged = print(&optimized(&text).0);
+    // On their own: 13 pieces of 4 or 8 bytes (%j's 4-byte aligned source
+    // takes two); merged, %a..%d and %e, %f are one 16-byte piece each.
+    assert_eq!(count(&single, "cp.async.ca.shared.global"), 13, "{single}");
+    assert_eq!(count(&single, "cp.async.cg.shared.global"), 0, "{single}");
+    assert_eq!(count(&merged, "cp.async.ca.shared.global"), 7, "{merged}");
+    assert_eq!(count(&merged, "cp.async.cg.shared.global"), 2, "{merged}");
+    let (_, report) = optimized_with(&text, &passes);
+    assert!(
+        report.choices.iter().all(|c| !c.desc.starts_with("(seq")),
+        "{:?}",
+        report.choices
+    );
+}
+
+/// `coalesce` belongs to the `select` right before it.
+#[test]
+fn coalesce_must_follow_select() {
+    use transform::Pass;
+    assert_eq!(
+        transform::parse_pipeline("select,coalesce,sync,fence,cleanup").unwrap(),
+        transform::DEFAULT_PIPELINE
+    );
+    for bad in ["coalesce", "coalesce,select", "select,sync,coalesce"] {
+        let e = transform::parse_pipeline(bad).expect_err(bad);
+        assert!(
+            e.contains("`coalesce` must directly follow `select`"),
+            "{e}"
+        );
+    }
+    let mut m = parse("module @m target sm_80 ptx 7.8\n\nkernel @k() {\n}\n").unwrap();
+    let errs = transform::run(&mut m, &[Pass::Coalesce]).expect_err("coalesce alone");
+    assert_eq!(errs[0].code, "T0003");
 }

@@ -284,49 +284,17 @@ impl Applier<Desc, Facts> for SplitTail {
     }
 }
 
-/// Merges two adjacent `cp.async` runs of one width:
-/// `(seq (cp.async d x a i w) (cp.async d y b i w))` -> `(cp.async d x+y a i w)`.
-struct MergePieces;
-
-impl Applier<Desc, Facts> for MergePieces {
-    fn apply_one(
-        &self,
-        g: &mut G,
-        eclass: Id,
-        s: &Subst,
-        _ast: Option<&PatternAst<Desc>>,
-        _rule: Symbol,
-    ) -> Vec<Id> {
-        let var = |v: &str| v.parse::<Var>().ok().map(|v| s[v]);
-        let (Some(x), Some(y), Some(w), Some(d), Some(a), Some(i)) = (
-            konst(g, s, "?x"),
-            konst(g, s, "?y"),
-            konst(g, s, "?w"),
-            var("?d"),
-            var("?a"),
-            var("?i"),
-        ) else {
-            return vec![];
-        };
-        if w <= 0 || (x + y) / w > MAX_PIECES {
-            return vec![];
-        }
-        let (n, wn) = (g.add(Desc::Num(x + y)), g.add(Desc::Num(w)));
-        let merged = g.add(Desc::CpAsync([d, n, a, i, wn]));
-        if g.union(eclass, merged) {
-            vec![eclass]
-        } else {
-            vec![]
-        }
-    }
+/// Merges two adjacent terms of one kind into one of both sizes at the
+/// first's alignment: `(seq (K d x a i [w]) (K d y b i [w]))` ->
+/// `(K d x+y a i [w])`. `K` is `copy` (coalescing two adjacent copies: the
+/// merged copy starts where the first does) or `cp.async` of one width `w`
+/// (two runs of pieces are one run, within [`MAX_PIECES`]).
+struct Merge {
+    /// `cp.async` runs (with `?w`) rather than copies.
+    pieces: bool,
 }
 
-/// Coalesces two adjacent copies with one completion point:
-/// `(seq (copy d x a i) (copy d y b i))` -> `(copy d x+y a i)`; the merged
-/// copy starts where the first does, so it keeps the first's alignment.
-struct MergeCopies;
-
-impl Applier<Desc, Facts> for MergeCopies {
+impl Applier<Desc, Facts> for Merge {
     fn apply_one(
         &self,
         g: &mut G,
@@ -349,7 +317,17 @@ impl Applier<Desc, Facts> for MergeCopies {
             return vec![];
         }
         let n = g.add(Desc::Num(x + y));
-        let merged = g.add(Desc::Copy([d, n, a, i]));
+        let merged = if self.pieces {
+            match konst(g, s, "?w") {
+                Some(w) if w > 0 && (x + y) / w <= MAX_PIECES => {
+                    let wn = g.add(Desc::Num(w));
+                    g.add(Desc::CpAsync([d, n, a, i, wn]))
+                }
+                _ => return vec![],
+            }
+        } else {
+            g.add(Desc::Copy([d, n, a, i]))
+        };
         if g.union(eclass, merged) {
             vec![eclass]
         } else {
@@ -358,8 +336,8 @@ impl Applier<Desc, Facts> for MergeCopies {
     }
 }
 
-/// Every rule relating copy forms, for a target with `sm` number `sm` and
-/// PTX ISA version `ptx` (major, minor).
+/// The rules relating the forms of one copy, for a target with `sm` number
+/// `sm` and PTX ISA version `ptx` (major, minor).
 pub fn rules(sm: u32, ptx: (u8, u8)) -> Vec<Rewrite<Desc, Facts>> {
     vec![
         // A global -> shared copy is per-thread cp.async pieces of 16 bytes
@@ -394,13 +372,23 @@ pub fn rules(sm: u32, ptx: (u8, u8)) -> Vec<Rewrite<Desc, Facts>> {
         rewrite!("sync-words-8"; "(copy ?d ?n ?a ?i)" => "(sync ?d ?n ?a ?i 8)" if fits(8)),
         // A ragged copy is its 16-byte multiple followed by the tail.
         rewrite!("split-ragged-tail"; "(copy ?d ?n ?a ?i)" => { SplitTail }),
+    ]
+}
+
+/// The coalescing rules (the `coalesce` pass): they merge what
+/// [`super::select`] describes together, a run of adjacent copies
+/// (`seq`), a CTA tile (`cta`) or one load in every CTA of a cluster
+/// (`cluster`), into fewer, larger copies. Without them each copy keeps
+/// only the forms of [`rules`].
+pub fn coalesce_rules(sm: u32, ptx: (u8, u8)) -> Vec<Rewrite<Desc, Facts>> {
+    vec![
         // Two contiguous runs of cp.async pieces of one width are one run.
-        rewrite!("merge-cp.async-runs"; "(seq (cp.async ?d ?x ?a ?i ?w) (cp.async ?d ?y ?b ?i ?w))" => { MergePieces }),
+        rewrite!("merge-cp.async-runs"; "(seq (cp.async ?d ?x ?a ?i ?w) (cp.async ?d ?y ?b ?i ?w))" => { Merge { pieces: true } }),
         // Coalescing: two adjacent copies of one direction and issue, awaited
         // at one point, are one copy of both sizes at the first's address and
         // alignment (4 x 4 B or 2 x 8 B aligned to 16 -> one 16-byte copy;
         // select only builds such a `seq` for provably contiguous copies).
-        rewrite!("coalesce-adjacent-copies"; "(seq (copy ?d ?x ?a ?i) (copy ?d ?y ?b ?i))" => { MergeCopies }),
+        rewrite!("coalesce-adjacent-copies"; "(seq (copy ?d ?x ?a ?i) (copy ?d ?y ?b ?i))" => { Merge { pieces: false } }),
         // Every thread's global -> shared copy of its 16-byte-multiple share
         // of one contiguous tile is one bulk copy of the tile by thread 0 on
         // an mbarrier phase that every thread waits for (sm_90+, PTX 8.6).
@@ -529,17 +517,21 @@ pub struct Saturated {
     pub iterations: usize,
 }
 
-/// Adds the descriptors and runs the rules under node, iteration and time
-/// bounds.
-pub fn saturate(descs: &[egg::RecExpr<Desc>], sm: u32, ptx: (u8, u8)) -> Saturated {
+/// Adds the descriptors and runs the rules ([`coalesce_rules`] too when
+/// `coalesce`) under node, iteration and time bounds.
+pub fn saturate(descs: &[egg::RecExpr<Desc>], sm: u32, ptx: (u8, u8), coalesce: bool) -> Saturated {
     let mut egraph = G::default();
     let roots: Vec<Id> = descs.iter().map(|d| egraph.add_expr(d)).collect();
+    let mut rules = rules(sm, ptx);
+    if coalesce {
+        rules.extend(coalesce_rules(sm, ptx));
+    }
     let runner = Runner::default()
         .with_egraph(egraph)
         .with_node_limit(20_000)
         .with_iter_limit(12)
         .with_time_limit(Duration::from_secs(2))
-        .run(&rules(sm, ptx));
+        .run(&rules);
     let stop = runner
         .stop_reason
         .clone()
@@ -675,7 +667,7 @@ mod tests {
 
     fn best(d: &str, sm: u32) -> (u64, String) {
         let e: egg::RecExpr<Desc> = d.parse().unwrap();
-        let sat = saturate(&[e], sm, (8, 6));
+        let sat = saturate(&[e], sm, (8, 6), true);
         assert!(matches!(sat.stop, StopReason::Saturated), "{:?}", sat.stop);
         let (c, e) = extract(&sat).remove(0);
         (c.cycles, e.to_string())
@@ -758,6 +750,26 @@ mod tests {
     }
 
     #[test]
+    fn merging_needs_the_coalescing_rules() {
+        let e: egg::RecExpr<Desc> = "(seq (copy g2s 4 16 all) (copy g2s 4 4 all))"
+            .parse()
+            .unwrap();
+        let sat = saturate(std::slice::from_ref(&e), 80, (8, 6), false);
+        assert_eq!(
+            extract(&sat)[0].1.to_string(),
+            "(seq (cp.async g2s 4 16 all 4) (cp.async g2s 4 4 all 4))"
+        );
+        let sat = saturate(&[e], 80, (8, 6), true);
+        assert_eq!(extract(&sat)[0].1.to_string(), "(cp.async g2s 8 16 all 8)");
+        let e: egg::RecExpr<Desc> = "(cta (copy g2s 16 16 all))".parse().unwrap();
+        let sat = saturate(&[e], 90, (8, 6), false);
+        assert_eq!(
+            extract(&sat)[0].1.to_string(),
+            "(cta (cp.async g2s 16 16 all 16))"
+        );
+    }
+
+    #[test]
     fn cta_tiles_go_bulk_on_sm_90_only() {
         assert_eq!(
             best("(cta (copy g2s 16 16 all))", 90).1,
@@ -773,7 +785,7 @@ mod tests {
         );
         // PTX 8.0 has no global -> shared::cta bulk copy.
         let e: egg::RecExpr<Desc> = "(cta (copy g2s 16 16 all))".parse().unwrap();
-        let sat = saturate(&[e], 90, (8, 0));
+        let sat = saturate(&[e], 90, (8, 0), true);
         assert_eq!(
             extract(&sat)[0].1.to_string(),
             "(cta (cp.async g2s 16 16 all 16))"
@@ -847,7 +859,7 @@ mod tests {
         let a: egg::RecExpr<Desc> = "(copy g2s 64 16 all)".parse().unwrap();
         let b: egg::RecExpr<Desc> = "(copy other 64 16 all)".parse().unwrap();
         let c: egg::RecExpr<Desc> = "(copy g2s 64 8 all)".parse().unwrap();
-        let sat = saturate(&[a, b, c], 80, (8, 6));
+        let sat = saturate(&[a, b, c], 80, (8, 6), true);
         let best: Vec<String> = extract(&sat).iter().map(|(_, e)| e.to_string()).collect();
         assert_eq!(best[0], "(cp.async g2s 64 16 all 16)");
         assert_eq!(best[1], "(sync other 64 16 all 8)");

@@ -1,12 +1,21 @@
 //! Transform passes: from the high-level layer (abstract `copy`,
 //! `copy.reduce` and `await`) to concrete PTX-level IR.
 //!
-//! The pipeline is `select,sync,fence,cleanup` ([`DEFAULT_PIPELINE`]):
+//! The pipeline is `select,coalesce,sync,fence,cleanup`
+//! ([`DEFAULT_PIPELINE`]):
 //!
 //! * [`select`] picks a concrete form for every abstract copy (egg over copy
 //!   descriptors, [`desc`]) and writes its issue side; each copy's token
 //!   becomes the handle of its completion (a `group`, `bulk_group` or
 //!   `phase`), so `await` now names what to wait for;
+//! * `coalesce` merges copies: runs of adjacent contiguous copies awaited
+//!   together, a CTA tile copied by every thread (one bulk copy by thread
+//!   0), one load in every CTA of a cluster (one multicast). Merging and
+//!   choosing forms are decided together, in `select`'s e-graph
+//!   ([`desc::coalesce_rules`]), so `coalesce` is not a pass of its own: it
+//!   must directly follow `select` in a pipeline, and adds its rules (and
+//!   the runs, tiles and cluster loads they apply to) to that `select`.
+//!   Without it every copy is selected on its own;
 //! * [`sync`] turns each `await` into the weakest wait on that handle;
 //! * [`fence`] puts `fence.proxy.async.shared::cta` where generic writes
 //!   feed an async-proxy read of shared memory, and moves such a fence out
@@ -24,6 +33,7 @@ pub mod fence;
 pub mod select;
 pub mod sync;
 
+use cpflow_ir::diag::Span;
 use cpflow_ir::spec::Family;
 use cpflow_ir::{Diagnostic, Module};
 
@@ -33,17 +43,32 @@ use cpflow_ir::ir::Op;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pass {
     Select,
+    /// Only directly after [`Pass::Select`]: that `select` coalesces.
+    Coalesce,
     Sync,
     Fence,
     Cleanup,
 }
 
 impl Pass {
+    /// Every pass, in pipeline order.
+    pub const NAMED: &'static [Pass] = &[
+        Pass::Select,
+        Pass::Coalesce,
+        Pass::Sync,
+        Pass::Fence,
+        Pass::Cleanup,
+    ];
+
+    /// The passes that run on their own, in pipeline order: [`Pass::NAMED`]
+    /// without `coalesce`, which only changes what the `select` before it
+    /// does.
     pub const ALL: &'static [Pass] = &[Pass::Select, Pass::Sync, Pass::Fence, Pass::Cleanup];
 
     pub fn name(self) -> &'static str {
         match self {
             Pass::Select => "select",
+            Pass::Coalesce => "coalesce",
             Pass::Sync => "sync",
             Pass::Fence => "fence",
             Pass::Cleanup => "cleanup",
@@ -51,25 +76,44 @@ impl Pass {
     }
 
     pub fn from_name(s: &str) -> Option<Pass> {
-        Pass::ALL.iter().copied().find(|p| p.name() == s)
+        Pass::NAMED.iter().copied().find(|p| p.name() == s)
     }
 }
 
 /// The default pipeline.
-pub const DEFAULT_PIPELINE: &[Pass] = Pass::ALL;
+pub const DEFAULT_PIPELINE: &[Pass] = Pass::NAMED;
 
-/// Parses a comma-separated pass list such as `select,sync`.
+/// Parses a comma-separated pass list such as `select,sync`; every
+/// `coalesce` must directly follow a `select` ([`check_pipeline`]).
 pub fn parse_pipeline(s: &str) -> Result<Vec<Pass>, String> {
-    s.split(',')
+    let passes = s
+        .split(',')
         .map(str::trim)
         .filter(|p| !p.is_empty())
         .map(|p| {
             Pass::from_name(p).ok_or_else(|| {
-                let known: Vec<&str> = Pass::ALL.iter().map(|p| p.name()).collect();
+                let known: Vec<&str> = Pass::NAMED.iter().map(|p| p.name()).collect();
                 format!("unknown pass `{p}`; known: {}", known.join(", "))
             })
         })
-        .collect()
+        .collect::<Result<Vec<Pass>, String>>()?;
+    check_pipeline(&passes)?;
+    Ok(passes)
+}
+
+/// Every `coalesce` directly follows a `select`: merging copies and
+/// choosing their forms are one e-graph run, so `coalesce` cannot run
+/// before, after or without the `select` it belongs to.
+pub fn check_pipeline(passes: &[Pass]) -> Result<(), String> {
+    for (n, p) in passes.iter().enumerate() {
+        if *p == Pass::Coalesce && (n == 0 || passes[n - 1] != Pass::Select) {
+            return Err(
+                "`coalesce` must directly follow `select` (e.g. `select,coalesce,sync`): copies are merged in select's e-graph, together with the choice of their forms"
+                    .to_string(),
+            );
+        }
+    }
+    Ok(())
 }
 
 /// What the pipeline did, for `cpflow opt --explain`.
@@ -94,16 +138,21 @@ pub fn has_abstract(module: &Module) -> bool {
     })
 }
 
-/// Runs `passes` in order on a module that verifies clean.
+/// Runs `passes` in order on a module that verifies clean; a pipeline that
+/// [`check_pipeline`] rejects is error `T0003`.
 pub fn run(module: &mut Module, passes: &[Pass]) -> Result<Report, Vec<Diagnostic>> {
+    check_pipeline(passes).map_err(|e| vec![Diagnostic::error("T0003", e, Span::new(0, 0))])?;
     let mut report = Report::default();
-    for pass in passes {
+    for (n, pass) in passes.iter().enumerate() {
         match pass {
             Pass::Select => {
-                let (choices, runs) = select::select(module)?;
+                let coalesce = passes.get(n + 1) == Some(&Pass::Coalesce);
+                let (choices, runs) = select::select(module, coalesce)?;
                 report.choices.extend(choices);
                 report.runs.extend(runs);
             }
+            // Done by the `select` right before it.
+            Pass::Coalesce => {}
             Pass::Sync => report.waits += sync::sync(module),
             Pass::Fence => report.fences += fence::fence(module),
             Pass::Cleanup => report.dropped += cleanup::cleanup(module),

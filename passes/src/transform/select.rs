@@ -15,7 +15,10 @@
 //!   into the async proxy by the issuing thread, `%t = mbarrier.phase %bar, 0`,
 //!   `mbarrier.arrive.expect_tx %t, <bytes>` and the copy on `%t`.
 //!
-//! Coalescing: copies that sit next to each other in one region (only pure
+//! Coalescing (only when the pipeline lists `coalesce` right after
+//! `select`; without it each copy is selected on its own, and neither the
+//! runs, tiles and cluster loads below nor [`desc::coalesce_rules`] enter
+//! the e-graph): copies that sit next to each other in one region (only pure
 //! instructions between them), move provably contiguous bytes (the
 //! symbolic addresses of [`crate::values`]: each starts where the previous
 //! ends, in destination and source), have one issue (one thread or all) and
@@ -30,7 +33,7 @@
 //! the init and orders every thread's earlier accesses of the tile before
 //! the copy, every thread waits on the phase).
 //!
-//! Cluster multicast: on targets where `.multicast::cluster` is advised
+//! Cluster multicast (also part of `coalesce`): on targets where `.multicast::cluster` is advised
 //! (sm_90a-class), in a kernel launched as 1-D clusters of `N` CTAs, a
 //! one-thread global -> shared copy directly in an `if` of the top-level
 //! region, into a constant offset of a shared allocation, from an address
@@ -99,8 +102,13 @@ pub struct RunInfo {
     pub classes: usize,
 }
 
-/// Selects a form for every abstract copy of every kernel.
-pub fn select(module: &mut Module) -> Result<(Vec<Choice>, Vec<RunInfo>), Vec<Diagnostic>> {
+/// Selects a form for every abstract copy of every kernel; with `coalesce`
+/// (the `coalesce` pass), runs, CTA tiles and cluster loads are described
+/// too and the coalescing rules join the e-graph.
+pub fn select(
+    module: &mut Module,
+    coalesce: bool,
+) -> Result<(Vec<Choice>, Vec<RunInfo>), Vec<Diagnostic>> {
     let sm = module.target.sm.number;
     let ptx = (module.target.ptx.major, module.target.ptx.minor);
     let multicast = module.target.sm.multicast_advised();
@@ -109,7 +117,7 @@ pub fn select(module: &mut Module) -> Result<(Vec<Choice>, Vec<RunInfo>), Vec<Di
     let mut runs = Vec::new();
     let mut errors = Vec::new();
     for k in &mut module.kernels {
-        match select_kernel(k, sm, ptx, multicast, &target) {
+        match select_kernel(k, sm, ptx, multicast && coalesce, coalesce, &target) {
             Ok((c, r)) => {
                 choices.extend(c);
                 runs.extend(r);
@@ -269,6 +277,7 @@ fn select_kernel(
     sm: u32,
     ptx: (u8, u8),
     multicast: bool,
+    coalesce: bool,
     target: &str,
 ) -> Result<Selected, Vec<Diagnostic>> {
     let sites: Vec<Site> = edit::all_insts(k)
@@ -312,7 +321,11 @@ fn select_kernel(
             describe(k, &facts, s, solo, bound)
         })
         .collect();
-    let units = find_units(k, &sites, &syms, &uses, &solo);
+    let units = if coalesce {
+        find_units(k, &sites, &syms, &uses, &solo)
+    } else {
+        Vec::new()
+    };
     let unit_descs: Vec<RecExpr<Desc>> = units.iter().map(|u| unit_desc(u, &descs)).collect();
     // Cluster-wide loads: (site, CTAs of the cluster) and `(cluster N X)`.
     let ctas = match k.cluster {
@@ -334,7 +347,7 @@ fn select_kernel(
     let mut roots = descs.clone();
     roots.extend(unit_descs.iter().cloned());
     roots.extend(mcast_descs.iter().cloned());
-    let sat = desc::saturate(&roots, sm, ptx);
+    let sat = desc::saturate(&roots, sm, ptx, coalesce);
     let best = desc::extract(&sat);
     let run = RunInfo {
         kernel: k.name.clone(),
