@@ -13,6 +13,13 @@
 //!   after that barrier (or there is no barrier), a fence directly precedes
 //!   the copy.
 //!
+//! Reuse after an async-proxy read (E1007): after a bulk `wait_group`
+//! from which a generic write of a shared buffer some bulk operation reads
+//! is reachable (later, or in the next iteration of an enclosing loop), a
+//! fence directly follows the block of waits, in the waiting thread
+//! ([`reuse_fences`]); the input's barrier between the wait and other
+//! threads' rewrite then orders the read before it.
+//!
 //! Hoisting: a `fence.proxy.async.shared::cta` inside a `for` whose body
 //! (nested regions included) writes no shared memory through the generic
 //! proxy (no `st` to shared, no non-bulk `cp.async`, no `mbarrier.init` or
@@ -21,7 +28,9 @@
 //! as well, for every iteration and every later barrier. Such a fence moves
 //! before the outermost loop around it that writes nothing (out of any `if`
 //! between: a fence executed by more threads orders no less); a fence
-//! already directly before that loop absorbs it.
+//! already directly before that loop absorbs it. A fence directly after a
+//! block of waits with a bulk `wait_group` in it is never hoisted: it
+//! orders the reads before it ahead of writes that may come after the loop.
 //!
 //! Idempotent: a fence already in place is not added again. Assumes the
 //! module verifies clean; it does not add barriers (the abstract program
@@ -29,11 +38,12 @@
 
 use std::collections::{HashMap, HashSet};
 
-use cpflow_ir::ir::{Inst, Kernel, Module, Op, Region};
+use cpflow_ir::ir::{Inst, Kernel, Module, Op, Region, SharedId};
 use cpflow_ir::spec::{Family, Qual, Role};
 use cpflow_ir::types::{Space, Type};
 
 use super::edit::{self, ptx, Editor};
+use crate::values::{Base, Sym, Syms};
 
 /// Inserts the fences, then hoists loop-invariant ones; returns how many
 /// were inserted.
@@ -42,7 +52,7 @@ pub fn fence(module: &mut Module) -> usize {
         .kernels
         .iter_mut()
         .map(|k| {
-            let n = fence_kernel(k);
+            let n = fence_kernel(k) + reuse_fences(k);
             hoist(k);
             n
         })
@@ -93,6 +103,32 @@ fn writes_generic(k: &Kernel, i: Inst) -> bool {
         .any(|&r| k.regions[r].insts.iter().any(|&j| writes_generic(k, j)))
 }
 
+/// Waits that end an async-proxy operation (a block of them is one
+/// completion point).
+fn is_wait(k: &Kernel, i: Inst) -> bool {
+    matches!(
+        edit::family(k, i),
+        Some(
+            Family::CpAsyncWaitGroup
+                | Family::CpAsyncWaitAll
+                | Family::CpAsyncBulkWaitGroup
+                | Family::MbarrierWait
+                | Family::MbarrierInval
+        )
+    )
+}
+
+/// Whether `list[at]` directly follows a block of waits with a bulk
+/// `wait_group` in it: a fence there orders the bulk operations' reads of
+/// shared memory before later generic writes ([`reuse_fences`]).
+fn after_bulk_wait(k: &Kernel, list: &[Inst], at: usize) -> bool {
+    list[..at]
+        .iter()
+        .rev()
+        .take_while(|&&i| is_wait(k, i))
+        .any(|&i| edit::family(k, i) == Some(Family::CpAsyncBulkWaitGroup))
+}
+
 fn is_cta_fence(k: &Kernel, i: Inst) -> bool {
     matches!(&k.insts[i].op, Op::Ptx(p) if p.family == Family::FenceProxyAsync && p.has(Qual::SharedCta))
 }
@@ -115,6 +151,16 @@ fn hoist(k: &mut Kernel) -> usize {
     let mut moves: HashMap<Inst, Inst> = HashMap::new();
     for &(r0, f) in &all {
         if !is_cta_fence(k, f) {
+            continue;
+        }
+        // A fence after a bulk wait orders the async reads before it ahead
+        // of generic writes after it, possibly after the loop: it stays.
+        let list = &k.regions[r0].insts;
+        if list
+            .iter()
+            .position(|&x| x == f)
+            .is_some_and(|at| after_bulk_wait(k, list, at))
+        {
             continue;
         }
         let mut r = r0;
@@ -298,6 +344,144 @@ fn fence_kernel(k: &mut Kernel) -> usize {
             new.push(i);
         }
         ed.k.regions[r].insts = new;
+    }
+    count
+}
+
+/// The reader side: a bulk copy or reduction reads shared memory through
+/// the async proxy; a later generic write of those bytes (the next
+/// iteration's `st` into the same tile) must be ordered after that read
+/// (E1007). Its completion wait (`cp.async.bulk.wait_group`, `.read` or
+/// not) orders it only for the generic proxy's view of the waiting thread,
+/// so `fence.proxy.async.shared::cta` goes directly after the block of
+/// waits, in the waiting thread; the barrier that the input already has
+/// between the wait and other threads' rewrite (the abstract semantics
+/// require one) then publishes it.
+///
+/// Inserted after every bulk `wait_group` from which a generic write of
+/// shared memory is reachable in program order (later in its region, in
+/// enclosing regions after the construct, or anywhere in an enclosing
+/// loop's body: the next iteration) that may hit a buffer some bulk
+/// operation of the kernel reads (same shared allocation, or an address not
+/// known to be in another). Returns how many fences it inserted; one
+/// already right after the waits is kept and counts as none.
+fn reuse_fences(k: &mut Kernel) -> usize {
+    let all = edit::all_insts(k);
+    let syms = Syms::compute(k);
+    // The allocations bulk operations read (`None`: some unknown).
+    let mut read: Option<HashSet<SharedId>> = Some(HashSet::new());
+    let mut any = false;
+    for &(_, i) in &all {
+        if !reads_shared_async(k, i) {
+            continue;
+        }
+        any = true;
+        match (syms.arg(k.insts[i].args[1]), read.as_mut()) {
+            (Sym::Ptr(Base::Shared(id), _), Some(ids)) => {
+                ids.insert(id);
+            }
+            _ => read = None,
+        }
+    }
+    if !any {
+        return 0;
+    }
+    let hits = |i: Inst| -> bool {
+        let d = &k.insts[i];
+        let addr = match &d.op {
+            Op::Store(_) => d.args.first(),
+            Op::Ptx(p) if p.family == Family::CpAsync => d.args.first(),
+            _ => None,
+        };
+        let Some(&a) = addr else { return false };
+        if !matches!(k.arg_ty(a), Some(Type::Ptr(Space::Shared | Space::Cluster))) {
+            return false;
+        }
+        match (syms.arg(a), &read) {
+            (Sym::Ptr(Base::Shared(id), _), Some(ids)) => ids.contains(&id),
+            _ => true,
+        }
+    };
+    let mut writes: HashMap<Inst, bool> = HashMap::new();
+    fn writes_in(
+        k: &Kernel,
+        i: Inst,
+        hits: &dyn Fn(Inst) -> bool,
+        memo: &mut HashMap<Inst, bool>,
+    ) -> bool {
+        if let Some(&w) = memo.get(&i) {
+            return w;
+        }
+        let w = hits(i)
+            || k.insts[i].regions.iter().any(|&r| {
+                k.regions[r]
+                    .insts
+                    .iter()
+                    .any(|&j| writes_in(k, j, hits, memo))
+            });
+        memo.insert(i, w);
+        w
+    }
+    let parent: HashMap<Region, (Inst, Region)> = all
+        .iter()
+        .flat_map(|&(r, i)| k.insts[i].regions.iter().map(move |&sub| (sub, (i, r))))
+        .collect();
+    // (region, instruction to put a fence after)
+    let mut after: Vec<(Region, Inst)> = Vec::new();
+    for &(r0, w) in &all {
+        if edit::family(k, w) != Some(Family::CpAsyncBulkWaitGroup) {
+            continue;
+        }
+        let list = &k.regions[r0].insts;
+        let Some(mut at) = list.iter().position(|&x| x == w) else {
+            continue;
+        };
+        while list.get(at + 1).is_some_and(|&x| is_wait(k, x)) {
+            at += 1;
+        }
+        if list.get(at + 1).is_some_and(|&x| is_cta_fence(k, x)) {
+            continue;
+        }
+        let (mut r, mut from) = (r0, at + 1);
+        let mut later = false;
+        loop {
+            let rest = &k.regions[r].insts;
+            later |= rest[from.min(rest.len())..]
+                .iter()
+                .any(|&j| writes_in(k, j, &hits, &mut writes));
+            let Some(&(p, pr)) = parent.get(&r) else {
+                break;
+            };
+            if k.insts[p].op == Op::For {
+                later |= rest.iter().any(|&j| writes_in(k, j, &hits, &mut writes));
+            }
+            if later {
+                break;
+            }
+            from = k.regions[pr]
+                .insts
+                .iter()
+                .position(|&x| x == p)
+                .map_or(usize::MAX, |x| x + 1);
+            r = pr;
+        }
+        if later && !after.contains(&(r0, list[at])) {
+            after.push((r0, list[at]));
+        }
+    }
+    let count = after.len();
+    let mut ed = Editor::new(k);
+    for (r, x) in after {
+        let Some(pos) = ed.k.regions[r].insts.iter().position(|&i| i == x) else {
+            continue;
+        };
+        ed.span = ed.k.insts[x].span;
+        let (f, _) = ed.inst(
+            ptx(Family::FenceProxyAsync, &[Qual::SharedCta]),
+            vec![],
+            &[],
+        );
+        ed.k.regions[r].insts.insert(pos + 1, f);
     }
     count
 }
