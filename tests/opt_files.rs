@@ -291,3 +291,23 @@ fn coalesce_must_follow_select() {
     let errs = transform::run(&mut m, &[Pass::Coalesce]).expect_err("coalesce alone");
     assert_eq!(errs[0].code, "T0003");
 }
+
+/// Copies in flight together whose bytes overlap are ordered: the first is
+/// waited for right before the second is issued; disjoint ones are not.
+#[test]
+fn overlapping_copies_are_ordered() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/opt/overlap_order.cpf");
+    let text = std::fs::read_to_string(path).unwrap();
+    let out = print(&optimized(&text).0);
+    for (wait, next) in [
+        ("  cp.async.wait_group %a\n", "  %b_p = cp.async"),
+        (
+            "    cp.async.bulk.wait_group %t\n",
+            "    %u_p = cp.async.bulk",
+        ),
+    ] {
+        assert!(out.contains(&format!("{wait}{next}")), "{out}");
+    }
+    assert_eq!(out.matches("cp.async.wait_group").count(), 2, "{out}");
+    assert_eq!(out.matches("cp.async.bulk.wait_group").count(), 2, "{out}");
+}

@@ -29,6 +29,12 @@
 //! waited on by every thread, which makes the bytes visible to each: no
 //! barrier.
 //!
+//! Before that, copies in flight together whose bytes may conflict are
+//! ordered ([`order_overlaps`]): a later instruction writing bytes an
+//! in-flight copy writes or reads, or a later copy reading bytes it writes
+//! (unless the symbolic addresses of [`crate::values`] and
+//! [`crate::affine::disjoint`] prove them apart), first awaits that copy.
+//!
 //! Waits name their group values, so the lowering derives each `N` from
 //! the def-use chain (bulk and non-bulk groups are counted separately).
 //! `await` on a still-abstract token (no `select` yet) is left alone.
@@ -40,7 +46,7 @@
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
-use cpflow_ir::ir::{Inst, Kernel, Module, Op, Region, Value};
+use cpflow_ir::ir::{Arg, Inst, Kernel, Module, Op, Region, Value};
 use cpflow_ir::spec::{Family, Qual, Role};
 use cpflow_ir::types::{Space, Type};
 
@@ -54,6 +60,7 @@ pub fn sync(module: &mut Module) -> usize {
 }
 
 fn sync_kernel(k: &mut Kernel) -> usize {
+    order_overlaps(k);
     let body = k.body;
     let mut ed = Editor::new(k);
     let mut done = HashSet::new();
@@ -450,4 +457,221 @@ fn barriers(k: &mut Kernel, written: &[(Region, Inst, Value)]) -> usize {
         ed.k.regions[r].insts.insert(pos + 1, b);
     }
     count
+}
+
+/// Bytes an instruction touches: the address, how many bytes
+/// (`i64::MAX / 4` when not constant) and the pointer's space.
+#[derive(Clone)]
+struct Range {
+    at: Sym,
+    len: i64,
+    space: Option<Space>,
+}
+
+fn range(k: &Kernel, syms: &Syms, a: Arg, len: Option<i64>) -> Range {
+    Range {
+        at: syms.arg(a),
+        len: len.unwrap_or(i64::MAX / 4),
+        space: match k.arg_ty(a) {
+            Some(Type::Ptr(s)) => Some(s),
+            _ => None,
+        },
+    }
+}
+
+/// Whether two ranges of one thread may share a byte: same allocation (or
+/// parameter buffer) and not provably disjoint, or an address not known.
+fn may_overlap(syms: &Syms, x: &Range, y: &Range) -> bool {
+    let global = |s: Option<Space>| s.map(|s| s == Space::Global);
+    if let (Some(a), Some(b)) = (global(x.space), global(y.space)) {
+        if a != b {
+            return false;
+        }
+    }
+    match (&x.at, &y.at) {
+        (Sym::Ptr(ba, oa), Sym::Ptr(bb, ob)) if *ba != Base::Unknown && *bb != Base::Unknown => {
+            ba == bb && !disjoint(oa, x.len, ob, y.len, false, &syms.bounds)
+        }
+        _ => true,
+    }
+}
+
+/// The bytes one instruction (not what is nested in it) writes and reads,
+/// for ordering copies: stores, `cp.async` pieces, bulk copies and
+/// reductions (loads are the program's own reads of awaited bytes).
+fn accesses(k: &Kernel, syms: &Syms, i: Inst) -> (Vec<Range>, Vec<Range>) {
+    let d = &k.insts[i];
+    let size = || d.args.get(2).and_then(|a| k.const_int(*a));
+    match &d.op {
+        Op::Store(s) => (
+            vec![range(
+                k,
+                syms,
+                d.args[0],
+                Some(i64::from(s.bits().max(8) / 8)),
+            )],
+            vec![],
+        ),
+        Op::Ptx(p)
+            if matches!(
+                p.family,
+                Family::CpAsync | Family::CpAsyncBulk | Family::CpReduceAsyncBulk
+            ) =>
+        {
+            (
+                vec![range(k, syms, d.args[0], size())],
+                vec![range(k, syms, d.args[1], size())],
+            )
+        }
+        _ => (vec![], vec![]),
+    }
+}
+
+/// A handle whose copies are in flight: what they write and read.
+struct InFlight {
+    handle: Value,
+    writes: Vec<Range>,
+    reads: Vec<Range>,
+}
+
+/// The handle instruction `i` puts in flight, if any: a non-empty
+/// (bulk) commit group, or a bulk copy completing on a phase.
+fn issued(k: &Kernel, syms: &Syms, i: Inst) -> Option<InFlight> {
+    let d = &k.insts[i];
+    let (handle, pieces) = match edit::family(k, i)? {
+        Family::CpAsyncCommitGroup | Family::CpAsyncBulkCommitGroup if !d.args.is_empty() => (
+            *d.results.first()?,
+            d.args
+                .iter()
+                .filter_map(|a| a.value().and_then(|t| k.def_inst(t)))
+                .collect(),
+        ),
+        Family::CpAsyncBulk => {
+            let ph = d.args.last()?.value()?;
+            matches!(k.ty(ph), Type::Phase(_)).then_some((ph, vec![i]))?
+        }
+        _ => return None,
+    };
+    let mut f = InFlight {
+        handle,
+        writes: Vec::new(),
+        reads: Vec::new(),
+    };
+    for p in pieces {
+        let (w, r) = accesses(k, syms, p);
+        f.writes.extend(w);
+        f.reads.extend(r);
+    }
+    Some(f)
+}
+
+/// Marks `h` complete, and with a group every group committed before it
+/// (a wait on a group waits for the older ones too).
+fn complete(k: &Kernel, inflight: &mut Vec<InFlight>, h: Value) {
+    let Some(at) = inflight.iter().position(|f| f.handle == h) else {
+        return;
+    };
+    let ty = k.ty(h);
+    let mut n = 0;
+    inflight.retain(|f| {
+        n += 1;
+        !(f.handle == h
+            || (n <= at && matches!(ty, Type::Group | Type::BulkGroup) && k.ty(f.handle) == ty))
+    });
+}
+
+/// Orders copies in flight together whose bytes may conflict: in each
+/// region, in program order, a copy's handle is in flight from its commit
+/// (or its bulk copy on a phase) until an `await` or wait names it (or a
+/// newer group of its kind); an instruction that writes bytes an in-flight
+/// copy writes or reads, or a copy piece that reads bytes it writes (what
+/// [`may_overlap`] cannot rule out), first gets `await %h` in front of it,
+/// so the earlier copy completes before the later one is issued (what the
+/// input computes when the awaits come in issue order; two such copies
+/// racing in flight is undefined). A construct that uses the handle (a loop
+/// carrying it, an `if` awaiting it) takes it over. Copies in different
+/// regions (or loop iterations) are not compared. Inserts the abstract
+/// `await`s, which [`region`] then rewrites.
+fn order_overlaps(k: &mut Kernel) {
+    let syms = Syms::compute(k);
+    let mut inserts: Vec<(Region, Inst, Vec<Value>)> = Vec::new();
+    let regions: Vec<Region> = k.regions.keys().collect();
+    for r in regions {
+        let mut inflight: Vec<InFlight> = Vec::new();
+        for &i in &k.regions[r].insts {
+            let waited = match edit::family(k, i) {
+                Some(
+                    Family::Await
+                    | Family::CpAsyncWaitGroup
+                    | Family::CpAsyncBulkWaitGroup
+                    | Family::MbarrierWait,
+                ) => k.insts[i].args.first().and_then(|a| a.value()),
+                _ => None,
+            };
+            if let Some(h) = waited {
+                complete(k, &mut inflight, h);
+                continue;
+            }
+            if edit::family(k, i) == Some(Family::CpAsyncWaitAll) {
+                inflight.retain(|f| k.ty(f.handle) != Type::Group);
+                continue;
+            }
+            if !inflight.is_empty() {
+                let mut writes = Vec::new();
+                let mut reads = Vec::new();
+                let mut used = HashSet::new();
+                walk_one(k, i, &mut |j| {
+                    let (w, rd) = accesses(k, &syms, j);
+                    writes.extend(w);
+                    if edit::family(k, j).is_some() {
+                        reads.extend(rd);
+                    }
+                    used.extend(k.insts[j].args.iter().filter_map(|a| a.value()));
+                });
+                inflight.retain(|f| !used.contains(&f.handle));
+                let need: Vec<Value> = inflight
+                    .iter()
+                    .filter(|f| {
+                        writes.iter().any(|w| {
+                            f.writes
+                                .iter()
+                                .chain(&f.reads)
+                                .any(|x| may_overlap(&syms, w, x))
+                        }) || reads
+                            .iter()
+                            .any(|rd| f.writes.iter().any(|x| may_overlap(&syms, rd, x)))
+                    })
+                    .map(|f| f.handle)
+                    .collect();
+                for &h in &need {
+                    complete(k, &mut inflight, h);
+                }
+                if !need.is_empty() {
+                    inserts.push((r, i, need));
+                }
+            }
+            if let Some(f) = issued(k, &syms, i) {
+                match inflight.iter_mut().find(|g| g.handle == f.handle) {
+                    Some(g) => {
+                        g.writes.extend(f.writes);
+                        g.reads.extend(f.reads);
+                    }
+                    None => inflight.push(f),
+                }
+            }
+        }
+    }
+    let mut ed = Editor::new(k);
+    for (r, before, handles) in inserts {
+        ed.span = ed.k.insts[before].span;
+        let waits: Vec<Inst> = handles
+            .into_iter()
+            .map(|h| ed.inst(ptx(Family::Await, &[]), vec![edit::val(h)], &[]).0)
+            .collect();
+        let list = &mut ed.k.regions[r].insts;
+        let Some(pos) = list.iter().position(|&x| x == before) else {
+            continue;
+        };
+        list.splice(pos..pos, waits);
+    }
 }
