@@ -2,10 +2,15 @@
 //!
 //! A seeded generator writes small random kernels in the shapes of
 //! `shared/PATTERNS.md` (cp.async groups with literal or group-valued waits,
-//! cp.async rings, elected bulk loads on mbarrier phases, bulk stores with
-//! proxy fences and `.read` waits, a single-thread bulk ring) and mutates
-//! some of them (drop a wait, weaken N, drop a barrier or fence, flip a
-//! phase index, change the expect_tx bytes, read another thread's bytes).
+//! cp.async rings, elected bulk loads on mbarrier phases, the same with
+//! `test_wait`/`try_wait` polls, bulk stores and reductions with proxy
+//! fences and `.read` waits, a single-thread bulk ring, cluster multicast
+//! loads, cp.async completing on an mbarrier through
+//! `cp.async.mbarrier.arrive{.noinc}`, `red.async` and
+//! `cp.reduce.async.bulk` into a peer CTA) and mutates some of them (drop
+//! a wait, weaken N, drop a barrier or fence, flip a phase index, change
+//! the expect_tx bytes, the init count or the ctaMask, read another
+//! thread's bytes).
 //! Each program must verify clean (those that do not are skipped and
 //! counted). It runs under the interpreter's standard schedules plus a few
 //! random seeds (and exhaustively, with a run limit, when tiny); whenever
@@ -13,7 +18,10 @@
 //! `cpflow::check` must report at least one error.
 //!
 //! The default run covers `0..SEEDS`; `CPFLOW_SOUNDNESS_SEEDS=N` runs `0..N`
-//! (`cargo test --release --test soundness -- --nocapture` prints the counts).
+//! (`cargo test --release --test soundness -- --nocapture` prints the counts),
+//! `CPFLOW_SOUNDNESS_SHAPE=cpa_mbar` only that shape's seeds, and
+//! `CPFLOW_SOUNDNESS_VERBOSE=1` the missed and flagged programs and the
+//! counts per shape.
 
 mod rng;
 
@@ -420,9 +428,18 @@ fn bulk_store(r: &mut Rng) -> Program {
         }
         _ => {}
     }
-    let what = format!(
+    // A bulk reduction instead of the store (drawn last: the store
+    // programs of the earlier seeds stay as they were), maybe every round
+    // into the same bytes (in-flight reductions commute).
+    let reduce = r.chance(1, 3);
+    let op = r.pick(&["add.u32", "max.s32", "xor.b32"]);
+    let same_dst = reduce && rounds > 1 && r.chance(1, 2);
+    let mut what = format!(
         "bulk_store t={t} tile={tb} rounds={rounds} final={final_wait} mutation={mutation}"
     );
+    if reduce {
+        let _ = write!(what, " reduce={op} same_dst={same_dst}");
+    }
     let mut s = String::new();
     header(
         &mut s,
@@ -441,13 +458,21 @@ fn bulk_store(r: &mut Rng) -> Program {
     if barrier {
         s += "    barrier.cta\n";
     }
-    let _ = writeln!(s, "    %do = mul %r, {tb} : i32");
+    let stride = if same_dst { 0 } else { tb };
+    let _ = writeln!(s, "    %do = mul %r, {stride} : i32");
     s += "    %do64 = zext %do : i32 to i64\n    %d = ptr.add %dst, %do64\n";
     s += "    if %leader {\n";
-    let _ = writeln!(
-        s,
-        "      %t = cp.async.bulk.global.shared::cta.bulk_group %d, %tile, {tb}"
-    );
+    if reduce {
+        let _ = writeln!(
+            s,
+            "      %t = cp.reduce.async.bulk.global.shared::cta.bulk_group.{op} %d, %tile, {tb}"
+        );
+    } else {
+        let _ = writeln!(
+            s,
+            "      %t = cp.async.bulk.global.shared::cta.bulk_group %d, %tile, {tb}"
+        );
+    }
     s += "      %g = cp.async.bulk.commit_group %t\n";
     if read_wait {
         s += "      cp.async.bulk.wait_group.read 0\n      fence.proxy.async.shared::cta\n";
