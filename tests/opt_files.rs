@@ -311,3 +311,17 @@ fn overlapping_copies_are_ordered() {
     assert_eq!(out.matches("cp.async.wait_group").count(), 2, "{out}");
     assert_eq!(out.matches("cp.async.bulk.wait_group").count(), 2, "{out}");
 }
+
+/// A CTA tile in a loop uses phase `iv - lo` of a barrier set up before the
+/// loop, so only loops of step 1 qualify: with step 2 the copies stay
+/// per-thread `cp.async`.
+#[test]
+fn cta_tiles_in_loops_need_step_one() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/opt/cta_tile_loop.cpf");
+    let text = std::fs::read_to_string(path).unwrap();
+    let tiles = |text: &str| print(&optimized(text).0).matches("mbarrier.init").count();
+    assert_eq!(tiles(&text), 2);
+    let step2 = text.replace("to %ntiles step 1 {", "to %ntiles step 2 {");
+    assert_ne!(step2, text);
+    assert_eq!(tiles(&step2), 0);
+}

@@ -25,13 +25,16 @@
 //! are awaited in one block of `await`s are described together as
 //! `(seq A (seq B ...))`; when the cost model prefers the merged form, they
 //! are written as one copy at the last one's position (their tokens become
-//! the first's). A copy or such a run in the kernel's top-level region that
-//! every thread issues at `base + tid.x * S` (`base` the same for every
-//! thread, `S` its size) is also described as `(cta ...)`: one CTA tile. On
-//! sm_90+ it may become one `cp.async.bulk` of `ntid.x * S` bytes by thread
-//! 0 on a fresh mbarrier (thread 0 initialises it, `barrier.cta` publishes
-//! the init and orders every thread's earlier accesses of the tile before
-//! the copy, every thread waits on the phase).
+//! the first's). A copy or such a run in the kernel's top-level region (or
+//! directly in the body of a top-level `for` of step 1 with a constant
+//! start and thread-independent bounds) that every thread issues at
+//! `base + tid.x * S` (`base` the same for every thread, `S` its size) is
+//! also described as `(cta ...)`: one CTA tile. On sm_90+ it may become one
+//! `cp.async.bulk` of `ntid.x * S` bytes by thread 0 on a fresh mbarrier
+//! (thread 0 initialises it, before the loop for a tile in one;
+//! `barrier.cta` publishes the init and orders every thread's earlier
+//! accesses of the tile, the previous iteration's reads, before the copy;
+//! every thread waits on the phase, the iteration's in a loop).
 //!
 //! Cluster multicast (also part of `coalesce`): on targets where `.multicast::cluster` is advised
 //! (sm_90a-class), in a kernel launched as 1-D clusters of `N` CTAs, a
@@ -423,13 +426,22 @@ fn select_kernel(
                 retarget.push((sites[m].token, sites[first].token));
             }
         }
-        plans.insert(
-            sites[last].inst,
-            Plan::Pieces {
+        let plan = match pieces.as_slice() {
+            [Piece {
+                mech: Mech::BulkCta,
+                size: Some(share),
+                ..
+            }] => Plan::Tile {
+                first: sites[first].inst,
+                share: *share,
+                lp: unit.lp,
+            },
+            _ => Plan::Pieces {
                 first: sites[first].inst,
                 pieces,
             },
-        );
+        };
+        plans.insert(sites[last].inst, plan);
     }
     // Cluster multicast: taken when the cost model prefers it to every
     // CTA's own load.
@@ -500,18 +512,16 @@ fn select_kernel(
         .collect();
     let body = k.body;
     let mut ed = Editor::new(k);
-    let mut bar_count = 0;
-    let mut cluster_bars = Vec::new();
-    rewrite_region(
-        &mut ed,
-        body,
-        &plans,
-        &red,
-        &mut bar_count,
-        &mut cluster_bars,
-    );
-    if !cluster_bars.is_empty() {
-        cluster_prologue(&mut ed, &cluster_bars);
+    let mut w = Writer {
+        plans: &plans,
+        red: &red,
+        bars: 0,
+        cluster_bars: Vec::new(),
+        before: HashMap::new(),
+    };
+    w.region(&mut ed, body);
+    if !w.cluster_bars.is_empty() {
+        cluster_prologue(&mut ed, &w.cluster_bars);
     }
     propagate_types(ed.k)?;
     Ok((choices, vec![run]))
@@ -524,6 +534,13 @@ enum Plan {
     Pieces { first: Inst, pieces: Vec<Piece> },
     /// A member of a coalesced run, written at the run's last copy.
     Drop,
+    /// A CTA tile (every thread's `share` bytes, from the copy `first`) as
+    /// one bulk copy by thread 0, in the loop `lp` or the top-level region.
+    Tile {
+        first: Inst,
+        share: i64,
+        lp: Option<TileLoop>,
+    },
     /// One multicast bulk copy of `bytes` by rank 0 into all `ctas` CTAs.
     Multicast { ctas: u32, bytes: i64 },
 }
@@ -534,6 +551,44 @@ struct Unit {
     members: Vec<usize>,
     /// Every thread copies its share of one contiguous tile.
     tile: bool,
+    /// The loop a tile sits in (`None`: the kernel's top-level region).
+    lp: Option<TileLoop>,
+}
+
+/// The `for` a CTA tile sits in, directly in its body: a top-level loop
+/// with thread-independent bounds, a constant start `lo` and step 1. The
+/// tile's barrier is initialised once before the loop; iteration `iv`
+/// uses its phase `iv - lo`.
+#[derive(Clone, Copy)]
+struct TileLoop {
+    for_inst: Inst,
+    iv: Value,
+    lo: i64,
+}
+
+/// Where a CTA tile may sit: the kernel's top-level region (`Some(None)`)
+/// or the body of a loop [`TileLoop`] describes.
+fn tile_region(k: &Kernel, syms: &Syms, r: Region) -> Option<Option<TileLoop>> {
+    if r == k.body {
+        return Some(None);
+    }
+    let top = &k.regions[k.body].insts;
+    let &p = top
+        .iter()
+        .find(|&&i| k.insts[i].op == Op::For && k.insts[i].regions.first() == Some(&r))?;
+    let d = &k.insts[p];
+    let lo = k.const_int(*d.args.first()?)?;
+    let uniform = d
+        .args
+        .get(1)?
+        .value()
+        .is_none_or(|v| !syms.thread_dependent[cpflow_ir::ir::EntityId::index(v)]);
+    let iv = *k.regions[r].args.first()?;
+    (uniform && k.const_int(*d.args.get(2)?) == Some(1)).then_some(Some(TileLoop {
+        for_inst: p,
+        iv,
+        lo,
+    }))
 }
 
 /// `(seq A (seq B ...))` of the members, wrapped in `(cta ...)` for a tile.
@@ -739,9 +794,14 @@ fn find_units(k: &Kernel, sites: &[Site], syms: &Syms, uses: &Uses, solo: &[bool
             if !awaited_together(k, sites, uses, r, &run) {
                 continue;
             }
-            let tile = r == k.body && !solo[run[0]] && is_tile(syms, &info, &run);
+            let at = tile_region(k, syms, r).filter(|_| !solo[run[0]]);
+            let tile = at.is_some_and(|lp| is_tile(syms, &info, &run, lp.map(|l| l.for_inst)));
             if run.len() >= 2 || tile {
-                units.push(Unit { members: run, tile });
+                units.push(Unit {
+                    members: run,
+                    tile,
+                    lp: at.flatten(),
+                });
             }
         }
     }
@@ -785,8 +845,9 @@ fn awaited_together(k: &Kernel, sites: &[Site], uses: &Uses, r: Region, run: &[u
 
 /// A global -> shared run whose thread `t` copies `S` bytes at
 /// `base + t * S` in destination and source, `base` the same for every
-/// thread and `S` (the run's size) a multiple of 16.
-fn is_tile(syms: &Syms, info: &[Option<CopySyms>], run: &[usize]) -> bool {
+/// thread (it may use the induction variable of `lp`, the loop the run
+/// sits in) and `S` (the run's size) a multiple of 16.
+fn is_tile(syms: &Syms, info: &[Option<CopySyms>], run: &[usize], lp: Option<Inst>) -> bool {
     let Some(Some((bd, od, bs, os, _))) = run.first().map(|&s| &info[s]) else {
         return false;
     };
@@ -798,7 +859,8 @@ fn is_tile(syms: &Syms, info: &[Option<CopySyms>], run: &[usize]) -> bool {
         return false;
     }
     let varies = |a: &Atom| match a {
-        Atom::Tid(_) | Atom::OtherTid(_) | Atom::Iv(_) | Atom::Exist(_) => true,
+        Atom::Tid(_) | Atom::OtherTid(_) | Atom::Exist(_) => true,
+        Atom::Iv(l) => Some(*l) != lp,
         Atom::Opaque(v) => syms.thread_dependent[cpflow_ir::ir::EntityId::index(*v)],
         _ => false,
     };
@@ -810,40 +872,52 @@ fn is_tile(syms: &Syms, info: &[Option<CopySyms>], run: &[usize]) -> bool {
     matches!((bd, bs), (Base::Shared(_), Base::Global(_))) && share(od) && share(os)
 }
 
-fn rewrite_region(
-    ed: &mut Editor,
-    r: Region,
-    plans: &HashMap<Inst, Plan>,
-    red: &HashMap<Inst, (Qual, Qual)>,
-    bars: &mut usize,
-    cluster_bars: &mut Vec<cpflow_ir::ir::SharedId>,
-) {
-    let old = ed.k.regions[r].insts.clone();
-    let mut new = Vec::with_capacity(old.len());
-    for inst in old {
-        let subs = ed.k.insts[inst].regions.clone();
-        for sub in subs {
-            rewrite_region(ed, sub, plans, red, bars, cluster_bars);
-        }
-        match plans.get(&inst) {
-            Some(Plan::Multicast { ctas, bytes }) => {
-                let id = fresh_barrier(ed, bars);
-                cluster_bars.push(id);
-                new.extend(expand_multicast(ed, inst, id, *ctas, *bytes));
+/// Writes the plans into the kernel.
+struct Writer<'a> {
+    plans: &'a HashMap<Inst, Plan>,
+    red: &'a HashMap<Inst, (Qual, Qual)>,
+    /// Fresh barriers made so far.
+    bars: usize,
+    /// The multicasts' barriers, initialised by [`cluster_prologue`].
+    cluster_bars: Vec<cpflow_ir::ir::SharedId>,
+    /// Instructions to put before a loop (a tile's barrier set-up).
+    before: HashMap<Inst, Vec<Inst>>,
+}
+
+impl Writer<'_> {
+    fn region(&mut self, ed: &mut Editor, r: Region) {
+        let old = ed.k.regions[r].insts.clone();
+        let mut new = Vec::with_capacity(old.len());
+        for inst in old {
+            let subs = ed.k.insts[inst].regions.clone();
+            for sub in subs {
+                self.region(ed, sub);
             }
-            Some(Plan::Pieces { first, pieces }) => match pieces.as_slice() {
-                [Piece {
-                    mech: Mech::BulkCta,
-                    size: Some(share),
-                    ..
-                }] => new.extend(expand_tile(ed, *first, *share, bars)),
-                _ => new.extend(expand(ed, *first, pieces, red.get(first).copied(), bars)),
-            },
-            Some(Plan::Drop) => {}
-            None => new.push(inst),
+            new.extend(self.before.remove(&inst).unwrap_or_default());
+            match self.plans.get(&inst) {
+                Some(Plan::Multicast { ctas, bytes }) => {
+                    let id = fresh_barrier(ed, &mut self.bars);
+                    self.cluster_bars.push(id);
+                    new.extend(expand_multicast(ed, inst, id, *ctas, *bytes));
+                }
+                Some(Plan::Pieces { first, pieces }) => {
+                    let red = self.red.get(first).copied();
+                    new.extend(expand(ed, *first, pieces, red, &mut self.bars));
+                }
+                Some(Plan::Tile { first, share, lp }) => {
+                    let (setup, issue) = expand_tile(ed, *first, *share, *lp, &mut self.bars);
+                    match lp {
+                        Some(l) => self.before.entry(l.for_inst).or_default().extend(setup),
+                        None => new.extend(setup),
+                    }
+                    new.extend(issue);
+                }
+                Some(Plan::Drop) => {}
+                None => new.push(inst),
+            }
         }
+        ed.k.regions[r].insts = new;
     }
-    ed.k.regions[r].insts = new;
 }
 
 /// The instructions that replace copy `inst` with `pieces`.
@@ -870,13 +944,7 @@ fn expand(
     });
     if kinds & KIND_MBAR != 0 {
         let id = fresh_barrier(ed, bars);
-        let (i, bar) = ed.inst1(
-            Op::Addr(id),
-            vec![],
-            Type::Mbarrier(Space::Shared),
-            &format!("{base}_bar"),
-        );
-        out.push(i);
+        let bar = bar_addr(ed, &mut out, id, &base);
         let (i, _) = ed.inst(ptx(Family::MbarrierInit, &[]), vec![val(bar), imm(1)], &[]);
         out.push(i);
         let (i, _) = ed.inst(
@@ -885,9 +953,7 @@ fn expand(
             &[],
         );
         out.push(i);
-        let (i, _) = ed.inst(ptx(Family::MbarrierPhase, &[]), vec![val(bar), imm(0)], &[]);
-        ed.redefine(token, i, Type::Phase(Space::Shared));
-        out.push(i);
+        phase_of(ed, &mut out, bar, imm(0), token);
         let bytes: Option<i64> = pieces
             .iter()
             .filter(|p| p.mech == Mech::BulkMbar)
@@ -1090,53 +1156,57 @@ fn if_then(ed: &mut Editor, cond: Value, then: Vec<Inst>) -> Inst {
 }
 
 /// One CTA tile (every thread's `share` bytes at `base + tid.x * share`)
-/// as one bulk copy by thread 0: thread 0 initialises a fresh mbarrier and
-/// fences the init into the async proxy; `barrier.cta` publishes it (and
-/// orders every thread's earlier accesses of the tile before the copy);
+/// as one bulk copy by thread 0. Set-up: thread 0 initialises a fresh
+/// mbarrier and fences the init into the async proxy. Issue: `barrier.cta`
+/// publishes the init (and orders every thread's earlier accesses of the
+/// tile, the previous iteration's reads in a loop, before the copy);
 /// thread 0 arms the phase with `ntid.x * share` bytes and issues the copy
 /// from its own addresses (`base`); the copy's token becomes the phase,
-/// which every thread's `await` waits for.
-fn expand_tile(ed: &mut Editor, first: Inst, share: i64, bars: &mut usize) -> Vec<Inst> {
+/// which every thread's `await` waits for. In a loop `lp` the set-up goes
+/// before the loop and iteration `iv` uses phase `iv - lo`; otherwise both
+/// are written in place (phase 0). Returns (set-up, issue).
+fn expand_tile(
+    ed: &mut Editor,
+    first: Inst,
+    share: i64,
+    lp: Option<TileLoop>,
+    bars: &mut usize,
+) -> (Vec<Inst>, Vec<Inst>) {
+    use cpflow_ir::ir::BinaryOp;
     let d = ed.k.insts[first].clone();
     ed.span = d.span;
     let (dst, src) = (d.args[0], d.args[1]);
     let token = d.results[0];
     let base = ed.k.values[token].name.clone();
-    let mut out = Vec::new();
+    let mut setup = Vec::new();
     let id = fresh_barrier(ed, bars);
-    let (i, tid) = ed.inst1(
-        Op::Sreg(SpecialReg::TidX),
-        vec![],
-        Type::I32,
-        &format!("{base}_tid"),
-    );
-    out.push(i);
-    let (i, leader) = ed.inst1(
-        Op::Cmp(CmpPred::Eq, Scalar::I32),
-        vec![val(tid), imm(0)],
-        Type::I1,
-        &format!("{base}_leader"),
-    );
-    out.push(i);
-    let (i, bar) = ed.inst1(
-        Op::Addr(id),
-        vec![],
-        Type::Mbarrier(Space::Shared),
-        &format!("{base}_bar"),
-    );
-    out.push(i);
+    let leader = first_of(ed, &mut setup, SpecialReg::TidX, &base, ("tid", "leader"));
+    let bar = bar_addr(ed, &mut setup, id, &base);
     let (init, _) = ed.inst(ptx(Family::MbarrierInit, &[]), vec![val(bar), imm(1)], &[]);
     let (fence, _) = ed.inst(
         ptx(Family::FenceProxyAsync, &[Qual::SharedCta]),
         vec![],
         &[],
     );
-    out.push(if_then(ed, leader, vec![init, fence]));
+    setup.push(if_then(ed, leader, vec![init, fence]));
+    let mut out = Vec::new();
     let (i, _) = ed.inst(ptx(Family::BarrierCta, &[]), vec![], &[]);
     out.push(i);
-    let (i, _) = ed.inst(ptx(Family::MbarrierPhase, &[]), vec![val(bar), imm(0)], &[]);
-    ed.redefine(token, i, Type::Phase(Space::Shared));
-    out.push(i);
+    let index = match lp {
+        None => imm(0),
+        Some(l) if l.lo == 0 => val(l.iv),
+        Some(l) => {
+            let (i, v) = ed.inst1(
+                Op::Binary(BinaryOp::Sub),
+                vec![val(l.iv), imm(l.lo)],
+                Type::I32,
+                &format!("{base}_index"),
+            );
+            out.push(i);
+            val(v)
+        }
+    };
+    phase_of(ed, &mut out, bar, index, token);
     let (i, ntid) = ed.inst1(
         Op::Sreg(SpecialReg::NtidX),
         vec![],
@@ -1145,7 +1215,7 @@ fn expand_tile(ed: &mut Editor, first: Inst, share: i64, bars: &mut usize) -> Ve
     );
     out.push(i);
     let (i, bytes) = ed.inst1(
-        Op::Binary(cpflow_ir::ir::BinaryOp::Mul),
+        Op::Binary(BinaryOp::Mul),
         vec![val(ntid), imm(share)],
         Type::I32,
         &format!("{base}_bytes"),
@@ -1164,7 +1234,63 @@ fn expand_tile(ed: &mut Editor, first: Inst, share: i64, bars: &mut usize) -> Ve
         &format!("{base}_p"),
     );
     out.push(if_then(ed, leader, vec![arm, copy]));
-    out
+    (setup, out)
+}
+
+/// `%{base}_{names.0} = sreg reg` and `%{base}_{names.1} = cmp.eq` of it
+/// with 0 (thread 0, or rank 0 of the cluster); returns the test.
+fn first_of(
+    ed: &mut Editor,
+    out: &mut Vec<Inst>,
+    reg: SpecialReg,
+    base: &str,
+    names: (&str, &str),
+) -> Value {
+    let (i, x) = ed.inst1(
+        Op::Sreg(reg),
+        vec![],
+        Type::I32,
+        &format!("{base}_{}", names.0),
+    );
+    out.push(i);
+    let (i, test) = ed.inst1(
+        Op::Cmp(CmpPred::Eq, Scalar::I32),
+        vec![val(x), imm(0)],
+        Type::I1,
+        &format!("{base}_{}", names.1),
+    );
+    out.push(i);
+    test
+}
+
+/// `%{base}_bar = addr @bar` of a barrier allocation.
+fn bar_addr(
+    ed: &mut Editor,
+    out: &mut Vec<Inst>,
+    id: cpflow_ir::ir::SharedId,
+    base: &str,
+) -> Value {
+    let (i, bar) = ed.inst1(
+        Op::Addr(id),
+        vec![],
+        Type::Mbarrier(Space::Shared),
+        &format!("{base}_bar"),
+    );
+    out.push(i);
+    bar
+}
+
+/// `mbarrier.phase %bar, index`, defining the copy's `token` as the phase.
+fn phase_of(
+    ed: &mut Editor,
+    out: &mut Vec<Inst>,
+    bar: Value,
+    index: cpflow_ir::ir::Arg,
+    token: Value,
+) {
+    let (i, _) = ed.inst(ptx(Family::MbarrierPhase, &[]), vec![val(bar), index], &[]);
+    ed.redefine(token, i, Type::Phase(Space::Shared));
+    out.push(i);
 }
 
 /// Whether a one-thread copy is the same load in every CTA of a cluster:
@@ -1244,36 +1370,21 @@ fn expand_multicast(
     let token = d.results[0];
     let base = ed.k.values[token].name.clone();
     let mut out = Vec::new();
-    let (i, bar) = ed.inst1(
-        Op::Addr(id),
-        vec![],
-        Type::Mbarrier(Space::Shared),
-        &format!("{base}_bar"),
-    );
-    out.push(i);
-    let (i, _) = ed.inst(ptx(Family::MbarrierPhase, &[]), vec![val(bar), imm(0)], &[]);
-    ed.redefine(token, i, Type::Phase(Space::Shared));
-    out.push(i);
+    let bar = bar_addr(ed, &mut out, id, &base);
+    phase_of(ed, &mut out, bar, imm(0), token);
     let (i, _) = ed.inst(
         ptx(Family::MbarrierArriveExpectTx, &[]),
         vec![val(token), imm(bytes)],
         &[],
     );
     out.push(i);
-    let (i, rank) = ed.inst1(
-        Op::Sreg(SpecialReg::ClusterCtaRank),
-        vec![],
-        Type::I32,
-        &format!("{base}_rank"),
+    let root = first_of(
+        ed,
+        &mut out,
+        SpecialReg::ClusterCtaRank,
+        &base,
+        ("rank", "root"),
     );
-    out.push(i);
-    let (i, root) = ed.inst1(
-        Op::Cmp(CmpPred::Eq, Scalar::I32),
-        vec![val(rank), imm(0)],
-        Type::I1,
-        &format!("{base}_root"),
-    );
-    out.push(i);
     let quals = [
         Qual::SharedCluster,
         Qual::Global,
@@ -1300,29 +1411,16 @@ fn cluster_prologue(ed: &mut Editor, bars: &[cpflow_ir::ir::SharedId]) {
     let body = ed.k.body;
     ed.span = ed.k.span;
     let mut pro = Vec::new();
-    let (i, tid) = ed.inst1(
-        Op::Sreg(SpecialReg::TidX),
-        vec![],
-        Type::I32,
-        "__cpflow_tid",
+    let leader = first_of(
+        ed,
+        &mut pro,
+        SpecialReg::TidX,
+        "__cpflow",
+        ("tid", "leader"),
     );
-    pro.push(i);
-    let (i, leader) = ed.inst1(
-        Op::Cmp(CmpPred::Eq, Scalar::I32),
-        vec![val(tid), imm(0)],
-        Type::I1,
-        "__cpflow_leader",
-    );
-    pro.push(i);
     let mut init = Vec::new();
     for &id in bars {
-        let (i, bar) = ed.inst1(
-            Op::Addr(id),
-            vec![],
-            Type::Mbarrier(Space::Shared),
-            "__cpflow_bar",
-        );
-        init.push(i);
+        let bar = bar_addr(ed, &mut init, id, "__cpflow");
         let (i, _) = ed.inst(ptx(Family::MbarrierInit, &[]), vec![val(bar), imm(1)], &[]);
         init.push(i);
     }
