@@ -1242,6 +1242,159 @@ fn cluster_reduce(r: &mut Rng, known_misses: bool) -> Program {
     Program { text: s, what }
 }
 
+/// PATTERNS.md §2, a TMA ring with full/empty mbarriers: tid 0 produces
+/// (waits phase r-1 of empty[s], arrive.expect_tx on phase r of full[s],
+/// bulk load of tile k into slot s = k mod S), threads 1..T consume (wait
+/// phase r of full[s], read a word, arrive on phase r of empty[s]); empty
+/// counts the consumers (a literal, or `%ntid.x - 1`).
+fn tma_ring(r: &mut Rng, known_misses: bool) -> Program {
+    let consumers = r.pick(&[1u64, 2, 4, 32]);
+    let t = consumers + 1;
+    let stages = r.range(1, 3);
+    let n = r.range(1, 6);
+    let tb = (consumers * 4).div_ceil(16) * 16;
+    let by_ntid = r.chance(1, 2);
+    let inval = r.chance(1, 2);
+    let mut empty_lag = 1i64;
+    let mut empty_wait = true;
+    let mut count_delta = 0i64;
+    let mut full_delta = 0i64;
+    let mut arrive_before_read = false;
+    let mut expect = tb;
+    let mut full_wait = true;
+    let mut mutation = "none";
+    match r.range(0, 9) {
+        0 if known_misses => {
+            empty_lag = 0;
+            mutation = "producer's empty parity flipped";
+        }
+        1 if known_misses && n > stages => {
+            empty_wait = false;
+            mutation = "producer skips the empty wait";
+        }
+        2 if known_misses && by_ntid => {
+            count_delta = 1;
+            mutation = "empty count + 1";
+        }
+        3 if known_misses && by_ntid && consumers > 1 && n > stages => {
+            count_delta = -1;
+            mutation = "empty count - 1";
+        }
+        4 if known_misses => {
+            full_delta = 1;
+            mutation = "consumer's full phase + 1";
+        }
+        5 if known_misses && n > stages => {
+            arrive_before_read = true;
+            mutation = "consumer releases the slot before reading";
+        }
+        6 if known_misses => {
+            expect = if r.chance(1, 2) { tb + 16 } else { tb - 16 };
+            if expect == 0 {
+                expect = tb + 16;
+            }
+            mutation = "expect_tx bytes";
+        }
+        7 => {
+            full_wait = false;
+            mutation = "consumer drops the full wait";
+        }
+        _ => {}
+    }
+    let what = format!(
+        "tma_ring consumers={consumers} stages={stages} n={n} tile={tb} by_ntid={by_ntid} inval={inval} mutation={mutation}"
+    );
+    let mut s = String::new();
+    header(
+        &mut s,
+        &what,
+        &format!("@k 1x{t} %src={}b %dst=zero:{}", n * tb, t * 4),
+    );
+    s += "kernel @k(%src: ptr<global> align 16, %dst: ptr<global> align 16) {\n";
+    let _ = writeln!(s, "  shared @ring: bytes[{}] align 128", stages * tb);
+    let _ = writeln!(s, "  shared @full: mbarrier[{stages}]");
+    let _ = writeln!(s, "  shared @empty: mbarrier[{stages}]");
+    s += "  %tid = sreg tid.x\n  %ring = addr @ring\n  %producer = cmp.eq %tid, 0 : i32\n";
+    let count = if by_ntid {
+        s += "  %nthreads = sreg ntid.x\n";
+        let _ = writeln!(s, "  %ecount = add %nthreads, {} : i32", count_delta - 1);
+        "%ecount".to_string()
+    } else {
+        consumers.to_string()
+    };
+    s += "  if %producer {\n";
+    let _ = writeln!(s, "    for %i = 0 to {stages} step 1 {{");
+    let _ = writeln!(
+        s,
+        "      %fi = addr @full[%i]\n      mbarrier.init %fi, 1\n      %ei = addr @empty[%i]\n      mbarrier.init %ei, {count}\n    }}"
+    );
+    s += "  }\n  barrier.cta\n  if %producer {\n";
+    let _ = writeln!(s, "    for %k = 0 to {n} step 1 {{");
+    let _ = writeln!(
+        s,
+        "      %s = rem.u %k, {stages} : i32\n      %round = div.u %k, {stages} : i32"
+    );
+    s += "      %e = addr @empty[%s]\n";
+    let _ = writeln!(s, "      %prev = sub %round, {empty_lag} : i32");
+    s += "      %slot_free = mbarrier.phase %e, %prev\n";
+    if empty_wait {
+        s += "      mbarrier.wait %slot_free\n";
+    }
+    s += "      %f = addr @full[%s]\n      %loaded = mbarrier.phase %f, %round\n";
+    let _ = writeln!(
+        s,
+        "      mbarrier.arrive.expect_tx.release.cta %loaded, {expect}"
+    );
+    let _ = writeln!(
+        s,
+        "      %slot_off = mul %s, {tb} : i32\n      %slot = ptr.add %ring, %slot_off"
+    );
+    let _ = writeln!(
+        s,
+        "      %tile_off = mul %k, {tb} : i32\n      %tile_off64 = zext %tile_off : i32 to i64\n      %tile = ptr.add %src, %tile_off64"
+    );
+    let _ = writeln!(s, "      %t = cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes %slot, %tile, {tb}, %loaded\n    }}\n  }} else {{");
+    s += "    %c = sub %tid, 1 : i32\n    %col = mul %c, 4 : i32\n    %zero = const 0 : i32\n";
+    let _ = writeln!(
+        s,
+        "    %total = for %j = 0 to {n} step 1 iter(%acc = %zero) {{"
+    );
+    let _ = writeln!(
+        s,
+        "      %cs = rem.u %j, {stages} : i32\n      %cround = div.u %j, {stages} : i32"
+    );
+    s += "      %cf = addr @full[%cs]\n";
+    if full_delta != 0 {
+        let _ = writeln!(s, "      %fr = add %cround, {full_delta} : i32");
+        s += "      %ready = mbarrier.phase %cf, %fr\n";
+    } else {
+        s += "      %ready = mbarrier.phase %cf, %cround\n";
+    }
+    if full_wait {
+        s += "      mbarrier.wait %ready\n";
+    }
+    s += "      %ce = addr @empty[%cs]\n      %done = mbarrier.phase %ce, %cround\n";
+    let _ = writeln!(s, "      %cslot = mul %cs, {tb} : i32");
+    s += "      %off = add %cslot, %col : i32\n      %p = ptr.add %ring, %off\n";
+    let read = "      %x = ld %p : i32\n      %acc2 = add %acc, %x : i32\n";
+    if arrive_before_read {
+        s += "      mbarrier.arrive.release.cta %done\n";
+        s += read;
+    } else {
+        s += read;
+        s += "      mbarrier.arrive.release.cta %done\n";
+    }
+    s += "      yield %acc2\n    }\n";
+    s += "    %q = mul %tid, 4 : i32\n    %q64 = zext %q : i32 to i64\n    %out = ptr.add %dst, %q64\n    st %out, %total : i32\n  }\n";
+    if inval {
+        s += "  barrier.cta\n  if %producer {\n";
+        let _ = writeln!(s, "    for %d = 0 to {stages} step 1 {{");
+        s += "      %fd = addr @full[%d]\n      %ed = addr @empty[%d]\n      mbarrier.inval %fd\n      mbarrier.inval %ed\n    }\n  }\n";
+    }
+    s += "}\n";
+    Program { text: s, what }
+}
+
 /// Mutations that the checker misses today (listed in the commit that added
 /// them) are drawn only beyond the default seeds, so that the default run
 /// stays green and `CPFLOW_SOUNDNESS_SEEDS=2000` still reports them; where a
@@ -1249,7 +1402,7 @@ fn cluster_reduce(r: &mut Rng, known_misses: bool) -> Program {
 fn generate(seed: u64) -> Program {
     let known_misses = seed >= SEEDS;
     let mut r = Rng::new(seed);
-    match seed % 9 {
+    match seed % 10 {
         0 => cpa_straight(&mut r),
         1 => cpa_ring(&mut r),
         2 => bulk_load(&mut r),
@@ -1258,7 +1411,8 @@ fn generate(seed: u64) -> Program {
         5 => bulk_poll(&mut r, known_misses),
         6 => cluster_multicast(&mut r, known_misses),
         7 => cpa_mbar(&mut r, known_misses),
-        _ => cluster_reduce(&mut r, known_misses),
+        8 => cluster_reduce(&mut r, known_misses),
+        _ => tma_ring(&mut r, known_misses),
     }
 }
 
