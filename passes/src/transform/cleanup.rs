@@ -122,27 +122,12 @@ fn superseded(k: &Kernel, drop: &mut HashSet<Inst>) {
                     }
                     continue;
                 }
-                if !pure(k, later) {
+                if !edit::pure(k, later) {
                     break;
                 }
             }
         }
     }
-}
-
-/// Instructions that neither touch memory nor synchronise.
-fn pure(k: &Kernel, i: Inst) -> bool {
-    matches!(
-        k.insts[i].op,
-        Op::Const(_)
-            | Op::Binary(_)
-            | Op::Cmp(..)
-            | Op::Select
-            | Op::Cast(..)
-            | Op::PtrAdd
-            | Op::Addr(_)
-            | Op::Sreg(_)
-    )
 }
 
 /// Marks waits on already-waited groups and repeated fences.

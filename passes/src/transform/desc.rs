@@ -665,12 +665,18 @@ pub fn is_form(node: &Desc) -> bool {
 mod tests {
     use super::*;
 
-    fn best(d: &str, sm: u32) -> (u64, String) {
+    /// The best form of `d` and its cost on `sm` with PTX `ptx`, with the
+    /// coalescing rules when `coalesce`.
+    fn best_on(d: &str, sm: u32, ptx: (u8, u8), coalesce: bool) -> (u64, String) {
         let e: egg::RecExpr<Desc> = d.parse().unwrap();
-        let sat = saturate(&[e], sm, (8, 6), true);
+        let sat = saturate(&[e], sm, ptx, coalesce);
         assert!(matches!(sat.stop, StopReason::Saturated), "{:?}", sat.stop);
         let (c, e) = extract(&sat).remove(0);
         (c.cycles, e.to_string())
+    }
+
+    fn best(d: &str, sm: u32) -> (u64, String) {
+        best_on(d, sm, (8, 6), true)
     }
 
     #[test]
@@ -751,20 +757,14 @@ mod tests {
 
     #[test]
     fn merging_needs_the_coalescing_rules() {
-        let e: egg::RecExpr<Desc> = "(seq (copy g2s 4 16 all) (copy g2s 4 4 all))"
-            .parse()
-            .unwrap();
-        let sat = saturate(std::slice::from_ref(&e), 80, (8, 6), false);
+        let pair = "(seq (copy g2s 4 16 all) (copy g2s 4 4 all))";
         assert_eq!(
-            extract(&sat)[0].1.to_string(),
+            best_on(pair, 80, (8, 6), false).1,
             "(seq (cp.async g2s 4 16 all 4) (cp.async g2s 4 4 all 4))"
         );
-        let sat = saturate(&[e], 80, (8, 6), true);
-        assert_eq!(extract(&sat)[0].1.to_string(), "(cp.async g2s 8 16 all 8)");
-        let e: egg::RecExpr<Desc> = "(cta (copy g2s 16 16 all))".parse().unwrap();
-        let sat = saturate(&[e], 90, (8, 6), false);
+        assert_eq!(best(pair, 80).1, "(cp.async g2s 8 16 all 8)");
         assert_eq!(
-            extract(&sat)[0].1.to_string(),
+            best_on("(cta (copy g2s 16 16 all))", 90, (8, 6), false).1,
             "(cta (cp.async g2s 16 16 all 16))"
         );
     }
@@ -784,10 +784,8 @@ mod tests {
             "(cta (cp.async g2s 16 16 all 16))"
         );
         // PTX 8.0 has no global -> shared::cta bulk copy.
-        let e: egg::RecExpr<Desc> = "(cta (copy g2s 16 16 all))".parse().unwrap();
-        let sat = saturate(&[e], 90, (8, 0), true);
         assert_eq!(
-            extract(&sat)[0].1.to_string(),
+            best_on("(cta (copy g2s 16 16 all))", 90, (8, 0), true).1,
             "(cta (cp.async g2s 16 16 all 16))"
         );
         // An 8-byte share is not a 16-byte multiple: no bulk copy.

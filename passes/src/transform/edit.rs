@@ -162,3 +162,76 @@ pub fn family(k: &Kernel, i: Inst) -> Option<Family> {
         _ => None,
     }
 }
+
+/// Whether `pred` holds for `i` or for anything nested in it.
+pub fn any_in(k: &Kernel, i: Inst, pred: &mut impl FnMut(Inst) -> bool) -> bool {
+    pred(i)
+        || k.insts[i]
+            .regions
+            .iter()
+            .any(|&r| k.regions[r].insts.iter().any(|&j| any_in(k, j, pred)))
+}
+
+/// Instructions that neither touch memory nor synchronise.
+pub fn pure(k: &Kernel, i: Inst) -> bool {
+    matches!(
+        k.insts[i].op,
+        Op::Const(_)
+            | Op::Binary(_)
+            | Op::Cmp(..)
+            | Op::Select
+            | Op::Cast(..)
+            | Op::PtrAdd
+            | Op::Addr(_)
+            | Op::Sreg(_)
+    )
+}
+
+/// Puts a new `op` (no operands, no results) right after each
+/// `(region, instruction)` of `spots`.
+pub fn insert_after(k: &mut Kernel, spots: &[(Region, Inst)], op: &Op) {
+    let mut ed = Editor::new(k);
+    for &(r, x) in spots {
+        let Some(pos) = ed.k.regions[r].insts.iter().position(|&i| i == x) else {
+            continue;
+        };
+        ed.span = ed.k.insts[x].span;
+        let (i, _) = ed.inst(op.clone(), vec![], &[]);
+        ed.k.regions[r].insts.insert(pos + 1, i);
+    }
+}
+
+/// Puts a new `op` (no operands, no results) right before each instruction
+/// of `before`.
+pub fn insert_before(k: &mut Kernel, before: &HashSet<Inst>, op: &Op) {
+    if before.is_empty() {
+        return;
+    }
+    let mut ed = Editor::new(k);
+    let regions: Vec<Region> = ed.k.regions.keys().collect();
+    for r in regions {
+        if !ed.k.regions[r].insts.iter().any(|i| before.contains(i)) {
+            continue;
+        }
+        let old = std::mem::take(&mut ed.k.regions[r].insts);
+        let mut new = Vec::with_capacity(old.len() + 1);
+        for i in old {
+            if before.contains(&i) {
+                ed.span = ed.k.insts[i].span;
+                new.push(ed.inst(op.clone(), vec![], &[]).0);
+            }
+            new.push(i);
+        }
+        ed.k.regions[r].insts = new;
+    }
+}
+
+/// The index right after `i` in region `r` (`usize::MAX` when `i` is not
+/// there).
+pub fn next_index(k: &Kernel, r: Region, i: Inst) -> usize {
+    k.regions[r]
+        .insts
+        .iter()
+        .position(|&x| x == i)
+        .map_or(usize::MAX, |x| x + 1)
+}

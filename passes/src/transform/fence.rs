@@ -59,13 +59,14 @@ pub fn fence(module: &mut Module) -> usize {
         .sum()
 }
 
-/// Whether `i` (or anything nested in it) may write shared memory through
-/// the generic proxy: what [`writes_shared`] counts, `mbarrier.init` and
-/// `inval`, and every instruction not known to leave shared memory to the
-/// async proxy (conservative for the ops hoisting must see).
+/// Whether `i` itself (not what is nested in it) may write shared memory
+/// through the generic proxy: what [`writes_shared`] counts,
+/// `mbarrier.init` and `inval`, and every instruction not known to leave
+/// shared memory to the async proxy (conservative for the ops hoisting must
+/// see).
 fn writes_generic(k: &Kernel, i: Inst) -> bool {
     let d = &k.insts[i];
-    let here = match &d.op {
+    match &d.op {
         Op::Store(_) => !matches!(
             d.args.first().and_then(|a| k.arg_ty(*a)),
             Some(Type::Ptr(Space::Global))
@@ -96,11 +97,7 @@ fn writes_generic(k: &Kernel, i: Inst) -> bool {
                 | Family::Await
         ),
         _ => false,
-    };
-    here || d
-        .regions
-        .iter()
-        .any(|&r| k.regions[r].insts.iter().any(|&j| writes_generic(k, j)))
+    }
 }
 
 /// Waits that end an async-proxy operation (a block of them is one
@@ -167,7 +164,9 @@ fn hoist(k: &mut Kernel) -> usize {
         let mut target = None;
         while let Some(&p) = parent.get(&r) {
             if k.insts[p].op == Op::For {
-                let q = *quiet.entry(p).or_insert_with(|| !writes_generic(k, p));
+                let q = *quiet
+                    .entry(p)
+                    .or_insert_with(|| !edit::any_in(k, p, &mut |j| writes_generic(k, j)));
                 if !q {
                     break;
                 }
@@ -227,22 +226,18 @@ fn is_shared_fence(k: &Kernel, i: Inst) -> bool {
     }
 }
 
-/// Whether `i` (or anything nested in it) writes shared memory through the
-/// generic proxy.
+/// Whether `i` itself (not what is nested in it) writes shared memory
+/// through the generic proxy.
 fn writes_shared(k: &Kernel, i: Inst) -> bool {
     let d = &k.insts[i];
-    let here = match &d.op {
+    match &d.op {
         Op::Store(_) => matches!(
             d.args.first().and_then(|a| k.arg_ty(*a)),
             Some(Type::Ptr(Space::Shared | Space::Cluster))
         ),
         Op::Ptx(p) => p.family == Family::CpAsync,
         _ => false,
-    };
-    here || d
-        .regions
-        .iter()
-        .any(|&r| k.regions[r].insts.iter().any(|&j| writes_shared(k, j)))
+    }
 }
 
 fn reads_shared_async(k: &Kernel, i: Inst) -> bool {
@@ -319,33 +314,12 @@ fn fence_kernel(k: &mut Kernel) -> usize {
             }
         }
     }
-    if before.is_empty() {
-        return 0;
-    }
-    let count = before.len();
-    let mut ed = Editor::new(k);
-    let regions: Vec<Region> = ed.k.regions.keys().collect();
-    for r in regions {
-        let old = ed.k.regions[r].insts.clone();
-        if !old.iter().any(|i| before.contains(i)) {
-            continue;
-        }
-        let mut new = Vec::with_capacity(old.len() + 1);
-        for i in old {
-            if before.contains(&i) {
-                ed.span = ed.k.insts[i].span;
-                let (f, _) = ed.inst(
-                    ptx(Family::FenceProxyAsync, &[Qual::SharedCta]),
-                    vec![],
-                    &[],
-                );
-                new.push(f);
-            }
-            new.push(i);
-        }
-        ed.k.regions[r].insts = new;
-    }
-    count
+    edit::insert_before(
+        k,
+        &before,
+        &ptx(Family::FenceProxyAsync, &[Qual::SharedCta]),
+    );
+    before.len()
 }
 
 /// The reader side: a bulk copy or reduction reads shared memory through
@@ -402,26 +376,19 @@ fn reuse_fences(k: &mut Kernel) -> usize {
             _ => true,
         }
     };
-    let mut writes: HashMap<Inst, bool> = HashMap::new();
-    fn writes_in(
-        k: &Kernel,
-        i: Inst,
-        hits: &dyn Fn(Inst) -> bool,
-        memo: &mut HashMap<Inst, bool>,
-    ) -> bool {
-        if let Some(&w) = memo.get(&i) {
-            return w;
-        }
-        let w = hits(i)
-            || k.insts[i].regions.iter().any(|&r| {
-                k.regions[r]
-                    .insts
-                    .iter()
-                    .any(|&j| writes_in(k, j, hits, memo))
-            });
-        memo.insert(i, w);
-        w
-    }
+    // Per region: whether a write from each position on (nested ones too).
+    let mut suffix: HashMap<Region, Vec<bool>> = HashMap::new();
+    let mut later_from = |r: Region, from: usize| -> bool {
+        let suf = suffix.entry(r).or_insert_with(|| {
+            let list = &k.regions[r].insts;
+            let mut out = vec![false; list.len() + 1];
+            for (n, &i) in list.iter().enumerate().rev() {
+                out[n] = out[n + 1] || edit::any_in(k, i, &mut |j| hits(j));
+            }
+            out
+        });
+        suf[from.min(suf.len() - 1)]
+    };
     let parent: HashMap<Region, (Inst, Region)> = all
         .iter()
         .flat_map(|&(r, i)| k.insts[i].regions.iter().map(move |&sub| (sub, (i, r))))
@@ -443,47 +410,27 @@ fn reuse_fences(k: &mut Kernel) -> usize {
             continue;
         }
         let (mut r, mut from) = (r0, at + 1);
-        let mut later = false;
-        loop {
-            let rest = &k.regions[r].insts;
-            later |= rest[from.min(rest.len())..]
-                .iter()
-                .any(|&j| writes_in(k, j, &hits, &mut writes));
+        let later = loop {
+            if later_from(r, from) {
+                break true;
+            }
             let Some(&(p, pr)) = parent.get(&r) else {
-                break;
+                break false;
             };
-            if k.insts[p].op == Op::For {
-                later |= rest.iter().any(|&j| writes_in(k, j, &hits, &mut writes));
+            // The next iteration runs the whole body.
+            if k.insts[p].op == Op::For && later_from(r, 0) {
+                break true;
             }
-            if later {
-                break;
-            }
-            from = k.regions[pr]
-                .insts
-                .iter()
-                .position(|&x| x == p)
-                .map_or(usize::MAX, |x| x + 1);
+            from = edit::next_index(k, pr, p);
             r = pr;
-        }
+        };
         if later && !after.contains(&(r0, list[at])) {
             after.push((r0, list[at]));
         }
     }
-    let count = after.len();
-    let mut ed = Editor::new(k);
-    for (r, x) in after {
-        let Some(pos) = ed.k.regions[r].insts.iter().position(|&i| i == x) else {
-            continue;
-        };
-        ed.span = ed.k.insts[x].span;
-        let (f, _) = ed.inst(
-            ptx(Family::FenceProxyAsync, &[Qual::SharedCta]),
-            vec![],
-            &[],
-        );
-        ed.k.regions[r].insts.insert(pos + 1, f);
-    }
-    count
+    let fence = ptx(Family::FenceProxyAsync, &[Qual::SharedCta]);
+    edit::insert_after(k, &after, &fence);
+    after.len()
 }
 
 /// For each position of a region: the index of the last CTA barrier,
@@ -505,7 +452,7 @@ impl Prefix {
                 cur[0] = Some(i);
             } else if is_shared_fence(k, inst) {
                 cur[1] = Some(i);
-            } else if writes_shared(k, inst) {
+            } else if edit::any_in(k, inst, &mut |j| writes_shared(k, j)) {
                 cur[2] = Some(i);
             }
         }

@@ -640,13 +640,7 @@ fn zfill_bound(k: &Kernel, syms: &Syms, site: &Site) -> Option<i64> {
         let op = &k.insts[i].op;
         for (j, a) in k.insts[i].args.iter().enumerate() {
             let Some(v) = a.value() else { continue };
-            let shared_ptr = matches!(k.ty(v), Type::Ptr(Space::Shared | Space::Cluster));
-            let here = match syms.get(v) {
-                Sym::Ptr(Base::Shared(s), _) => *s == id,
-                Sym::Ptr(Base::Remote(_), _) => false,
-                // A shared pointer of unknown origin may point here.
-                _ => shared_ptr,
-            };
+            let here = in_alloc(k, syms, v, id);
             let reads = matches!(op, Op::Load(_)) || (*op == Op::PtrAdd && j == 0);
             if here && !reads && !(i == site.inst && j == 0) {
                 return None;
@@ -677,22 +671,16 @@ fn zfill_bound(k: &Kernel, syms: &Syms, site: &Site) -> Option<i64> {
     if !guarded {
         return None;
     }
-    fn loads(k: &Kernel, syms: &Syms, i: Inst, id: cpflow_ir::ir::SharedId) -> bool {
-        let d = &k.insts[i];
-        let here = matches!(d.op, Op::Load(_))
-            && d.args
-                .first()
-                .and_then(|a| a.value())
-                .is_some_and(|v| match syms.get(v) {
-                    Sym::Ptr(Base::Shared(s), _) => *s == id,
-                    Sym::Ptr(Base::Remote(_), _) => false,
-                    _ => matches!(k.ty(v), Type::Ptr(Space::Shared | Space::Cluster)),
-                });
-        here || d
-            .regions
-            .iter()
-            .any(|&r| k.regions[r].insts.iter().any(|&j| loads(k, syms, j, id)))
-    }
+    let loads = |k: &Kernel, syms: &Syms, i: Inst, id| {
+        edit::any_in(k, i, &mut |j| {
+            let d = &k.insts[j];
+            matches!(d.op, Op::Load(_))
+                && d.args
+                    .first()
+                    .and_then(|a| a.value())
+                    .is_some_and(|v| in_alloc(k, syms, v, id))
+        })
+    };
     let top = &k.regions[k.body].insts;
     let at = top.iter().position(|&i| i == a)?;
     let mut fenced = false;
@@ -707,20 +695,14 @@ fn zfill_bound(k: &Kernel, syms: &Syms, site: &Site) -> Option<i64> {
     (total > c && c >= 0).then_some(total - c)
 }
 
-/// Instructions that neither touch memory nor synchronise: copies may be
-/// issued later across them.
-fn pure(k: &Kernel, i: Inst) -> bool {
-    matches!(
-        k.insts[i].op,
-        Op::Const(_)
-            | Op::Binary(_)
-            | Op::Cmp(..)
-            | Op::Select
-            | Op::Cast(..)
-            | Op::PtrAdd
-            | Op::Addr(_)
-            | Op::Sreg(_)
-    )
+/// Whether `v` may point into shared allocation `id` of this CTA: it is
+/// built from `addr @id`, or it is a shared pointer of unknown origin.
+fn in_alloc(k: &Kernel, syms: &Syms, v: Value, id: cpflow_ir::ir::SharedId) -> bool {
+    match syms.get(v) {
+        Sym::Ptr(Base::Shared(s), _) => *s == id,
+        Sym::Ptr(Base::Remote(_), _) => false,
+        _ => matches!(k.ty(v), Type::Ptr(Space::Shared | Space::Cluster)),
+    }
 }
 
 /// A copy's symbolic destination (base, offset), source (base, offset) and
@@ -785,7 +767,7 @@ fn find_units(k: &Kernel, sites: &[Site], syms: &Syms, uses: &Uses, solo: &[bool
                     run.push(s);
                 }
                 Some(_) => runs.push(std::mem::take(&mut run)),
-                None if pure(k, i) => {}
+                None if edit::pure(k, i) => {}
                 None => runs.push(std::mem::take(&mut run)),
             }
         }
@@ -1322,20 +1304,15 @@ fn multicast_site(k: &Kernel, syms: &Syms, home: &HashMap<Inst, Region>, site: &
     };
     // Rank 0 writes every CTA's tile when it gets there: no CTA may touch
     // the allocation before its own copy point.
-    fn touches(k: &Kernel, syms: &Syms, i: Inst, id: cpflow_ir::ir::SharedId) -> bool {
-        let d = &k.insts[i];
-        d.args
-            .iter()
-            .filter_map(|a| a.value())
-            .any(|v| match syms.get(v) {
-                Sym::Ptr(Base::Shared(s), _) => *s == id,
-                Sym::Ptr(Base::Remote(_), _) => false,
-                _ => matches!(k.ty(v), Type::Ptr(Space::Shared | Space::Cluster)),
-            })
-            || d.regions
+    let touches = |k: &Kernel, syms: &Syms, i: Inst, id| {
+        edit::any_in(k, i, &mut |j| {
+            k.insts[j]
+                .args
                 .iter()
-                .any(|&r| k.regions[r].insts.iter().any(|&j| touches(k, syms, j, id)))
-    }
+                .filter_map(|a| a.value())
+                .any(|v| in_alloc(k, syms, v, id))
+        })
+    };
     let inner = &k.regions[r].insts;
     let before = inner
         .iter()

@@ -374,11 +374,7 @@ fn read_by_others(
                 return true;
             }
         }
-        from = k.regions[pr]
-            .insts
-            .iter()
-            .position(|&x| x == p)
-            .map_or(usize::MAX, |x| x + 1);
+        from = edit::next_index(k, pr, p);
         r = pr;
     }
 }
@@ -446,17 +442,8 @@ fn barriers(k: &mut Kernel, written: &[(Region, Inst, Value)]) -> usize {
             after.push(spot);
         }
     }
-    let count = after.len();
-    let mut ed = Editor::new(k);
-    for (r, x) in after {
-        let Some(pos) = ed.k.regions[r].insts.iter().position(|&i| i == x) else {
-            continue;
-        };
-        ed.span = ed.k.insts[x].span;
-        let (b, _) = ed.inst(ptx(Family::BarrierCta, &[]), vec![], &[]);
-        ed.k.regions[r].insts.insert(pos + 1, b);
-    }
-    count
+    edit::insert_after(k, &after, &ptx(Family::BarrierCta, &[]));
+    after.len()
 }
 
 /// Bytes an instruction touches: the address, how many bytes
