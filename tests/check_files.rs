@@ -5,12 +5,15 @@
 //! * `tests/check/CODE-name.cpf` verifies clean and must make the checker
 //!   report `CODE`; the rendered diagnostics are snapshotted.
 //!   `tests/check/CODE-name.ok.cpf` is its fixed twin and must check clean.
+//! * `tests/check/clean/*.cpf` are correct programs (the interpreter finds
+//!   no undefined behaviour in them) that must check clean.
 
 mod common;
 
 use std::path::Path;
 
 use common::{case_report, read, render};
+use cpflow::interp::{self, runline, Schedule};
 use cpflow::ir::{parse, verify};
 
 fn checked(path: &Path, text: &str) -> Vec<cpflow::ir::Diagnostic> {
@@ -31,6 +34,30 @@ fn examples_check_clean() {
         let text = read(path);
         let diags = checked(path, &text);
         assert!(diags.is_empty(), "{}", render(path, &text, &diags));
+    });
+}
+
+/// `tests/check/clean/*.cpf` are correct programs the checker once flagged
+/// (ring shapes, bench kernels): each checks with no diagnostic, and runs
+/// with no undefined behaviour in the interpreter under the standard
+/// schedules, which is what makes it a correct program.
+#[test]
+fn correct_programs_check_clean() {
+    insta::glob!("check/clean", "*.cpf", |path| {
+        let text = read(path);
+        let diags = checked(path, &text);
+        assert!(diags.is_empty(), "{}", render(path, &text, &diags));
+        let module = parse(&text).expect("parsed above");
+        let runs = runline::parse_all(&text).expect("run lines");
+        assert!(!runs.is_empty(), "{}: no `// run:` line", path.display());
+        for run in runs {
+            for sched in Schedule::standard() {
+                let out = interp::run(&module, &run.launch, &run.inputs, sched)
+                    .unwrap_or_else(|d| panic!("{}: {d:?}", path.display()));
+                let ub: Vec<_> = out.findings.iter().filter(|d| d.is_error()).collect();
+                assert!(ub.is_empty(), "{}: {ub:?}", path.display());
+            }
+        }
     });
 }
 

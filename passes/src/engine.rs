@@ -19,9 +19,11 @@ use crate::state::{Init, Issuer, Kind, Mem, OpRec, State};
 use crate::values::{Base, Sym, Syms};
 
 const HUGE: i64 = 1 << 40;
-const MAX_ITERS: usize = 10;
+const MAX_ITERS: usize = 30;
 /// The depth of a record whose group a wait completed.
 const DONE: u32 = u32::MAX;
+/// The smallest depth cap (see [`depth_caps`]).
+const MIN_DEPTH_CAP: u32 = 8;
 
 pub struct Engine<'a> {
     pub k: &'a Kernel,
@@ -35,6 +37,10 @@ pub struct Engine<'a> {
     wait_n: BTreeMap<Inst, u32>,
     /// Barrier allocations some wait observes.
     waited_bars: BTreeSet<SharedId>,
+    /// Per kind (non-bulk, bulk): the depth at which pending groups are
+    /// clamped, so that a loop that commits without waiting on some path
+    /// reaches a fixed point (see [`depth_caps`]).
+    depth_cap: [u32; 2],
     /// The conditions of the `if`s around each instruction.
     inst_conds: BTreeMap<Inst, Vec<(Value, bool)>>,
 }
@@ -132,6 +138,7 @@ impl<'a> Engine<'a> {
             demand: BTreeMap::new(),
             wait_n: BTreeMap::new(),
             waited_bars,
+            depth_cap: depth_caps(k),
         }
     }
 
@@ -414,7 +421,9 @@ impl<'a> Engine<'a> {
                             issuer: Issuer::Done,
                             published: false,
                             seen: false,
-                            conds: Vec::new(),
+                            // The write's own conditions: a write and a copy
+                            // both under one `tid == C` are the same thread's.
+                            conds: self.inst_conds.get(&wi).cloned().unwrap_or_default(),
                             guard: None,
                             left_by: None,
                             done_by: None,
@@ -632,6 +641,12 @@ impl<'a> Engine<'a> {
     fn if_op(&mut self, inst: Inst, st: &mut State) {
         let data = &self.k.insts[inst];
         let cond = data.args.first().and_then(|a| a.value());
+        // A branch the bounds prove dead is not analysed: its code never runs.
+        match cond.and_then(|c| self.syms.decide(self.k, c)) {
+            Some(true) => return self.region(data.regions[0], st),
+            Some(false) => return self.region(data.regions[1], st),
+            None => {}
+        }
         let fact = cond.and_then(|c| st.preds.get(&c).cloned());
         let mut then_s = st.clone();
         let mut else_s = st.clone();
@@ -693,6 +708,32 @@ impl<'a> Engine<'a> {
             (lo, data.args.get(1).and_then(|a| k.const_int(*a))),
             (Some(lo), Some(hi)) if hi > lo
         );
+        let trips = match (lo, data.args.get(1).and_then(|a| k.const_int(*a)), step) {
+            (Some(lo), Some(hi), Some(step)) if hi > lo => Some((hi - lo + step - 1) / step),
+            _ => None,
+        };
+        if trips == Some(1) {
+            // One iteration: the body runs once from the entry state, with
+            // no back edge (nothing of a "next iteration" to race with).
+            self.report = report;
+            let mut s = entry;
+            self.region(body, &mut s);
+            self.loops.pop();
+            rename(&mut s, &yielded, &args[1.min(args.len())..]);
+            self.leave_loop(inst, s, st);
+            return;
+        }
+        // Guards follow the iterations a prologue's groups can stay pending
+        // (as many as the deepest group a wait leaves behind), and never
+        // name an iteration past the last one.
+        let step1 = step.unwrap_or(1);
+        let mut guard_limit = lo.unwrap_or(0).saturating_add(
+            i64::from(self.depth_cap[0].max(self.depth_cap[1])).saturating_mul(step1),
+        );
+        if let (Some(lo), Some(trips)) = (lo, trips) {
+            let last = lo + (trips - 1) * step1;
+            guard_limit = guard_limit.min(last - step1 + 1);
+        }
         let mut exit = None;
         let mut head = entry.clone();
         for it in 0..MAX_ITERS {
@@ -722,7 +763,7 @@ impl<'a> Engine<'a> {
                 })
                 .collect();
             s.familyize(inst);
-            s.shift(inst, step, &|v| inside(v));
+            s.shift(inst, step, guard_limit, &|v| inside(v));
             let back = s.clone();
             let mut next = State::join(entry.clone(), s);
             if it >= 3 {
@@ -746,14 +787,21 @@ impl<'a> Engine<'a> {
         if let Some(back) = exit {
             head = back;
         }
-        let results = data.results.clone();
+        self.leave_loop(inst, head, st);
+    }
+
+    /// `st` becomes `head`, the state at the exit of loop `inst`, with the
+    /// loop's carried values renamed to its results.
+    fn leave_loop(&self, inst: Inst, mut head: State, st: &mut State) {
+        let data = &self.k.insts[inst];
+        let args = &self.k.regions[data.regions[0]].args;
         rename(
             &mut head,
             &args[1.min(args.len())..]
                 .iter()
                 .map(|v| Some(*v))
                 .collect::<Vec<_>>(),
-            &results,
+            &data.results,
         );
         head.exit_loop(inst);
         *st = head;
@@ -1013,17 +1061,32 @@ impl<'a> Engine<'a> {
                 }
             }
         }
-        st.ops = std::mem::take(&mut st.ops)
-            .into_iter()
-            .map(|mut r| {
-                if r.kind == kind {
-                    r.depth = Some(r.depth.map_or(0, |d| if d == DONE { DONE } else { d + 1 }));
-                }
-                r
-            })
-            .collect();
+        let cap = self.depth_cap[kidx];
+        st.ops =
+            std::mem::take(&mut st.ops)
+                .into_iter()
+                .map(|mut r| {
+                    if r.kind == kind {
+                        r.depth = Some(r.depth.map_or(0, |d| {
+                            if d == DONE {
+                                DONE
+                            } else {
+                                (d + 1).min(cap)
+                            }
+                        }));
+                    }
+                    r
+                })
+                .collect();
         let old = std::mem::take(&mut st.names[kidx]);
-        st.names[kidx] = old.into_iter().map(|(d, s)| (d + 1, s)).collect();
+        // A name deeper than the cap is forgotten, never clamped: a wait on a
+        // forgotten name completes nothing (the safe side), while a clamped
+        // name would let its wait complete groups younger than the named one.
+        st.names[kidx] = old
+            .into_iter()
+            .filter(|(d, _)| *d < cap)
+            .map(|(d, s)| (d + 1, s))
+            .collect();
         if let Some(v) = name {
             st.names[kidx].insert(0, [v].into_iter().collect());
         }
@@ -1084,6 +1147,7 @@ impl<'a> Engine<'a> {
                             if r.issuer < target {
                                 r.issuer = target;
                                 r.published = false;
+                                r.left_by = None;
                                 r.done_by = Some((inst, d));
                                 if let Some(s) = &r.src {
                                     if matches!(s.base, Base::Shared(_)) {
@@ -1208,6 +1272,30 @@ impl<'a> Engine<'a> {
             }
         }
     }
+}
+
+/// The depth cap per kind: at least [`MIN_DEPTH_CAP`], and at least the
+/// largest literal `N` of the kernel's waits of that kind. Clamping a
+/// group's depth to the cap is exact for every literal wait (`N <= cap`
+/// completes a group at depth `>= N` either way) and only loses completion
+/// (the safe side) for a wait on a group value deeper than the cap.
+fn depth_caps(k: &Kernel) -> [u32; 2] {
+    let mut caps = [MIN_DEPTH_CAP; 2];
+    k.walk(k.body, &mut |i| {
+        let data = &k.insts[i];
+        if let Op::Ptx(p) = &data.op {
+            let kidx = match p.family {
+                Family::CpAsyncWaitGroup => 0,
+                Family::CpAsyncBulkWaitGroup => 1,
+                _ => return,
+            };
+            if let Some(n) = data.args.first().and_then(|a| k.const_int(*a)) {
+                let n = u32::try_from(n).unwrap_or(u32::MAX - 1);
+                caps[kidx] = caps[kidx].max(n);
+            }
+        }
+    });
+    caps
 }
 
 fn data_results(k: &Kernel, at: Inst, kind: Kind) -> BTreeSet<Value> {

@@ -254,7 +254,16 @@ impl State {
 
     /// The back edge of loop `l` (step `step`): the iteration that ran is
     /// now the previous one; `carried` maps yielded values to region args.
-    pub fn shift(&mut self, l: Inst, step: Option<i64>, variant: &impl Fn(Value) -> bool) {
+    /// A guard `iv == c` becomes `iv == c + step`, while `c` is below
+    /// `guard_limit`; past it the guard is dropped (the record may then be
+    /// present in any iteration, the safe side).
+    pub fn shift(
+        &mut self,
+        l: Inst,
+        step: Option<i64>,
+        guard_limit: i64,
+        variant: &impl Fn(Value) -> bool,
+    ) {
         let iv = Atom::Iv(l);
         let prev = step.map(|s| Affine::atom(iv.clone()).add(&Affine::constant(-s)));
         self.map_exprs(&|e: &Affine| {
@@ -272,7 +281,7 @@ impl State {
             .map(|mut r| {
                 if let Some((gl, c)) = r.guard {
                     if gl == l {
-                        r.guard = step.filter(|_| c < 2).map(|s| (l, c + s));
+                        r.guard = step.filter(|_| c < guard_limit).map(|s| (l, c + s));
                     }
                 }
                 r

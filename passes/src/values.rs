@@ -228,6 +228,59 @@ impl Syms {
         self.vals[res.index()] = sym;
     }
 
+    /// The value of the `i1` condition `c` when the bounds decide it: a
+    /// `cmp` of two integers whose ranges lie in `[0, 2^31)` (where the
+    /// affine value is the machine value, signed or unsigned, as `add`,
+    /// `sub` and `mul` are exact modulo 2^32) and do not overlap in the way
+    /// the predicate asks. Conditions inside a loop are decided for every
+    /// iteration at once (the induction variable ranges over its bounds).
+    pub fn decide(&self, k: &Kernel, c: Value) -> Option<bool> {
+        let inst = k.def_inst(c)?;
+        let data = &k.insts[inst];
+        let Op::Cmp(pred, _) = data.op else {
+            return None;
+        };
+        let range = |i: usize| {
+            let e = self.int(*data.args.get(i)?)?.simplify(&self.bounds);
+            self.bounds
+                .interval(&e)
+                .filter(|&(lo, hi)| lo >= 0 && hi < 1 << 31)
+        };
+        let ((alo, ahi), (blo, bhi)) = (range(0)?, range(1)?);
+        let lt = |(alo, ahi): (i64, i64), (blo, bhi): (i64, i64)| {
+            if ahi < blo {
+                Some(true)
+            } else if alo >= bhi {
+                Some(false)
+            } else {
+                None
+            }
+        };
+        let (a, b) = ((alo, ahi), (blo, bhi));
+        let not = |x: Option<bool>| x.map(|x| !x);
+        match pred {
+            CmpPred::Ult | CmpPred::Slt => lt(a, b),
+            CmpPred::Ugt | CmpPred::Sgt => lt(b, a),
+            CmpPred::Uge | CmpPred::Sge => not(lt(a, b)),
+            CmpPred::Ule | CmpPred::Sle => not(lt(b, a)),
+            CmpPred::Eq | CmpPred::Ne => {
+                let eq = if ahi < blo || bhi < alo {
+                    Some(false)
+                } else if alo == ahi && a == b {
+                    Some(true)
+                } else {
+                    None
+                };
+                if pred == CmpPred::Eq {
+                    eq
+                } else {
+                    not(eq)
+                }
+            }
+            _ => None,
+        }
+    }
+
     /// The largest `%tid.x` for which every `ld`/`st`/`cp.async` of shared
     /// memory indexed by `%tid.x` stays inside its allocation (an
     /// out-of-bounds access is a bug of its own, reported elsewhere).
