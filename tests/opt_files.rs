@@ -325,3 +325,27 @@ fn cta_tiles_in_loops_need_step_one() {
     assert_ne!(step2, text);
     assert_eq!(tiles(&step2), 0);
 }
+
+/// Every thread's zero fill needs every load of the tile after the copy's
+/// await (an earlier load could run alongside another thread's zero fill)
+/// and shares that fit the tile wherever the copied bytes do: without
+/// either, @ragged's 12 bytes stay three 4-byte pieces.
+#[test]
+fn zero_fill_per_thread_needs_late_loads_and_whole_shares() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/opt/zfill_per_thread.cpf");
+    let text = std::fs::read_to_string(path).unwrap();
+    let zfill = |text: &str| print(&optimized(text).0).contains("%d, %s, 16, 12");
+    assert!(zfill(&text));
+    let early = text.replace(
+        "  %t = copy %d, %s, 12\n",
+        "  %e = ld %tile : i32\n  %t = copy %d, %s, 12\n",
+    );
+    assert_ne!(early, text);
+    assert!(!zfill(&early), "zero fill alongside an earlier load");
+    let ragged_tile = text.replace(
+        "kernel @ragged(%src: ptr<global> align 16, %dst: ptr<global> align 16) {\n  shared @tile: bytes[1024]",
+        "kernel @ragged(%src: ptr<global> align 16, %dst: ptr<global> align 16) {\n  shared @tile: bytes[1000]",
+    );
+    assert_ne!(ragged_tile, text);
+    assert!(!zfill(&ragged_tile), "the last share may not fit");
+}

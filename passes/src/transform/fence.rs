@@ -17,7 +17,7 @@
 //! from which a generic write of a shared buffer some bulk operation reads
 //! is reachable (later, or in the next iteration of an enclosing loop), a
 //! fence directly follows the block of waits, in the waiting thread
-//! ([`reuse_fences`]); the input's barrier between the wait and other
+//! (`reuse_fences`); the input's barrier between the wait and other
 //! threads' rewrite then orders the read before it.
 //!
 //! Hoisting: a `fence.proxy.async.shared::cta` inside a `for` whose body

@@ -51,7 +51,9 @@
 //! Zero-filled tails: a one-thread global -> shared copy with a
 //! non-constant `i32` size or a ragged constant one, into a constant offset
 //! of a `bytes` allocation that nothing else writes, outside loops, is
-//! described with `(upto SIZE M)` (`M`: the bytes left in the allocation);
+//! described with `(upto SIZE M)` (`M`: the bytes left in the allocation;
+//! for every thread's copy into its `s`-byte share at `c + tid.x * s`,
+//! `M = s`: see `zfill_bound`);
 //! it may become `cp.async` pieces covering `M` bytes (or the size rounded up
 //! to the piece), each with `src-size` = `min(max(size - offset, 0), piece)`,
 //! so bytes past the size are zero-filled (they were never written, and
@@ -320,7 +322,7 @@ fn select_kernel(
         .iter()
         .zip(&solo)
         .map(|(s, &solo)| {
-            let bound = if solo { zfill_bound(k, &syms, s) } else { None };
+            let bound = zfill_bound(k, &syms, &uses, s, solo);
             describe(k, &facts, s, solo, bound)
         })
         .collect();
@@ -603,35 +605,45 @@ fn unit_desc(u: &Unit, descs: &[RecExpr<Desc>]) -> RecExpr<Desc> {
     text.parse().unwrap_or_default()
 }
 
-/// The bytes a one-thread global -> shared copy may zero-fill up to: its
-/// destination is a constant offset `c` into a `bytes[S]` allocation that
-/// no other instruction writes (only loads and address arithmetic use it),
-/// the copy is in no loop, it sits in a top-level `if` on a one-thread
-/// guard with every load of the allocation outside that `if` after it and
-/// a later top-level `barrier.cta` (no load races with the zero fill), and
-/// its size is constant and ragged (not a multiple of 16) or a non-constant
-/// `i32`. Then bytes `c + size .. S` are
-/// never written by the input and hold their initial zeros (shared memory
-/// starts zeroed in cpflow's semantics), so zero-filling them changes
-/// nothing a later read sees. Returns `S - c`.
-fn zfill_bound(k: &Kernel, syms: &Syms, site: &Site) -> Option<i64> {
+/// The bytes a global -> shared copy may zero-fill up to, counted from its
+/// destination. Always: the copy is not a reduction and in no loop, its
+/// size is constant and ragged (not a multiple of 16) or a non-constant
+/// `i32`, its destination is in a `bytes[S]` allocation that no other
+/// instruction writes (only loads and address arithmetic use it). Then the
+/// bytes past the size that the bound adds are never written by the input
+/// and hold their initial zeros (shared memory starts zeroed in cpflow's
+/// semantics), so zero-filling them changes nothing a later read sees, as
+/// long as no read runs alongside the zero fill:
+///
+/// * one thread's copy (`solo`) at a constant offset `c`: it sits in a
+///   top-level `if` on a one-thread guard with every load of the allocation
+///   outside that `if` after it and a later top-level `barrier.cta`.
+///   Returns `S - c`;
+/// * every thread's copy in the top-level region at `c + tid.x * s`
+///   (constant `c`, `s`): each thread zero-fills its own `s`-byte share.
+///   Every load of the allocation comes after the copy's first `await`
+///   (sync then adds the barrier other threads' reads need, the zero-filled
+///   bytes counting as copied); every share stays inside the allocation (a
+///   constant size `n <= s` with `S - c` a multiple of `s`: a thread whose
+///   `n` bytes fit has its share fit; a non-constant one: the largest
+///   `tid.x` the kernel's other shared accesses allow). Returns `s`.
+fn zfill_bound(k: &Kernel, syms: &Syms, uses: &Uses, site: &Site, solo: bool) -> Option<i64> {
     if site.red.is_some() || !syms.loops[cpflow_ir::ir::EntityId::index(site.token)].is_empty() {
         return None;
     }
     let d = &k.insts[site.inst];
     let size = *d.args.get(2)?;
-    match k.const_int(size) {
-        Some(n) if n % 16 == 0 => return None,
-        Some(_) => {}
-        None if k.arg_ty(size) == Some(Type::I32) => {}
+    let n = match k.const_int(size) {
+        Some(n) if n <= 0 || n % 16 == 0 => return None,
+        Some(n) => Some(n),
+        None if k.arg_ty(size) == Some(Type::I32) => None,
         None => return None,
-    }
+    };
     let (Sym::Ptr(Base::Shared(id), od), Sym::Ptr(Base::Global(_), _)) =
         (syms.arg(d.args[0]), syms.arg(d.args[1]))
     else {
         return None;
     };
-    let c = od.as_const()?;
     let total = match k.shared[id].kind {
         SharedKind::Bytes(n) => i64::from(n),
         SharedKind::Mbarriers(_) => return None,
@@ -647,10 +659,42 @@ fn zfill_bound(k: &Kernel, syms: &Syms, site: &Site) -> Option<i64> {
             }
         }
     }
+    let loads = |i: Inst| {
+        edit::any_in(k, i, &mut |j| {
+            let d = &k.insts[j];
+            matches!(d.op, Op::Load(_))
+                && d.args
+                    .first()
+                    .and_then(|a| a.value())
+                    .is_some_and(|v| in_alloc(k, syms, v, id))
+        })
+    };
+    let top = &k.regions[k.body].insts;
+    if !solo {
+        let mut rest = od.clone();
+        let s = rest.terms.remove(&Atom::Tid(0)).filter(|s| *s > 0)?;
+        let c = rest.as_const().filter(|c| *c >= 0)?;
+        let fits = match n {
+            Some(n) => n <= s && (total - c) % s == 0,
+            None => syms
+                .bounds
+                .max_tid
+                .is_some_and(|m| c + (m + 1) * s <= total),
+        };
+        let first_await = uses
+            .get(&site.token)?
+            .iter()
+            .filter(|&&(r, u)| r == k.body && edit::family(k, u) == Some(Family::Await))
+            .filter_map(|&(_, u)| top.iter().position(|&x| x == u))
+            .min()?;
+        let early = top[..=first_await].iter().any(|&i| loads(i));
+        return (fits && top.contains(&site.inst) && !early).then_some(s);
+    }
     // Other threads' loads of the allocation must not run concurrently
     // with the zero-filling writes: the copy sits in a top-level `if` on a
     // one-thread guard, and every load of the allocation outside it comes
     // after that `if` and a later top-level `barrier.cta`.
+    let c = od.as_const()?;
     let all = edit::all_insts(k);
     let home: HashMap<Inst, Region> = all.iter().map(|&(r, i)| (i, r)).collect();
     let parent: HashMap<Region, Inst> = all
@@ -671,24 +715,13 @@ fn zfill_bound(k: &Kernel, syms: &Syms, site: &Site) -> Option<i64> {
     if !guarded {
         return None;
     }
-    let loads = |k: &Kernel, syms: &Syms, i: Inst, id| {
-        edit::any_in(k, i, &mut |j| {
-            let d = &k.insts[j];
-            matches!(d.op, Op::Load(_))
-                && d.args
-                    .first()
-                    .and_then(|a| a.value())
-                    .is_some_and(|v| in_alloc(k, syms, v, id))
-        })
-    };
-    let top = &k.regions[k.body].insts;
     let at = top.iter().position(|&i| i == a)?;
     let mut fenced = false;
     for (n, &i) in top.iter().enumerate() {
         if n > at && edit::family(k, i) == Some(Family::BarrierCta) {
             fenced = true;
         }
-        if n != at && loads(k, syms, i, id) && !(n > at && fenced) {
+        if n != at && loads(i) && !(n > at && fenced) {
             return None;
         }
     }

@@ -30,7 +30,7 @@
 //! barrier.
 //!
 //! Before that, copies in flight together whose bytes may conflict are
-//! ordered ([`order_overlaps`]): a later instruction writing bytes an
+//! ordered (`order_overlaps`): a later instruction writing bytes an
 //! in-flight copy writes or reads, or a later copy reading bytes it writes
 //! (unless the symbolic addresses of [`crate::values`] and
 //! [`crate::affine::disjoint`] prove them apart), first awaits that copy.
