@@ -623,10 +623,11 @@ fn unit_desc(u: &Unit, descs: &[RecExpr<Desc>]) -> RecExpr<Desc> {
 ///   (constant `c`, `s`): each thread zero-fills its own `s`-byte share.
 ///   Every load of the allocation comes after the copy's first `await`
 ///   (sync then adds the barrier other threads' reads need, the zero-filled
-///   bytes counting as copied); every share stays inside the allocation (a
-///   constant size `n <= s` with `S - c` a multiple of `s`: a thread whose
-///   `n` bytes fit has its share fit; a non-constant one: the largest
-///   `tid.x` the kernel's other shared accesses allow). Returns `s`.
+///   bytes counting as copied); every share stays inside the allocation
+///   (`S - c` a multiple of `s`, so a thread whose first byte fits has its
+///   share fit; a constant size `n <= s`, or for a non-constant one, which
+///   may be 0, `c + (max_tid + 1) * s <= S` with the largest `tid.x` the
+///   kernel's other shared accesses allow). Returns `s`.
 fn zfill_bound(k: &Kernel, syms: &Syms, uses: &Uses, site: &Site, solo: bool) -> Option<i64> {
     if site.red.is_some() || !syms.loops[cpflow_ir::ir::EntityId::index(site.token)].is_empty() {
         return None;
@@ -674,13 +675,17 @@ fn zfill_bound(k: &Kernel, syms: &Syms, uses: &Uses, site: &Site, solo: bool) ->
         let mut rest = od.clone();
         let s = rest.terms.remove(&Atom::Tid(0)).filter(|s| *s > 0)?;
         let c = rest.as_const().filter(|c| *c >= 0)?;
-        let fits = match n {
-            Some(n) => n <= s && (total - c) % s == 0,
-            None => syms
-                .bounds
-                .max_tid
-                .is_some_and(|m| c + (m + 1) * s <= total),
-        };
+        // With `S - c` a multiple of `s`, a share fits wherever one byte
+        // of it does; a size that may be 0 also needs the kernel's other
+        // accesses to bound `tid.x`.
+        let fits = (total - c) % s == 0
+            && match n {
+                Some(n) => n <= s,
+                None => syms
+                    .bounds
+                    .max_tid
+                    .is_some_and(|m| c + (m + 1) * s <= total),
+            };
         let first_await = uses
             .get(&site.token)?
             .iter()
