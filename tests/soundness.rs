@@ -7,7 +7,8 @@
 //! fences and `.read` waits, a single-thread bulk ring, cluster multicast
 //! loads, cp.async completing on an mbarrier through
 //! `cp.async.mbarrier.arrive{.noinc}`, `red.async` and
-//! `cp.reduce.async.bulk` into a peer CTA) and mutates some of them (drop
+//! `cp.reduce.async.bulk` into a peer CTA, a TMA ring with full/empty
+//! mbarriers, DSMEM stores with remote arrivals) and mutates some of them (drop
 //! a wait, weaken N, drop a barrier or fence, flip a phase index, change
 //! the expect_tx bytes, the init count or the ctaMask, read another
 //! thread's bytes).
@@ -31,7 +32,7 @@ use std::fmt::Write;
 
 use cpflow::interp::{self, runline, Schedule};
 
-const SEEDS: u64 = 300;
+const SEEDS: u64 = 550;
 
 /// One generated program: its text (with a `// run:` line) and a note.
 struct Program {
@@ -1395,6 +1396,124 @@ fn tma_ring(r: &mut Rng, known_misses: bool) -> Program {
     Program { text: s, what }
 }
 
+/// PATTERNS.md §5, remote arrivals: in clusters of C CTAs, every thread of
+/// ranks 1..C stores a word into rank 0's @box through `mapa` (DSMEM) and
+/// arrives on rank 0's mbarrier with a `.release.cluster` remote arrive;
+/// rank 0 inits it with the number of senders (a literal or from
+/// `%ntid.x`), publishes the init with a cluster barrier, waits with
+/// `.acquire.cluster` and reads every word.
+fn cluster_arrive(r: &mut Rng, known_misses: bool) -> Program {
+    let c = r.pick(&[2u64, 4]);
+    let clusters = r.range(1, 2);
+    let t = r.pick(&[1u64, 2, 4, 32]);
+    let senders = (c - 1) * t;
+    let by_ntid = r.chance(1, 2);
+    let release_arrive = r.chance(1, 2);
+    let mut delta = 0i64;
+    let mut sem = ".release.cluster";
+    let mut arrive_first = false;
+    let mut wait = true;
+    let mut cluster_barrier = true;
+    let mut mutation = "none";
+    match r.range(0, 7) {
+        0 if known_misses => {
+            sem = ".relaxed.cluster";
+            mutation = "relaxed remote arrive";
+        }
+        1 if known_misses => {
+            arrive_first = true;
+            mutation = "arrive before the store";
+        }
+        2 if known_misses && by_ntid => {
+            delta = 1;
+            mutation = "init count + 1";
+        }
+        3 if known_misses && by_ntid && senders > 1 => {
+            delta = -1;
+            mutation = "init count - 1";
+        }
+        4 if known_misses => {
+            wait = false;
+            mutation = "drop wait";
+        }
+        5 => {
+            cluster_barrier = false;
+            mutation = "drop cluster barrier";
+        }
+        _ => {}
+    }
+    let what = format!(
+        "cluster_arrive c={c} clusters={clusters} t={t} by_ntid={by_ntid} release_arrive={release_arrive} mutation={mutation}"
+    );
+    let tb = (senders * 4).div_ceil(16) * 16;
+    let mut s = String::new();
+    header_ptx(
+        &mut s,
+        &what,
+        &format!("@k {}x{t} %dst=zero:{}", c * clusters, clusters * t * 4),
+        "8.6",
+    );
+    let _ = writeln!(
+        s,
+        "kernel @k(%dst: ptr<global> align 16) cluster({c}, 1, 1) {{"
+    );
+    let _ = writeln!(s, "  shared @box: bytes[{tb}] align 128");
+    s += "  shared @bar: mbarrier[1]\n  %tid = sreg tid.x\n  %rank = sreg cluster_ctarank\n";
+    s += "  %cluster = sreg clusterid.x\n  %leader = cmp.eq %tid, 0 : i32\n  %root = cmp.eq %rank, 0 : i32\n";
+    s +=
+        "  %bar = addr @bar\n  %box = addr @box\n  %init = and %root, %leader : i1\n  if %init {\n";
+    if by_ntid {
+        s += "    %nthreads = sreg ntid.x\n";
+        let _ = writeln!(s, "    %all = mul %nthreads, {} : i32", c - 1);
+        let _ = writeln!(s, "    %count = add %all, {delta} : i32");
+        s += "    mbarrier.init %bar, %count\n";
+    } else {
+        let _ = writeln!(s, "    mbarrier.init %bar, {senders}");
+    }
+    s += "    fence.mbarrier_init.release.cluster\n  }\n";
+    if cluster_barrier {
+        if release_arrive {
+            s += "  barrier.cluster.arrive.aligned\n";
+        } else {
+            s += "  barrier.cluster.arrive.relaxed.aligned\n";
+        }
+        s += "  barrier.cluster.wait.aligned\n";
+    }
+    s += "  if %root {\n    %ph = mbarrier.phase %bar, 0\n";
+    if wait {
+        s += "    mbarrier.wait.acquire.cluster %ph\n";
+    }
+    s += "    %zero = const 0 : i32\n";
+    let _ = writeln!(
+        s,
+        "    %sum = for %p = 1 to {c} step 1 iter(%acc = %zero) {{"
+    );
+    let _ = writeln!(
+        s,
+        "      %p1 = sub %p, 1 : i32\n      %row = mul %p1, {t} : i32"
+    );
+    s += "      %w = add %row, %tid : i32\n      %wo = mul %w, 4 : i32\n      %wp = ptr.add %box, %wo\n";
+    s += "      %x = ld %wp : i32\n      %acc2 = add %acc, %x : i32\n      yield %acc2\n    }\n";
+    let _ = writeln!(s, "    %out_row = mul %cluster, {} : i32", t * 4);
+    s += "    %col = mul %tid, 4 : i32\n    %out_off = add %out_row, %col : i32\n";
+    s += "    %out_off64 = zext %out_off : i32 to i64\n    %out = ptr.add %dst, %out_off64\n    st %out, %sum : i32\n";
+    s += "  } else {\n    %r1 = sub %rank, 1 : i32\n";
+    let _ = writeln!(s, "    %srow = mul %r1, {t} : i32");
+    s += "    %sw = add %srow, %tid : i32\n    %so = mul %sw, 4 : i32\n    %slot = ptr.add %box, %so\n";
+    s += "    %rslot = mapa %slot, 0\n    %rbar = mapa %bar, 0\n    %rph = mbarrier.phase %rbar, 0\n";
+    s += "    %v = add %sw, 1 : i32\n";
+    let arrive = format!("    mbarrier.arrive{sem} %rph\n");
+    if arrive_first {
+        s += &arrive;
+    }
+    s += "    st %rslot, %v : i32\n";
+    if !arrive_first {
+        s += &arrive;
+    }
+    s += "  }\n}\n";
+    Program { text: s, what }
+}
+
 /// Mutations that the checker misses today (listed in the commit that added
 /// them) are drawn only beyond the default seeds, so that the default run
 /// stays green and `CPFLOW_SOUNDNESS_SEEDS=2000` still reports them; where a
@@ -1402,7 +1521,7 @@ fn tma_ring(r: &mut Rng, known_misses: bool) -> Program {
 fn generate(seed: u64) -> Program {
     let known_misses = seed >= SEEDS;
     let mut r = Rng::new(seed);
-    match seed % 10 {
+    match seed % 11 {
         0 => cpa_straight(&mut r),
         1 => cpa_ring(&mut r),
         2 => bulk_load(&mut r),
@@ -1412,7 +1531,8 @@ fn generate(seed: u64) -> Program {
         6 => cluster_multicast(&mut r, known_misses),
         7 => cpa_mbar(&mut r, known_misses),
         8 => cluster_reduce(&mut r, known_misses),
-        _ => tma_ring(&mut r, known_misses),
+        9 => tma_ring(&mut r, known_misses),
+        _ => cluster_arrive(&mut r, known_misses),
     }
 }
 
