@@ -167,6 +167,29 @@ impl<'a> Engine<'a> {
 
     // ---- memory facts -------------------------------------------------
 
+    /// A completed record standing for instruction `at` (a generic access,
+    /// or an async op whose bytes are tracked outside `ops`), under the
+    /// conditions of the `if`s around it: a record and an access both under
+    /// one `tid == C` are the same thread's.
+    fn dummy(&self, at: Inst) -> OpRec {
+        OpRec {
+            inst: at,
+            kind: Kind::Bulk,
+            dst: None,
+            src: None,
+            depth: None,
+            phase: None,
+            issuer: Issuer::Done,
+            published: false,
+            seen: false,
+            conds: self.inst_conds.get(&at).cloned().unwrap_or_default(),
+            guard: None,
+            left_by: None,
+            done_by: None,
+            tok: BTreeSet::new(),
+        }
+    }
+
     /// Whether the thread is the only one that can run here and issued `r`.
     fn same_single_thread(&self, r: &OpRec) -> bool {
         r.conds
@@ -274,22 +297,7 @@ impl<'a> Engine<'a> {
         if write {
             let reads: Vec<(Mem, bool, Inst)> = st.async_read.iter().cloned().collect();
             for (b, fenced, op) in reads {
-                let dummy = OpRec {
-                    inst: op,
-                    kind: Kind::Bulk,
-                    dst: None,
-                    src: None,
-                    depth: None,
-                    phase: None,
-                    issuer: Issuer::Done,
-                    published: false,
-                    seen: false,
-                    conds: Vec::new(),
-                    guard: None,
-                    left_by: None,
-                    done_by: None,
-                    tok: BTreeSet::new(),
-                };
+                let dummy = self.dummy(op);
                 let (same, cross) = self.either_thread(m, &b, &dummy);
                 // A write only one thread runs cannot race with the same
                 // write in another thread.
@@ -362,6 +370,7 @@ impl<'a> Engine<'a> {
         src: Option<Mem>,
         phase: Option<Sym>,
         async_src: bool,
+        async_dst: bool,
     ) {
         if let Some(d) = &dst {
             // The copy writes `d`: an earlier async op still reading it
@@ -377,24 +386,9 @@ impl<'a> Engine<'a> {
             }
             let reads: Vec<(Mem, Inst)> = st.reads.iter().cloned().collect();
             for (m, rd) in reads {
-                let dummy = OpRec {
-                    inst: at,
-                    kind,
-                    dst: None,
-                    src: None,
-                    depth: None,
-                    phase: None,
-                    issuer: Issuer::Done,
-                    published: false,
-                    seen: false,
-                    // The reader: the copy may overwrite its bytes unless
-                    // the one thread that read them issues the copy.
-                    conds: self.inst_conds.get(&rd).cloned().unwrap_or_default(),
-                    guard: None,
-                    left_by: None,
-                    done_by: None,
-                    tok: BTreeSet::new(),
-                };
+                // The reader: the copy may overwrite its bytes unless the one
+                // thread that read them issues the copy.
+                let dummy = self.dummy(rd);
                 if !self.same_single_thread(&dummy) && self.overlap(d, &m, None, true) {
                     self.emit(
                         Diagnostic::error("E1008", "this async copy may overwrite bytes other threads still read", self.span(at))
@@ -411,24 +405,7 @@ impl<'a> Engine<'a> {
                 if async_src {
                     let writes: Vec<(Mem, bool, Inst)> = st.gen_writes.iter().cloned().collect();
                     for (w, fenced, wi) in writes {
-                        let dummy = OpRec {
-                            inst: wi,
-                            kind,
-                            dst: None,
-                            src: None,
-                            depth: None,
-                            phase: None,
-                            issuer: Issuer::Done,
-                            published: false,
-                            seen: false,
-                            // The write's own conditions: a write and a copy
-                            // both under one `tid == C` are the same thread's.
-                            conds: self.inst_conds.get(&wi).cloned().unwrap_or_default(),
-                            guard: None,
-                            left_by: None,
-                            done_by: None,
-                            tok: BTreeSet::new(),
-                        };
+                        let dummy = self.dummy(wi);
                         let (same, cross) = self.either_thread(s, &w, &dummy);
                         if cross || (!fenced && same) {
                             self.emit(
@@ -439,6 +416,20 @@ impl<'a> Engine<'a> {
                             );
                         }
                     }
+                }
+            }
+        }
+        if let (Some(d), true) = (&dst, async_dst) {
+            // An async-proxy write of bytes whose async-proxy reads are
+            // complete (they are in `async_read` only then) orders them
+            // before every access that observes this copy's completion;
+            // an access that does not is a hazard with this copy itself.
+            let reads: Vec<(Mem, bool, Inst)> = st.async_read.iter().cloned().collect();
+            for entry in reads {
+                let dummy = self.dummy(entry.2);
+                let (same, cross) = self.either_thread(d, &entry.0, &dummy);
+                if same || cross {
+                    st.async_read.remove(&entry);
                 }
             }
         }
@@ -573,6 +564,42 @@ impl<'a> Engine<'a> {
     }
 
     fn observe(&mut self, st: &mut State, w: &Sym) {
+        // Observing a copy's phase orders after it every async read its
+        // issue required complete: issuing a copy into bytes an async op
+        // may still be reading is reported at the issue (E1003), so a
+        // reader of those bytes still in flight here was read-complete
+        // for the issuing thread before the copy, which this observation
+        // now orders before us.
+        let landed: Vec<OpRec> = st
+            .ops
+            .iter()
+            .filter(|r| !r.seen && r.phase.as_ref().is_some_and(|p| self.covers(w, p)))
+            .cloned()
+            .collect();
+        let read_done: Vec<OpRec> = st
+            .ops
+            .iter()
+            .filter(|q| {
+                q.issuer == Issuer::InFlight
+                    && q.src.as_ref().is_some_and(|s| {
+                        landed.iter().any(|r| {
+                            r.inst != q.inst
+                                && r.dst.as_ref().is_some_and(|d| {
+                                    let (same, cross) = self.either_thread(d, s, q);
+                                    same || cross
+                                })
+                        })
+                    })
+            })
+            .cloned()
+            .collect();
+        for q in read_done {
+            st.ops.remove(&q);
+            st.ops.insert(OpRec {
+                issuer: Issuer::ReadDone,
+                ..q
+            });
+        }
         st.ops = std::mem::take(&mut st.ops)
             .into_iter()
             .map(|mut r| {
@@ -830,7 +857,7 @@ impl<'a> Engine<'a> {
                     .args
                     .get(1)
                     .and_then(|a| Mem::of(&self.syms.arg(*a), None));
-                self.issue(st, inst, Kind::NonBulk, dst, src, None, false);
+                self.issue(st, inst, Kind::NonBulk, dst, src, None, false, false);
             }
             Family::CpAsyncBulk | Family::CpReduceAsyncBulk | Family::RedAsync => {
                 let n = data.args.get(2).and_then(|a| k.const_int(*a));
@@ -866,7 +893,8 @@ impl<'a> Engine<'a> {
                     _ => (Kind::EndOfCta, None),
                 };
                 let async_src = matches!(p.family, Family::CpAsyncBulk | Family::CpReduceAsyncBulk);
-                self.issue(st, inst, kind, dst, src, phase, async_src);
+                let async_dst = p.family == Family::CpAsyncBulk && kind == Kind::Mbar;
+                self.issue(st, inst, kind, dst, src, phase, async_src, async_dst);
             }
             Family::Copy => {
                 let n = data.args.get(2).and_then(|a| k.const_int(*a));
@@ -875,7 +903,7 @@ impl<'a> Engine<'a> {
                     .args
                     .get(1)
                     .and_then(|a| Mem::of(&self.syms.arg(*a), n));
-                self.issue(st, inst, Kind::Abstract, dst, src, None, false);
+                self.issue(st, inst, Kind::Abstract, dst, src, None, false, false);
             }
             Family::Await => {
                 if let Some(t) = data.args.first().and_then(|a| a.value()) {
