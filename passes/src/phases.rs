@@ -100,6 +100,51 @@ pub fn check(k: &Kernel, syms: &Syms) -> Vec<Diagnostic> {
     w.report()
 }
 
+/// Is iteration `iv` -> (barrier offset, phase index) one-to-one because the
+/// site names slot `(iv + c) mod m` of a barrier array and phase
+/// `(iv + c') div m` (a ring: `k = m * (k div m) + k mod m`)? Then each
+/// phase of each barrier sees the site in one iteration at most.
+fn ring_slot(off: &Affine, idx: &Affine, iv: &Atom) -> bool {
+    let just_iv = |e: &Affine| e.terms.len() == 1 && e.terms.get(iv) == Some(&1);
+    let others_free = |e: &Affine, keep: &Atom| {
+        e.terms
+            .keys()
+            .filter(|a| *a != keep)
+            .all(|a| !Affine::atom(a.clone()).mentions(&|x| x == iv))
+    };
+    let slot = off.terms.iter().find_map(|(a, k)| match a {
+        Atom::Mod(inner, m) if *k != 0 && just_iv(inner) => Some((a.clone(), *m)),
+        _ => None,
+    });
+    let round = idx.terms.iter().find_map(|(a, k)| match a {
+        Atom::Div(inner, d) if *k != 0 && just_iv(inner) => Some((a.clone(), *d)),
+        _ => None,
+    });
+    match (slot, round) {
+        (Some((sa, m)), Some((ra, d))) => m == d && others_free(off, &sa) && others_free(idx, &ra),
+        _ => false,
+    }
+}
+
+/// The value of `e` when each loop variable has the value `env` gives it;
+/// None when `e` mentions anything else.
+fn eval(e: &Affine, env: &[(Inst, i64)]) -> Option<i64> {
+    let mut v = e.c;
+    for (a, k) in &e.terms {
+        let x = match a {
+            Atom::Iv(l) => env.iter().find(|(m, _)| m == l)?.1,
+            Atom::Mod(inner, m) => eval(inner, env)?.rem_euclid(*m),
+            Atom::Div(inner, d) => eval(inner, env)?.div_euclid(*d),
+            _ => return None,
+        };
+        v = v.checked_add(k.checked_mul(x)?)?;
+    }
+    Some(v)
+}
+
+/// Most loop instances [`Walk::instances`] enumerates for one site.
+const MAX_INSTANCES: usize = 4096;
+
 /// `cmp.eq %tid.x, const`: true in exactly one thread of the CTA.
 fn single_thread(k: &Kernel, syms: &Syms, c: Value) -> bool {
     let Some(i) = k.def_inst(c) else {
@@ -285,7 +330,7 @@ impl Walk<'_> {
                     .terms
                     .keys()
                     .all(|a| a == &iv || !Affine::atom(a.clone()).mentions(&|x| *x == iv));
-            if direct {
+            if direct || ring_slot(&s.off, &s.idx, &iv) {
                 continue;
             }
             let data = &self.k.insts[l];
@@ -299,6 +344,52 @@ impl Walk<'_> {
             n = n.checked_mul(trips)?;
         }
         Some(n)
+    }
+
+    /// Every (barrier offset, phase index) site `s` names over all the
+    /// iterations of its loops, when they have constant bounds and its
+    /// expressions depend on nothing else (None otherwise, or when there
+    /// are more than [`MAX_INSTANCES`]).
+    fn instances(&self, s: &Site) -> Option<BTreeSet<(i64, i64)>> {
+        let mut envs: Vec<Vec<(Inst, i64)>> = vec![Vec::new()];
+        for &l in &s.loops {
+            let data = &self.k.insts[l];
+            let c = |i: usize| data.args.get(i).and_then(|a| self.k.const_int(*a));
+            let (lo, hi, step) = (c(0)?, c(1)?, c(2)?);
+            if step <= 0 {
+                return None;
+            }
+            let values: Vec<i64> = (lo..hi).step_by(usize::try_from(step).ok()?).collect();
+            if envs.len().saturating_mul(values.len()) > MAX_INSTANCES {
+                return None;
+            }
+            envs = envs
+                .into_iter()
+                .flat_map(|env| {
+                    values.iter().map(move |&v| {
+                        let mut e = env.clone();
+                        e.push((l, v));
+                        e
+                    })
+                })
+                .collect();
+        }
+        envs.iter()
+            .map(|env| Some((eval(&s.off, env)?, eval(&s.idx, env)?)))
+            .collect()
+    }
+
+    /// E1010 for waits some of whose iterations name a phase no instance
+    /// of any acting site names (all loops with constant bounds).
+    fn uncovered(&self, w: &Site, acting: &[&Site]) -> Option<(i64, i64)> {
+        let waits = self.instances(w)?;
+        let mut acted = BTreeSet::new();
+        for s in acting {
+            acted.extend(self.instances(s)?);
+        }
+        waits
+            .into_iter()
+            .find(|(off, idx)| *idx != -1 && !acted.contains(&(*off, *idx)))
     }
 
     fn report(&self) -> Vec<Diagnostic> {
@@ -348,6 +439,23 @@ impl Walk<'_> {
                     _ => "wait on a phase index that an arrival or copy acts on (parity = index & 1)".to_string(),
                 };
                 out.push(d.with_help(help));
+                continue;
+            }
+            if let Some((off, idx)) = self.uncovered(w, &acting) {
+                let slot = off / 8;
+                let mut d = Diagnostic::error(
+                    "E1010",
+                    format!("waits on phase {idx} of `@{name}[{slot}]`, which no arrival or copy acts on"),
+                    span(w.inst),
+                )
+                .with_label(format!("in some iteration this waits on phase {idx} (parity {}) of slot {slot}: it never completes, so the wait hangs or passes at once on an older phase", idx & 1));
+                for s in &acting {
+                    d = d.with_secondary(
+                        span(s.inst),
+                        "acts on the barrier's phases here, never that one",
+                    );
+                }
+                out.push(d.with_help("wait on the phase index the producer's arrivals and copies complete (parity = index & 1)"));
                 continue;
             }
             // E1011: the most arrivals that can reach this phase.
