@@ -60,13 +60,16 @@ pub fn sync(module: &mut Module) -> usize {
 }
 
 fn sync_kernel(k: &mut Kernel) -> usize {
-    order_overlaps(k);
+    // Computed once: the pass adds and rewrites instructions but makes no
+    // values, so the symbolic values stay valid.
+    let syms = Syms::compute(k);
+    order_overlaps(k, &syms);
     let body = k.body;
     let mut ed = Editor::new(k);
     let mut done = HashSet::new();
     let mut written = Vec::new();
     let count = region(&mut ed, body, &mut done, &mut written);
-    count + barriers(k, &written)
+    count + barriers(k, &syms, &written)
 }
 
 fn region(
@@ -381,15 +384,14 @@ fn read_by_others(
 
 /// Inserts `barrier.cta` after waits whose bytes other threads may read;
 /// returns how many.
-fn barriers(k: &mut Kernel, written: &[(Region, Inst, Value)]) -> usize {
+fn barriers(k: &mut Kernel, syms: &Syms, written: &[(Region, Inst, Value)]) -> usize {
     if written.is_empty() {
         return 0;
     }
-    let syms = Syms::compute(k);
     let tree = Tree::new(k);
     let mut reads = Reads {
         k,
-        syms: &syms,
+        syms,
         suffix: HashMap::new(),
     };
     let index: HashMap<Inst, usize> = k
@@ -400,7 +402,7 @@ fn barriers(k: &mut Kernel, written: &[(Region, Inst, Value)]) -> usize {
     // (region, instruction to put the barrier after)
     let mut after: Vec<(Region, Inst)> = Vec::new();
     for &(r, w, h) in written {
-        let (copies, solo) = copied(k, &syms, r, h);
+        let (copies, solo) = copied(k, syms, r, h);
         if copies.as_ref().is_some_and(|c| c.is_empty()) {
             continue;
         }
@@ -430,7 +432,7 @@ fn barriers(k: &mut Kernel, written: &[(Region, Inst, Value)]) -> usize {
         let mut cur = r;
         let mut ok = true;
         while let Some(&(p, pr)) = tree.parent.get(&cur) {
-            if divergent(k, &syms, p) {
+            if divergent(k, syms, p) {
                 if k.insts[p].op == Op::For {
                     ok = false;
                 }
@@ -579,8 +581,7 @@ fn complete(k: &Kernel, inflight: &mut Vec<InFlight>, h: Value) {
 /// carrying it, an `if` awaiting it) takes it over. Copies in different
 /// regions (or loop iterations) are not compared. Inserts the abstract
 /// `await`s, which [`region`] then rewrites.
-fn order_overlaps(k: &mut Kernel) {
-    let syms = Syms::compute(k);
+fn order_overlaps(k: &mut Kernel, syms: &Syms) {
     let mut inserts: Vec<(Region, Inst, Vec<Value>)> = Vec::new();
     let regions: Vec<Region> = k.regions.keys().collect();
     for r in regions {
@@ -608,7 +609,7 @@ fn order_overlaps(k: &mut Kernel) {
                 let mut reads = Vec::new();
                 let mut used = HashSet::new();
                 walk_one(k, i, &mut |j| {
-                    let (w, rd) = accesses(k, &syms, j);
+                    let (w, rd) = accesses(k, syms, j);
                     writes.extend(w);
                     if edit::family(k, j).is_some() {
                         reads.extend(rd);
@@ -623,10 +624,10 @@ fn order_overlaps(k: &mut Kernel) {
                             f.writes
                                 .iter()
                                 .chain(&f.reads)
-                                .any(|x| may_overlap(&syms, w, x))
+                                .any(|x| may_overlap(syms, w, x))
                         }) || reads
                             .iter()
-                            .any(|rd| f.writes.iter().any(|x| may_overlap(&syms, rd, x)))
+                            .any(|rd| f.writes.iter().any(|x| may_overlap(syms, rd, x)))
                     })
                     .map(|f| f.handle)
                     .collect();
@@ -637,7 +638,7 @@ fn order_overlaps(k: &mut Kernel) {
                     inserts.push((r, i, need));
                 }
             }
-            if let Some(f) = issued(k, &syms, i) {
+            if let Some(f) = issued(k, syms, i) {
                 match inflight.iter_mut().find(|g| g.handle == f.handle) {
                     Some(g) => {
                         g.writes.extend(f.writes);
