@@ -4,7 +4,7 @@
 //! places them in a region's instruction list. New values get fresh names
 //! that no existing value has, so the printed module parses back.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use cpflow_ir::diag::Span;
 use cpflow_ir::ir::{
@@ -187,43 +187,43 @@ pub fn pure(k: &Kernel, i: Inst) -> bool {
     )
 }
 
-/// Puts a new `op` (no operands, no results) right after each
-/// `(region, instruction)` of `spots`.
-pub fn insert_after(k: &mut Kernel, spots: &[(Region, Inst)], op: &Op) {
-    let mut ed = Editor::new(k);
-    for &(r, x) in spots {
-        let Some(pos) = ed.k.regions[r].insts.iter().position(|&i| i == x) else {
-            continue;
-        };
-        ed.span = ed.k.insts[x].span;
-        let (i, _) = ed.inst(op.clone(), vec![], &[]);
-        ed.k.regions[r].insts.insert(pos + 1, i);
-    }
-}
-
-/// Puts a new `op` (no operands, no results) right before each instruction
-/// of `before`.
-pub fn insert_before(k: &mut Kernel, before: &HashSet<Inst>, op: &Op) {
-    if before.is_empty() {
+/// Puts a new `op` (no operands, no results) right after (or, without
+/// `after`, right before) each instruction of `spots`; one pass over each
+/// region that has one.
+pub fn insert_at(k: &mut Kernel, spots: &HashSet<Inst>, op: &Op, after: bool) {
+    if spots.is_empty() {
         return;
     }
     let mut ed = Editor::new(k);
     let regions: Vec<Region> = ed.k.regions.keys().collect();
     for r in regions {
-        if !ed.k.regions[r].insts.iter().any(|i| before.contains(i)) {
+        if !ed.k.regions[r].insts.iter().any(|i| spots.contains(i)) {
             continue;
         }
         let old = std::mem::take(&mut ed.k.regions[r].insts);
         let mut new = Vec::with_capacity(old.len() + 1);
         for i in old {
-            if before.contains(&i) {
+            if after {
+                new.push(i);
+            }
+            if spots.contains(&i) {
                 ed.span = ed.k.insts[i].span;
                 new.push(ed.inst(op.clone(), vec![], &[]).0);
             }
-            new.push(i);
+            if !after {
+                new.push(i);
+            }
         }
         ed.k.regions[r].insts = new;
     }
+}
+
+/// The index of every instruction in its region.
+pub fn positions(k: &Kernel) -> HashMap<Inst, usize> {
+    k.regions
+        .iter()
+        .flat_map(|(_, d)| d.insts.iter().enumerate().map(|(n, &i)| (i, n)))
+        .collect()
 }
 
 /// The index right after `i` in region `r` (`usize::MAX` when `i` is not

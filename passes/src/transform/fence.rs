@@ -38,12 +38,11 @@
 
 use std::collections::{HashMap, HashSet};
 
-use cpflow_ir::ir::{Inst, Kernel, Module, Op, Region, SharedId};
+use cpflow_ir::ir::{Arg, Inst, Kernel, Module, Op, Region, SharedId};
 use cpflow_ir::spec::{Family, Qual, Role};
 use cpflow_ir::types::{Space, Type};
 
 use super::edit::{self, ptx, Editor};
-use crate::values::{Base, Sym, Syms};
 
 /// Inserts the fences, then hoists loop-invariant ones; returns how many
 /// were inserted.
@@ -144,6 +143,7 @@ fn hoist(k: &mut Kernel) -> usize {
         .collect();
     let home: HashMap<Inst, Region> = all.iter().map(|&(r, i)| (i, r)).collect();
     let mut quiet: HashMap<Inst, bool> = HashMap::new();
+    let index = edit::positions(k);
     // Fence -> the loop it moves in front of.
     let mut moves: HashMap<Inst, Inst> = HashMap::new();
     for &(r0, f) in &all {
@@ -153,10 +153,9 @@ fn hoist(k: &mut Kernel) -> usize {
         // A fence after a bulk wait orders the async reads before it ahead
         // of generic writes after it, possibly after the loop: it stays.
         let list = &k.regions[r0].insts;
-        if list
-            .iter()
-            .position(|&x| x == f)
-            .is_some_and(|at| after_bulk_wait(k, list, at))
+        if index
+            .get(&f)
+            .is_some_and(|&at| after_bulk_wait(k, list, at))
         {
             continue;
         }
@@ -314,11 +313,8 @@ fn fence_kernel(k: &mut Kernel) -> usize {
             }
         }
     }
-    edit::insert_before(
-        k,
-        &before,
-        &ptx(Family::FenceProxyAsync, &[Qual::SharedCta]),
-    );
+    let fence = ptx(Family::FenceProxyAsync, &[Qual::SharedCta]);
+    edit::insert_at(k, &before, &fence, false);
     before.len()
 }
 
@@ -341,7 +337,6 @@ fn fence_kernel(k: &mut Kernel) -> usize {
 /// already right after the waits is kept and counts as none.
 fn reuse_fences(k: &mut Kernel) -> usize {
     let all = edit::all_insts(k);
-    let syms = Syms::compute(k);
     // The allocations bulk operations read (`None`: some unknown).
     let mut read: Option<HashSet<SharedId>> = Some(HashSet::new());
     let mut any = false;
@@ -350,8 +345,8 @@ fn reuse_fences(k: &mut Kernel) -> usize {
             continue;
         }
         any = true;
-        match (syms.arg(k.insts[i].args[1]), read.as_mut()) {
-            (Sym::Ptr(Base::Shared(id), _), Some(ids)) => {
+        match (alloc_of(k, k.insts[i].args[1]), read.as_mut()) {
+            (Some(id), Some(ids)) => {
                 ids.insert(id);
             }
             _ => read = None,
@@ -371,8 +366,8 @@ fn reuse_fences(k: &mut Kernel) -> usize {
         if !matches!(k.arg_ty(a), Some(Type::Ptr(Space::Shared | Space::Cluster))) {
             return false;
         }
-        match (syms.arg(a), &read) {
-            (Sym::Ptr(Base::Shared(id), _), Some(ids)) => ids.contains(&id),
+        match (alloc_of(k, a), &read) {
+            (Some(id), Some(ids)) => ids.contains(&id),
             _ => true,
         }
     };
@@ -393,14 +388,15 @@ fn reuse_fences(k: &mut Kernel) -> usize {
         .iter()
         .flat_map(|&(r, i)| k.insts[i].regions.iter().map(move |&sub| (sub, (i, r))))
         .collect();
-    // (region, instruction to put a fence after)
-    let mut after: Vec<(Region, Inst)> = Vec::new();
+    let index = edit::positions(k);
+    // Instructions to put a fence after.
+    let mut after: HashSet<Inst> = HashSet::new();
     for &(r0, w) in &all {
         if edit::family(k, w) != Some(Family::CpAsyncBulkWaitGroup) {
             continue;
         }
         let list = &k.regions[r0].insts;
-        let Some(mut at) = list.iter().position(|&x| x == w) else {
+        let Some(&(mut at)) = index.get(&w) else {
             continue;
         };
         while list.get(at + 1).is_some_and(|&x| is_wait(k, x)) {
@@ -424,13 +420,27 @@ fn reuse_fences(k: &mut Kernel) -> usize {
             from = edit::next_index(k, pr, p);
             r = pr;
         };
-        if later && !after.contains(&(r0, list[at])) {
-            after.push((r0, list[at]));
+        if later {
+            after.insert(list[at]);
         }
     }
     let fence = ptx(Family::FenceProxyAsync, &[Qual::SharedCta]);
-    edit::insert_after(k, &after, &fence);
+    edit::insert_at(k, &after, &fence, true);
     after.len()
+}
+
+/// The shared allocation a pointer is built from (`addr @id` through
+/// `ptr.add`s), when its definitions show it.
+fn alloc_of(k: &Kernel, a: Arg) -> Option<SharedId> {
+    let mut v = a.value()?;
+    loop {
+        let d = &k.insts[k.def_inst(v)?];
+        match d.op {
+            Op::Addr(id) => return Some(id),
+            Op::PtrAdd => v = d.args.first()?.value()?,
+            _ => return None,
+        }
+    }
 }
 
 /// For each position of a region: the index of the last CTA barrier,

@@ -394,13 +394,9 @@ fn barriers(k: &mut Kernel, syms: &Syms, written: &[(Region, Inst, Value)]) -> u
         syms,
         suffix: HashMap::new(),
     };
-    let index: HashMap<Inst, usize> = k
-        .regions
-        .iter()
-        .flat_map(|(_, d)| d.insts.iter().enumerate().map(|(n, &i)| (i, n)))
-        .collect();
-    // (region, instruction to put the barrier after)
-    let mut after: Vec<(Region, Inst)> = Vec::new();
+    let index = edit::positions(k);
+    // Instructions to put the barrier after.
+    let mut after: HashSet<Inst> = HashSet::new();
     for &(r, w, h) in written {
         let (copies, solo) = copied(k, syms, r, h);
         if copies.as_ref().is_some_and(|c| c.is_empty()) {
@@ -428,7 +424,7 @@ fn barriers(k: &mut Kernel, syms: &Syms, written: &[(Region, Inst, Value)]) -> u
             continue;
         }
         // The outermost divergent construct around the wait.
-        let mut spot = (r, list[at]);
+        let mut spot = list[at];
         let mut cur = r;
         let mut ok = true;
         while let Some(&(p, pr)) = tree.parent.get(&cur) {
@@ -436,15 +432,15 @@ fn barriers(k: &mut Kernel, syms: &Syms, written: &[(Region, Inst, Value)]) -> u
                 if k.insts[p].op == Op::For {
                     ok = false;
                 }
-                spot = (pr, p);
+                spot = p;
             }
             cur = pr;
         }
-        if ok && !after.contains(&spot) {
-            after.push(spot);
+        if ok {
+            after.insert(spot);
         }
     }
-    edit::insert_after(k, &after, &ptx(Family::BarrierCta, &[]));
+    edit::insert_at(k, &after, &ptx(Family::BarrierCta, &[]), true);
     after.len()
 }
 
