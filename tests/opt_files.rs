@@ -312,18 +312,20 @@ fn overlapping_copies_are_ordered() {
     assert_eq!(out.matches("cp.async.bulk.wait_group").count(), 2, "{out}");
 }
 
-/// A CTA tile in a loop uses phase `iv - lo` of a barrier set up before the
-/// loop, so only loops of step 1 qualify: with step 2 the copies stay
-/// per-thread `cp.async`.
+/// A CTA tile in a loop uses phase `(iv - lo) / step` of a barrier set up
+/// before the loop, so the step must be a constant: with `step %ntiles`
+/// the copies stay per-thread `cp.async`.
 #[test]
-fn cta_tiles_in_loops_need_step_one() {
+fn cta_tiles_in_loops_need_a_constant_step() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/opt/cta_tile_loop.cpf");
     let text = std::fs::read_to_string(path).unwrap();
     let tiles = |text: &str| print(&optimized(text).0).matches("mbarrier.init").count();
-    assert_eq!(tiles(&text), 2);
-    let step2 = text.replace("to %ntiles step 1 {", "to %ntiles step 2 {");
-    assert_ne!(step2, text);
-    assert_eq!(tiles(&step2), 0);
+    assert_eq!(tiles(&text), 3);
+    let out = print(&optimized(&text).0);
+    assert!(out.contains("%a_index = sub %k, 1 : i32\n    %a_index_1 = div.u %a_index, 2 : i32\n    %a = mbarrier.phase %a_bar, %a_index_1\n"), "{out}");
+    let dynamic = text.replace("to %ntiles step 2 {", "to %ntiles step %ntiles {");
+    assert_ne!(dynamic, text);
+    assert_eq!(tiles(&dynamic), 2);
 }
 
 /// Every thread's zero fill needs every load of the tile after the copy's

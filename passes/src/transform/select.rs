@@ -26,8 +26,8 @@
 //! `(seq A (seq B ...))`; when the cost model prefers the merged form, they
 //! are written as one copy at the last one's position (their tokens become
 //! the first's). A copy or such a run in the kernel's top-level region (or
-//! directly in the body of a top-level `for` of step 1 with a constant
-//! start and thread-independent bounds) that every thread issues at
+//! directly in the body of a top-level `for` with a constant start and
+//! step and thread-independent bounds) that every thread issues at
 //! `base + tid.x * S` (`base` the same for every thread, `S` its size) is
 //! also described as `(cta ...)`: one CTA tile. On sm_90+ it may become one
 //! `cp.async.bulk` of `ntid.x * S` bytes by thread 0 on a fresh mbarrier
@@ -558,14 +558,15 @@ struct Unit {
 }
 
 /// The `for` a CTA tile sits in, directly in its body: a top-level loop
-/// with thread-independent bounds, a constant start `lo` and step 1. The
-/// tile's barrier is initialised once before the loop; iteration `iv`
-/// uses its phase `iv - lo`.
+/// with thread-independent bounds, a constant start `lo` and a constant
+/// step `step >= 1`. The tile's barrier is initialised once before the
+/// loop; iteration `iv` uses its phase `(iv - lo) / step`.
 #[derive(Clone, Copy)]
 struct TileLoop {
     for_inst: Inst,
     iv: Value,
     lo: i64,
+    step: i64,
 }
 
 /// Where a CTA tile may sit: the kernel's top-level region (`Some(None)`)
@@ -586,10 +587,12 @@ fn tile_region(k: &Kernel, syms: &Syms, r: Region) -> Option<Option<TileLoop>> {
         .value()
         .is_none_or(|v| !syms.thread_dependent[cpflow_ir::ir::EntityId::index(v)]);
     let iv = *k.regions[r].args.first()?;
-    (uniform && k.const_int(*d.args.get(2)?) == Some(1)).then_some(Some(TileLoop {
+    let step = k.const_int(*d.args.get(2)?).filter(|s| *s >= 1)?;
+    uniform.then_some(Some(TileLoop {
         for_inst: p,
         iv,
         lo,
+        step,
     }))
 }
 
@@ -1183,8 +1186,8 @@ fn if_then(ed: &mut Editor, cond: Value, then: Vec<Inst>) -> Inst {
 /// thread 0 arms the phase with `ntid.x * share` bytes and issues the copy
 /// from its own addresses (`base`); the copy's token becomes the phase,
 /// which every thread's `await` waits for. In a loop `lp` the set-up goes
-/// before the loop and iteration `iv` uses phase `iv - lo`; otherwise both
-/// are written in place (phase 0). Returns (set-up, issue).
+/// before the loop and iteration `iv` uses phase `(iv - lo) / step`;
+/// otherwise both are written in place (phase 0). Returns (set-up, issue).
 fn expand_tile(
     ed: &mut Editor,
     first: Inst,
@@ -1214,16 +1217,23 @@ fn expand_tile(
     out.push(i);
     let index = match lp {
         None => imm(0),
-        Some(l) if l.lo == 0 => val(l.iv),
         Some(l) => {
-            let (i, v) = ed.inst1(
-                Op::Binary(BinaryOp::Sub),
-                vec![val(l.iv), imm(l.lo)],
-                Type::I32,
-                &format!("{base}_index"),
-            );
-            out.push(i);
-            val(v)
+            // (iv - lo) / step, leaving out a subtraction of 0 and a
+            // division by 1.
+            let mut index = val(l.iv);
+            for (op, by, skip) in [(BinaryOp::Sub, l.lo, 0), (BinaryOp::DivU, l.step, 1)] {
+                if by != skip {
+                    let (i, v) = ed.inst1(
+                        Op::Binary(op),
+                        vec![index, imm(by)],
+                        Type::I32,
+                        &format!("{base}_index"),
+                    );
+                    out.push(i);
+                    index = val(v);
+                }
+            }
+            index
         }
     };
     phase_of(ed, &mut out, bar, index, token);
