@@ -351,3 +351,19 @@ fn zero_fill_per_thread_needs_late_loads_and_whole_shares() {
     assert_ne!(ragged_tile, text);
     assert!(!zfill(&ragged_tile), "the last share may not fit");
 }
+
+/// The fence pass alone turns the checker's proxy-fence examples into
+/// their fixed versions: a writers' fence before the barrier that publishes
+/// generic writes to a bulk copy (E1006), and a fence after the wait that
+/// ends a bulk copy's read of a tile every thread then rewrites (E1007).
+#[test]
+fn fence_pass_fixes_the_checkers_proxy_examples() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/check");
+    for name in ["E1006-missing-proxy-fence", "E1007-reuse-without-fence"] {
+        let read =
+            |suffix: &str| std::fs::read_to_string(dir.join(format!("{name}{suffix}"))).unwrap();
+        let (fixed, _) = optimized_with(&read(".cpf"), &[transform::Pass::Fence]);
+        let ok = parse(&read(".ok.cpf")).unwrap_or_else(|d| panic!("{d:?}"));
+        assert_eq!(print(&fixed), print(&ok), "{name}");
+    }
+}
