@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use cpflow_ir::diag::{Diagnostic, Span};
 use cpflow_ir::ir::*;
 use cpflow_ir::spec::{Completion, Family};
+use cpflow_ir::types::{Scalar, Type};
 
 use crate::affine::{disjoint, Affine, Atom};
 use crate::state::{Init, Issuer, Kind, Mem, OpRec, State};
@@ -669,10 +670,23 @@ impl<'a> Engine<'a> {
         let data = &self.k.insts[inst];
         let cond = data.args.first().and_then(|a| a.value());
         // A branch the bounds prove dead is not analysed: its code never runs.
-        match cond.and_then(|c| self.syms.decide(self.k, c)) {
-            Some(true) => return self.region(data.regions[0], st),
-            Some(false) => return self.region(data.regions[1], st),
-            None => {}
+        let known = cond.and_then(|c| st.known.get(&c).copied());
+        if let Some(taken) = known.or_else(|| cond.and_then(|c| self.syms.decide(self.k, c))) {
+            let branch = data.regions[usize::from(!taken)];
+            self.region(branch, st);
+            let yields = cpflow_ir::facts::yield_args(self.k, branch);
+            for (&res, a) in data.results.iter().zip(yields) {
+                match self.pred_of(st, a) {
+                    Pred::Fact(f) => {
+                        st.preds.insert(res, f);
+                    }
+                    Pred::Const(b) => {
+                        st.known.insert(res, b);
+                    }
+                    Pred::Nothing => {}
+                }
+            }
+            return;
         }
         let fact = cond.and_then(|c| st.preds.get(&c).cloned());
         let mut then_s = st.clone();
@@ -691,7 +705,38 @@ impl<'a> Engine<'a> {
                 self.conds.pop();
             }
         }
+        // A result implies a phase observed when each branch's yield does.
+        let facts: Vec<Option<(Sym, bool)>> = {
+            let (t, e) = (
+                cpflow_ir::facts::yield_args(self.k, data.regions[0]),
+                cpflow_ir::facts::yield_args(self.k, data.regions[1]),
+            );
+            t.iter()
+                .zip(&e)
+                .map(|(a, b)| agree_pred(self.pred_of(&then_s, *a), self.pred_of(&else_s, *b)))
+                .collect()
+        };
         *st = State::join_if(then_s, else_s, cond);
+        for (&res, fact) in data.results.iter().zip(facts) {
+            if let Some(f) = fact {
+                st.preds.insert(res, f);
+            }
+        }
+    }
+
+    /// What `a` says about a phase: a predicate fact, or a constant (which
+    /// implies any fact vacuously on the side it is not).
+    fn pred_of(&self, st: &State, a: Arg) -> Pred {
+        if let Some(c) = self.k.const_int(a) {
+            return Pred::Const(c != 0);
+        }
+        if let Some(b) = a.value().and_then(|v| st.known.get(&v)) {
+            return Pred::Const(*b);
+        }
+        match a.value().and_then(|v| st.preds.get(&v)) {
+            Some(f) => Pred::Fact(f.clone()),
+            None => Pred::Nothing,
+        }
     }
 
     fn for_loop(&mut self, inst: Inst, st: &mut State) {
@@ -721,6 +766,18 @@ impl<'a> Engine<'a> {
                 .collect();
         }
         rename(&mut entry, &inits, &args[1.min(args.len())..]);
+        // Carried `i1` values that start as constants: known in the first
+        // iteration (a poll loop's "done" flag).
+        let flags: BTreeMap<Value, bool> = args
+            .iter()
+            .skip(1)
+            .enumerate()
+            .filter_map(|(i, &arg)| {
+                let c = data.args.get(3 + i).and_then(|a| k.const_int(*a))?;
+                (k.ty(arg) == Type::Scalar(Scalar::I1)).then_some((arg, c != 0))
+            })
+            .collect();
+        entry.known.extend(flags.iter().map(|(v, b)| (*v, *b)));
         let yields = cpflow_ir::facts::yield_args(k, body);
         let yielded: Vec<Option<Value>> = yields.iter().map(|a| a.value()).collect();
         let syms = self.syms;
@@ -793,6 +850,13 @@ impl<'a> Engine<'a> {
             s.shift(inst, step, guard_limit, &|v| inside(v));
             let back = s.clone();
             let mut next = State::join(entry.clone(), s);
+            // A carried flag that starts as a constant keeps the fact the
+            // back edge gives it, when the constant never satisfies it.
+            for (&arg, c) in &flags {
+                if let Some(fact) = back.preds.get(&arg).filter(|f| f.1 != *c) {
+                    next.preds.insert(arg, fact.clone());
+                }
+            }
             if it >= 3 {
                 next.merge_similar();
             }
@@ -838,6 +902,9 @@ impl<'a> Engine<'a> {
         let k = self.k;
         let data = &k.insts[inst];
         let Some(variant) = p.variant() else { return };
+        // A `.relaxed` wait or poll observes the phase without acquiring:
+        // it orders nothing (mbarrier-fences-cluster.md).
+        let relaxed = p.quals.iter().any(|q| q.spelling() == "relaxed");
         let arg = |name: &str| -> Option<Arg> {
             let b = variant.bind_operands(&p.quals, data.args.len()).ok()?;
             variant
@@ -988,7 +1055,7 @@ impl<'a> Engine<'a> {
             Family::MbarrierTestWaitParity | Family::MbarrierTryWaitParity => {
                 if let Some(ph) = &first {
                     self.use_bar(st, ph, inst, false);
-                    if let Some(&res) = data.results.first() {
+                    if let (Some(&res), false) = (data.results.first(), relaxed) {
                         st.preds.insert(res, (ph.clone(), true));
                     }
                 }
@@ -996,7 +1063,9 @@ impl<'a> Engine<'a> {
             Family::MbarrierWait => {
                 if let Some(ph) = &first {
                     self.use_bar(st, ph, inst, false);
-                    self.observe(st, ph);
+                    if !relaxed {
+                        self.observe(st, ph);
+                    }
                 }
             }
             Family::FenceProxyAsync => {
@@ -1335,6 +1404,27 @@ fn data_results(k: &Kernel, at: Inst, kind: Kind) -> BTreeSet<Value> {
 }
 
 /// Adds `to[i]` as a name of every group `from[i]` names.
+/// What an `i1` value says about an mbarrier phase.
+enum Pred {
+    /// `(phase, polarity)`: when the value equals the polarity, the phase
+    /// has been observed.
+    Fact((Sym, bool)),
+    /// A constant, never equal to the other polarity.
+    Const(bool),
+    Nothing,
+}
+
+/// The fact that holds of a value that is `a` on one path and `b` on the other.
+fn agree_pred(a: Pred, b: Pred) -> Option<(Sym, bool)> {
+    match (a, b) {
+        (Pred::Fact(x), Pred::Fact(y)) => (x == y).then_some(x),
+        (Pred::Fact(x), Pred::Const(c)) | (Pred::Const(c), Pred::Fact(x)) => {
+            (c != x.1).then_some(x)
+        }
+        _ => None,
+    }
+}
+
 fn rename(st: &mut State, from: &[Option<Value>], to: &[Value]) {
     st.ops = std::mem::take(&mut st.ops)
         .into_iter()
@@ -1349,6 +1439,22 @@ fn rename(st: &mut State, from: &[Option<Value>], to: &[Value]) {
             r
         })
         .collect();
+    // `to` takes `from`'s facts, and loses its own (of another iteration).
+    let facts: Vec<_> = from
+        .iter()
+        .map(|f| f.map(|f| (st.preds.get(&f).cloned(), st.known.get(&f).copied())))
+        .collect();
+    for (fact, t) in facts.into_iter().zip(to) {
+        let (pred, known) = fact.unwrap_or((None, None));
+        match pred {
+            Some(p) => st.preds.insert(*t, p),
+            None => st.preds.remove(t),
+        };
+        match known {
+            Some(b) => st.known.insert(*t, b),
+            None => st.known.remove(t),
+        };
+    }
     for names in &mut st.names {
         for set in names.values_mut() {
             let add: Vec<Value> = from

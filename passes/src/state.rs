@@ -130,6 +130,9 @@ pub struct State {
     pub fence_useful: bool,
     /// Predicates that imply an observed phase: value -> (phase, polarity).
     pub preds: BTreeMap<Value, (Sym, bool)>,
+    /// `i1` values known to be this constant on this path (a loop-carried
+    /// flag in its first iteration, the result of a decided `if`).
+    pub known: BTreeMap<Value, bool>,
 }
 
 fn join_init(a: Init, b: Init) -> Init {
@@ -193,6 +196,11 @@ impl State {
                 out.preds.insert(*v, f.clone());
             }
         }
+        for (v, b) in &then.known {
+            if els.known.get(v) == Some(b) {
+                out.known.insert(*v, *b);
+            }
+        }
         out
     }
 
@@ -249,7 +257,11 @@ impl State {
                 (m, i)
             })
             .collect();
-        self.preds.clear();
+        self.preds = std::mem::take(&mut self.preds)
+            .into_iter()
+            .map(|(v, (ph, pol))| (v, (map_sym(&ph), pol)))
+            .filter(|(_, (ph, _))| matches!(ph, Sym::Phase { .. }))
+            .collect();
     }
 
     /// The back edge of loop `l` (step `step`): the iteration that ran is
