@@ -367,3 +367,18 @@ fn fence_pass_fixes_the_checkers_proxy_examples() {
         assert_eq!(print(&fixed), print(&ok), "{name}");
     }
 }
+
+/// A `wait_group.read` ends only a bulk store's reads: a later bulk store
+/// into the same global bytes still waits for the first to finish writing.
+#[test]
+fn read_waits_leave_writes_in_flight() {
+    let text = "module @m target sm_90 ptx 8.0\n\nkernel @k(%dst: ptr<global> align 16) {\n  shared @out: bytes[1024] align 128\n  %out = addr @out\n  %d512 = ptr.add %dst, 512\n  %t_p = cp.async.bulk.global.shared::cta.bulk_group %dst, %out, 1024\n  %t = cp.async.bulk.commit_group %t_p\n  cp.async.bulk.wait_group.read %t\n  %u_p = cp.async.bulk.global.shared::cta.bulk_group %d512, %out, 1024\n  %u = cp.async.bulk.commit_group %u_p\n  cp.async.bulk.wait_group %u\n}\n";
+    let out = print(&optimized_with(text, &[transform::Pass::Sync]).0);
+    assert!(
+        out.contains("  cp.async.bulk.wait_group.read %t\n  cp.async.bulk.wait_group %t\n  %u_p"),
+        "{out}"
+    );
+    let full = text.replace("wait_group.read %t", "wait_group %t");
+    let out = print(&optimized_with(&full, &[transform::Pass::Sync]).0);
+    assert_eq!(out, print(&parse(&full).unwrap()));
+}

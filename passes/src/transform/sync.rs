@@ -551,26 +551,33 @@ fn issued(k: &Kernel, syms: &Syms, i: Inst) -> Option<InFlight> {
 }
 
 /// Marks `h` complete, and with a group every group committed before it
-/// (a wait on a group waits for the older ones too).
-fn complete(k: &Kernel, inflight: &mut Vec<InFlight>, h: Value) {
+/// (a wait on a group waits for the older ones too). With `reads_only` (a
+/// `wait_group.read`) only their reads are done: their writes stay in
+/// flight.
+fn complete(k: &Kernel, inflight: &mut Vec<InFlight>, h: Value, reads_only: bool) {
     let Some(at) = inflight.iter().position(|f| f.handle == h) else {
         return;
     };
     let ty = k.ty(h);
-    let mut n = 0;
-    inflight.retain(|f| {
-        n += 1;
-        !(f.handle == h
-            || (n <= at && matches!(ty, Type::Group | Type::BulkGroup) && k.ty(f.handle) == ty))
-    });
+    let grouped = matches!(ty, Type::Group | Type::BulkGroup);
+    for (n, f) in inflight.iter_mut().enumerate() {
+        if f.handle == h || (n < at && grouped && k.ty(f.handle) == ty) {
+            f.reads.clear();
+            if !reads_only {
+                f.writes.clear();
+            }
+        }
+    }
+    inflight.retain(|f| !(f.reads.is_empty() && f.writes.is_empty()));
 }
 
 /// Orders copies in flight together whose bytes may conflict: in each
 /// region, in program order, a copy's handle is in flight from its commit
 /// (or its bulk copy on a phase) until an `await` or wait names it (or a
-/// newer group of its kind); an instruction that writes bytes an in-flight
-/// copy writes or reads, or a copy piece that reads bytes it writes (what
-/// [`may_overlap`] cannot rule out), first gets `await %h` in front of it,
+/// newer group of its kind; `wait_group.read` ends only its reads); an
+/// instruction that writes bytes an in-flight copy writes or reads, or a
+/// copy piece that reads bytes it writes (what [`may_overlap`] cannot rule
+/// out), first gets `await %h` in front of it,
 /// so the earlier copy completes before the later one is issued (what the
 /// input computes when the awaits come in issue order; two such copies
 /// racing in flight is undefined). A construct that uses the handle (a loop
@@ -593,7 +600,8 @@ fn order_overlaps(k: &mut Kernel, syms: &Syms) {
                 _ => None,
             };
             if let Some(h) = waited {
-                complete(k, &mut inflight, h);
+                let read = matches!(&k.insts[i].op, Op::Ptx(p) if p.has(Qual::Read));
+                complete(k, &mut inflight, h, read);
                 continue;
             }
             if edit::family(k, i) == Some(Family::CpAsyncWaitAll) {
@@ -628,7 +636,7 @@ fn order_overlaps(k: &mut Kernel, syms: &Syms) {
                     .map(|f| f.handle)
                     .collect();
                 for &h in &need {
-                    complete(k, &mut inflight, h);
+                    complete(k, &mut inflight, h, false);
                 }
                 if !need.is_empty() {
                     inserts.push((r, i, need));
