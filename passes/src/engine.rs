@@ -1094,6 +1094,7 @@ impl<'a> Engine<'a> {
                 }
             }
             Family::BarrierCta => self.barrier(st, false),
+            Family::BarrierClusterArrive => st.cluster_release = !relaxed,
             Family::BarrierClusterWait => self.barrier(st, true),
             _ => {
                 let _ = (sym("x"), size("x"));
@@ -1121,9 +1122,11 @@ impl<'a> Engine<'a> {
         st.reads.clear();
         st.gen_writes.retain(|(_, fenced, _)| !fenced);
         st.async_read.retain(|(_, fenced, _)| !fenced);
+        let released = cluster && std::mem::take(&mut st.cluster_release);
         for v in st.init.values_mut() {
             *v = match (*v, cluster) {
                 (Init::Fenced | Init::OtherFenced, true) => Init::Cluster,
+                (Init::Local | Init::Other | Init::Cta, true) if released => Init::Cluster,
                 (Init::Local | Init::Other | Init::Fenced | Init::OtherFenced, _) => Init::Cta,
                 (x, _) => x,
             };

@@ -14,9 +14,10 @@
 //! barrier offsets and phase indices are equal expressions; they act on
 //! different phases only when the expressions differ by a constant and
 //! mention nothing that varies between loop iterations or threads. Any site
-//! reached through `mapa` (a peer CTA), any multicast copy, and any site run
-//! by an unknown number of threads makes the count unknown, and nothing is
-//! reported about that barrier. `mbarrier.phase %b, -1` is complete from
+//! reached through `mapa` (a peer CTA) and any site run by an unknown
+//! number of threads makes the count unknown, and nothing is reported about
+//! that barrier; multicast copies are counted per CTA of the cluster when
+//! their `ctaMask` and issuing CTAs are known. `mbarrier.phase %b, -1` is complete from
 //! `init` (docs/readings.md #15) and is never reported.
 
 use std::collections::BTreeSet;
@@ -41,10 +42,12 @@ enum What {
         bytes: Option<i64>,
         arrives: bool,
     },
-    /// Bytes signalled by complete_tx.
+    /// Bytes signalled by complete_tx; a multicast copy signals them on the
+    /// barrier at the same offset in every CTA of its `ctaMask`.
     CompleteTx {
         bytes: Option<i64>,
         multicast: bool,
+        mask: Option<i64>,
     },
     /// `cp.async.mbarrier.arrive`: `.noinc` counts one arrival, the plain
     /// form none (its pending increment and arrival cancel).
@@ -145,6 +148,24 @@ fn eval(e: &Affine, env: &[(Inst, i64)]) -> Option<i64> {
 /// Most loop instances [`Walk::instances`] enumerates for one site.
 const MAX_INSTANCES: usize = 4096;
 
+/// `cmp.eq %rank, r` with `%rank = sreg cluster_ctarank`: `Some(r)`.
+fn rank_cond(k: &Kernel, c: Value) -> Option<i64> {
+    let data = &k.insts[k.def_inst(c)?];
+    if !matches!(data.op, Op::Cmp(CmpPred::Eq, _)) || data.args.len() != 2 {
+        return None;
+    }
+    let is_rank = |a: &Arg| {
+        a.value()
+            .and_then(|v| k.def_inst(v))
+            .is_some_and(|i| k.insts[i].op == Op::Sreg(SpecialReg::ClusterCtaRank))
+    };
+    match (&data.args[0], &data.args[1]) {
+        (a, b) if is_rank(a) => k.const_int(*b),
+        (a, b) if is_rank(b) => k.const_int(*a),
+        _ => None,
+    }
+}
+
 /// `cmp.eq %tid.x, const`: true in exactly one thread of the CTA.
 fn single_thread(k: &Kernel, syms: &Syms, c: Value) -> bool {
     let Some(i) = k.def_inst(c) else {
@@ -239,10 +260,22 @@ impl Walk<'_> {
                     .iter()
                     .map(|a| self.syms.arg(*a))
                     .find(|s| matches!(s, Sym::Phase { .. }));
+                let multicast = has("multicast");
+                let mask = if multicast {
+                    variant
+                        .bind_operands(&p.quals, data.args.len())
+                        .ok()
+                        .and_then(|b| b.one(variant.operand("ctaMask")?))
+                        .and_then(|i| data.args.get(i))
+                        .and_then(|a| k.const_int(*a))
+                } else {
+                    None
+                };
                 (
                     What::CompleteTx {
                         bytes,
-                        multicast: has("multicast"),
+                        multicast,
+                        mask,
                     },
                     ph,
                 )
@@ -527,6 +560,87 @@ impl Walk<'_> {
         out
     }
 
+    /// Which CTAs of the cluster run site `s`: `Some(r)` when it is under
+    /// `cluster_ctarank == r`, `None` for every CTA; `Err` when its other
+    /// conditions are not `tid.x == C` (so who runs it is not known).
+    fn issuing_rank(&self, s: &Site) -> Result<Option<i64>, ()> {
+        let mut rank = None;
+        for &(c, pol) in &s.conds {
+            if pol && single_thread(self.k, self.syms, c) {
+                continue;
+            }
+            match (pol, rank_cond(self.k, c)) {
+                (true, Some(r)) if rank.is_none_or(|x| x == r) => rank = Some(r),
+                _ => return Err(()),
+            }
+        }
+        Ok(rank)
+    }
+
+    /// E1009 on a barrier multicast copies complete on, per CTA of the
+    /// cluster: each multicast site lands its bytes on the barrier of every
+    /// CTA of its `ctaMask`, once per CTA that issues it (one thread each);
+    /// every CTA expects the bytes of the expect_tx sites (run by one thread
+    /// in every CTA). Reported only when every site is known that exactly.
+    fn multicast_expect_tx(&self, e: &Site, on_bar: &[&Site]) -> Option<Diagnostic> {
+        let ctas: i64 = self.k.cluster?.iter().map(|d| i64::from(*d)).product();
+        if on_bar.iter().any(|s| s.remote) || !(1..=16).contains(&ctas) {
+            return None;
+        }
+        let tx: Vec<&Site> = on_bar
+            .iter()
+            .copied()
+            .filter(|s| matches!(s.what, What::ExpectTx { .. } | What::CompleteTx { .. }))
+            .filter(|s| self.rel(e, s) != Rel::Differ)
+            .collect();
+        let exact = tx.iter().all(|s| {
+            self.rel(e, s) == Rel::Same
+                && s.loops == e.loops
+                && self.per_phase(s, Some(1)) == Some(1)
+        });
+        if !exact {
+            return None;
+        }
+        let mut expected = 0i64;
+        let mut landed = vec![0i64; usize::try_from(ctas).ok()?];
+        for s in &tx {
+            let rank = self.issuing_rank(s).ok()?;
+            match s.what {
+                What::ExpectTx { bytes, .. } if rank.is_none() => expected += bytes?,
+                What::CompleteTx {
+                    bytes,
+                    multicast: true,
+                    mask,
+                } => {
+                    let (bytes, mask) = (bytes?, mask?);
+                    let issuers = if rank.is_some() { 1 } else { ctas };
+                    for (c, l) in landed.iter_mut().enumerate() {
+                        if mask >> c & 1 == 1 {
+                            *l += bytes * issuers;
+                        }
+                    }
+                }
+                _ => return None,
+            }
+        }
+        let (rank, &got) = landed.iter().enumerate().find(|(_, l)| **l != expected)?;
+        let name = &self.k.shared[e.alloc].name;
+        let span = |i: Inst| self.k.insts[i].span;
+        let mut d = Diagnostic::error(
+            "E1009",
+            format!("expects {expected} transaction bytes on this phase of `@{name}`, but the multicast copies bring {got} to the CTA of rank {rank}"),
+            span(e.inst),
+        )
+        .with_label(if expected > got { "the tx-count of that CTA's barrier never reaches zero: its waiters hang" } else { "that CTA's phase can complete before every copy has landed" });
+        for s in tx
+            .iter()
+            .filter(|s| matches!(s.what, What::CompleteTx { .. }))
+        {
+            d = d.with_secondary(span(s.inst), "lands its bytes in every CTA of its ctaMask");
+        }
+        Some(d.with_help(format!("each CTA expects the bytes every multicast copy lands in it: {got} for rank {rank} (a multicast of one slice per CTA brings the whole tile to each)")))
+    }
+
     /// E1009 at each expect_tx site whose phase's bytes are fully known.
     fn expect_tx(&self) -> Vec<Diagnostic> {
         let mut out = Vec::new();
@@ -541,15 +655,20 @@ impl Walk<'_> {
             }
             let on_bar: Vec<&Site> = self.sites.iter().filter(|s| s.alloc == e.alloc).collect();
             if on_bar.iter().any(|s| {
-                s.remote
-                    || matches!(
-                        s.what,
-                        What::CompleteTx {
-                            multicast: true,
-                            ..
-                        }
-                    )
+                matches!(
+                    s.what,
+                    What::CompleteTx {
+                        multicast: true,
+                        ..
+                    }
+                )
             }) {
+                if let Some(d) = self.multicast_expect_tx(e, &on_bar) {
+                    out.push(d);
+                }
+                continue;
+            }
+            if on_bar.iter().any(|s| s.remote) {
                 continue;
             }
             let tx: Vec<&Site> = on_bar

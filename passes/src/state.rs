@@ -128,6 +128,10 @@ pub struct State {
     pub init: BTreeMap<SharedId, Init>,
     /// Something since the last `fence.proxy.async` that a fence orders.
     pub fence_useful: bool,
+    /// A release `barrier.cluster.arrive` since the last cluster wait: the
+    /// wait then publishes this thread's inits to the cluster, fence or not
+    /// (docs/readings.md #21).
+    pub cluster_release: bool,
     /// Predicates that imply an observed phase: value -> (phase, polarity).
     pub preds: BTreeMap<Value, (Sym, bool)>,
     /// `i1` values known to be this constant on this path (a loop-carried
@@ -191,6 +195,7 @@ impl State {
             out.init.insert(id, join_init(a, b));
         }
         out.fence_useful = then.fence_useful || els.fence_useful;
+        out.cluster_release = then.cluster_release && els.cluster_release;
         for (v, f) in &then.preds {
             if els.preds.get(v) == Some(f) {
                 out.preds.insert(*v, f.clone());
