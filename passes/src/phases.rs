@@ -31,9 +31,70 @@ use crate::affine::{Affine, Atom};
 use crate::values::{Base, Sym, Syms};
 
 /// What a site does to the phase it names.
+/// An arrival count `per_thread * T + fixed`, `T` the threads of a CTA.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Count {
+    per_thread: i64,
+    fixed: i64,
+}
+
+impl Count {
+    const ZERO: Count = Count {
+        per_thread: 0,
+        fixed: 0,
+    };
+
+    fn fixed(n: i64) -> Count {
+        Count {
+            per_thread: 0,
+            fixed: n,
+        }
+    }
+
+    fn add(self, o: Count) -> Option<Count> {
+        Some(Count {
+            per_thread: self.per_thread.checked_add(o.per_thread)?,
+            fixed: self.fixed.checked_add(o.fixed)?,
+        })
+    }
+
+    fn scale(self, k: i64) -> Option<Count> {
+        Some(Count {
+            per_thread: self.per_thread.checked_mul(k)?,
+            fixed: self.fixed.checked_mul(k)?,
+        })
+    }
+
+    /// `self < o` for every `T >= 1`.
+    fn always_below(self, o: Count) -> bool {
+        self.per_thread <= o.per_thread
+            && (self.per_thread - o.per_thread) + (self.fixed - o.fixed) < 0
+    }
+}
+
+impl std::fmt::Display for Count {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.per_thread, self.fixed) {
+            (0, n) => write!(f, "{n}"),
+            (k, n) => {
+                let t = if k == 1 {
+                    "%ntid.x".to_string()
+                } else {
+                    format!("{k} * %ntid.x")
+                };
+                match n {
+                    0 => write!(f, "{t}"),
+                    n if n > 0 => write!(f, "{t} + {n}"),
+                    n => write!(f, "{t} - {}", -n),
+                }
+            }
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum What {
-    Init(Option<i64>),
+    Init(Option<Count>),
     Wait,
     /// Ordinary arrivals: how many the site counts (None: unknown).
     Arrive(Option<i64>),
@@ -87,6 +148,8 @@ struct Walk<'a> {
     sites: Vec<Site>,
     /// Allocations with a site the analysis cannot place.
     opaque: BTreeSet<SharedId>,
+    /// The kernel reads no `tid.y/z` or `ntid.y/z`: `%ntid.x` counts a CTA's threads.
+    one_d: bool,
 }
 
 /// Reports E1009, E1010 and E1011 for one kernel.
@@ -98,7 +161,16 @@ pub fn check(k: &Kernel, syms: &Syms) -> Vec<Diagnostic> {
         loops: Vec::new(),
         sites: Vec::new(),
         opaque: BTreeSet::new(),
+        one_d: true,
     };
+    k.walk(k.body, &mut |i| {
+        if matches!(
+            k.insts[i].op,
+            Op::Sreg(SpecialReg::TidY | SpecialReg::TidZ | SpecialReg::NtidY | SpecialReg::NtidZ)
+        ) {
+            w.one_d = false;
+        }
+    });
     w.region(k.body);
     w.report()
 }
@@ -221,7 +293,10 @@ impl Walk<'_> {
         let first = data.args.first().map(|a| self.syms.arg(*a));
         let has = |s: &str| p.quals.iter().any(|q| q.spelling().contains(s));
         let (what, sym) = match p.family {
-            Family::MbarrierInit => (What::Init(cst(1)), first),
+            Family::MbarrierInit => (
+                What::Init(data.args.get(1).and_then(|a| self.count(*a))),
+                first,
+            ),
             Family::MbarrierWait
             | Family::MbarrierTestWaitParity
             | Family::MbarrierTryWaitParity => (What::Wait, first),
@@ -304,6 +379,59 @@ impl Walk<'_> {
         });
     }
 
+    /// An init count as a [`Count`]: a constant, or `k * %ntid.x + c` in a
+    /// kernel of 1-D blocks (one that reads no `tid.y/z`, `ntid.y/z`, where
+    /// `%ntid.x` is the CTA's thread count).
+    fn count(&self, a: Arg) -> Option<Count> {
+        let e = self.syms.int(a)?;
+        if e.terms.is_empty() {
+            return Some(Count::fixed(e.c));
+        }
+        let (Atom::Opaque(v), k) = e.terms.iter().next().filter(|_| e.terms.len() == 1)? else {
+            return None;
+        };
+        let def = self.k.def_inst(*v)?;
+        (self.k.insts[def].op == Op::Sreg(SpecialReg::NtidX) && self.one_d).then_some(Count {
+            per_thread: *k,
+            fixed: e.c,
+        })
+    }
+
+    /// How many threads of a CTA run site `s`, and whether exactly that
+    /// many (its conditions are `tid.x == C` tests only); None when unknown.
+    fn threads(&self, s: &Site) -> Option<(Count, bool)> {
+        if s.remote {
+            return None;
+        }
+        let single: Vec<bool> = s
+            .conds
+            .iter()
+            .filter(|(c, _)| single_thread(self.k, self.syms, *c))
+            .map(|(_, pol)| *pol)
+            .collect();
+        let exact = single.len() == s.conds.len();
+        if single.contains(&true) {
+            return Some((Count::fixed(1), exact));
+        }
+        match (exact, single.len()) {
+            (true, 0) => Some((
+                Count {
+                    per_thread: 1,
+                    fixed: 0,
+                },
+                true,
+            )),
+            (true, 1) => Some((
+                Count {
+                    per_thread: 1,
+                    fixed: -1,
+                },
+                true,
+            )),
+            _ => None,
+        }
+    }
+
     /// A barrier operand the analysis cannot place: forget every barrier.
     fn lost(&mut self, _a: Option<Arg>) {
         for (id, _) in self.k.shared.iter() {
@@ -354,7 +482,13 @@ impl Walk<'_> {
         if s.remote || !self.one_thread(s) {
             return None;
         }
-        let mut n = each?;
+        each?.checked_mul(self.iterations_per_phase(s)?)
+    }
+
+    /// How many iterations of its loops site `s` acts on one phase in (1
+    /// when the loops index the phase; None: unbounded).
+    fn iterations_per_phase(&self, s: &Site) -> Option<i64> {
+        let mut n = 1i64;
         for &l in &s.loops {
             let iv = Atom::Iv(l);
             let direct = s.idx.terms.get(&iv).is_some_and(|c| *c != 0)
@@ -429,7 +563,13 @@ impl Walk<'_> {
         let mut out = Vec::new();
         let span = |i: Inst| self.k.insts[i].span;
         for w in self.sites.iter().filter(|s| s.what == What::Wait) {
-            if self.opaque.contains(&w.alloc) || w.idx.as_const() == Some(-1) {
+            // Phase -1 is complete from `init` (docs/readings.md #15): a wait
+            // that only ever names it waits for nothing.
+            let before_first = w.idx.as_const() == Some(-1)
+                || self
+                    .instances(w)
+                    .is_some_and(|i| i.iter().all(|(_, idx)| *idx == -1));
+            if self.opaque.contains(&w.alloc) || before_first {
                 continue;
             }
             let on_bar: Vec<&Site> = self.sites.iter().filter(|s| s.alloc == w.alloc).collect();
@@ -491,7 +631,7 @@ impl Walk<'_> {
                 out.push(d.with_help("wait on the phase index the producer's arrivals and copies complete (parity = index & 1)"));
                 continue;
             }
-            // E1011: the most arrivals that can reach this phase.
+            // E1011: the arrivals that can reach this phase against the count.
             let inits: Vec<&Site> = on_bar
                 .iter()
                 .copied()
@@ -501,17 +641,23 @@ impl Walk<'_> {
                     o == Some(0) || o.is_none()
                 })
                 .collect();
-            let counts: Option<Vec<i64>> = inits
+            let counts: Option<Vec<Count>> = inits
                 .iter()
                 .map(|s| match s.what {
                     What::Init(c) => c,
                     _ => None,
                 })
                 .collect();
-            let Some(need) = counts.and_then(|c| c.into_iter().min()) else {
+            let Some(need) = counts.and_then(|c| {
+                let first = *c.first()?;
+                c.iter().all(|x| *x == first).then_some(first)
+            }) else {
                 continue;
             };
-            let mut most = Some(0i64);
+            // `most` bounds the arrivals from above; `exact` when every
+            // acting site surely runs that often.
+            let mut most = Some(Count::ZERO);
+            let mut exact = true;
             for s in &acting {
                 let each = match s.what {
                     What::Arrive(c) => c,
@@ -527,33 +673,51 @@ impl Walk<'_> {
                     _ => Some(0),
                 };
                 let n = if each == Some(0) {
-                    Some(0)
+                    Some(Count::ZERO)
                 } else {
-                    self.per_phase(s, each)
+                    self.threads(s).and_then(|(t, sure)| {
+                        exact &= sure && self.rel(w, s) == Rel::Same;
+                        t.scale(each?)?.scale(self.iterations_per_phase(s)?)
+                    })
                 };
-                most = most.zip(n).map(|(a, b)| a.saturating_add(b));
+                most = most.zip(n).and_then(|(a, b)| a.add(b));
             }
-            if let (Some(most), Some(init)) = (most, inits.first()) {
-                if most < need {
-                    let mut d = Diagnostic::error(
-                        "E1011",
-                        format!("at most {most} arrival(s) reach this phase of `@{name}`, initialised with count {need}"),
-                        span(w.inst),
+            let (Some(most), Some(init)) = (most, inits.first()) else {
+                continue;
+            };
+            let arrivers = |mut d: Diagnostic| {
+                for s in acting.iter().filter(|s| {
+                    matches!(
+                        s.what,
+                        What::Arrive(_)
+                            | What::ExpectTx { arrives: true, .. }
+                            | What::AsyncArrive { noinc: true }
                     )
-                    .with_label("the phase can never complete: this wait hangs")
-                    .with_secondary(span(init.inst), format!("initialised with count {need}"));
-                    for s in acting.iter().filter(|s| {
-                        matches!(
-                            s.what,
-                            What::Arrive(_)
-                                | What::ExpectTx { arrives: true, .. }
-                                | What::AsyncArrive { noinc: true }
-                        )
-                    }) {
-                        d = d.with_secondary(span(s.inst), "one thread arrives here");
-                    }
-                    out.push(d.with_help(format!("initialise `@{name}` with the number of arrivals per phase ({most}), or have every counted thread arrive")));
+                }) {
+                    d = d.with_secondary(span(s.inst), "arrives here");
                 }
+                d
+            };
+            if most.always_below(need) {
+                let d = Diagnostic::error(
+                    "E1011",
+                    format!("at most {most} arrival(s) reach this phase of `@{name}`, initialised with count {need}"),
+                    span(w.inst),
+                )
+                .with_label("the phase can never complete: this wait hangs")
+                .with_secondary(span(init.inst), format!("initialised with count {need}"));
+                out.push(arrivers(d).with_help(format!("initialise `@{name}` with the number of arrivals per phase ({most}), or have every counted thread arrive")));
+            } else if exact && need.always_below(most) {
+                let d = Diagnostic::error(
+                    "E1011",
+                    format!("{most} arrival(s) reach this phase of `@{name}`, initialised with count {need}"),
+                    span(w.inst),
+                )
+                .with_label("the phase completes before the last arrivals, which land in the next phase")
+                .with_secondary(span(init.inst), format!("initialised with count {need}"));
+                out.push(arrivers(d).with_help(format!(
+                    "initialise `@{name}` with the number of arrivals per phase ({most})"
+                )));
             }
         }
         out.extend(self.expect_tx());
