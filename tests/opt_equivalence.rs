@@ -11,7 +11,10 @@
 //! * a `tid.x == 0`-guarded `copy` of the whole tile, awaited in the guard,
 //!   `barrier.cta`, then every thread reads a word of it;
 //! * optionally an epilogue: generic `st` to a second tile, `barrier.cta`,
-//!   and a guarded `copy` shared->global of it (a bulk store candidate).
+//!   and a guarded `copy` shared->global of it (a bulk store candidate),
+//!   sometimes followed by a rewrite of the tile with `st` (after a barrier)
+//!   and a second store of it (the first store's read needs a proxy fence
+//!   before the rewrite).
 //!
 //! Every program is well synchronised at the abstract level (await before
 //! reads, a barrier before reading other threads' bytes); one the
@@ -215,8 +218,15 @@ fn generate(seed: u64) -> String {
     );
     if epilogue {
         let out_bytes = threads * 4;
+        // The tile is rewritten after the bulk store read it, and stored
+        // again (a fence after the first store's wait).
+        let rewrite = r.chance(1, 2);
         params.push("%out: ptr<global> align 16");
-        let _ = write!(run_line, " %out=zero:{out_bytes}");
+        let _ = write!(
+            run_line,
+            " %out=zero:{}",
+            if rewrite { 2 * out_bytes } else { out_bytes }
+        );
         let _ = writeln!(shared, "  shared @o: bytes[{out_bytes}] align 16");
         let v = if rounds > 1 {
             compute(&mut r, &mut body, "%tid", "ev")
@@ -238,6 +248,17 @@ fn generate(seed: u64) -> String {
             let _ = writeln!(body, "    await %rr");
         }
         let _ = writeln!(body, "  }}");
+        if rewrite {
+            let _ = writeln!(body, "  barrier.cta");
+            let _ = writeln!(body, "  %v2 = add {v}, 7 : i32");
+            let _ = writeln!(body, "  st %op, %v2 : i32");
+            let _ = writeln!(body, "  barrier.cta");
+            let _ = writeln!(body, "  %o2 = ptr.add %out, {out_bytes}");
+            let _ = writeln!(body, "  if %leader {{");
+            let _ = writeln!(body, "    %e2 = copy %o2, %ob, {out_bytes}");
+            let _ = writeln!(body, "    await %e2");
+            let _ = writeln!(body, "  }}");
+        }
     }
     let target = if sm90 {
         "sm_90a ptx 8.6"
@@ -258,6 +279,9 @@ struct Counts {
     failures: usize,
     /// How often each form (the head of the chosen term) was picked.
     forms: std::collections::BTreeMap<String, usize>,
+    /// Outputs with a proxy fence right after a bulk wait (a rewrite of
+    /// what a bulk store read).
+    reuse_fences: usize,
 }
 
 /// Checks one program; `Err` describes the first failure.
@@ -292,6 +316,12 @@ fn check(text: &str, mlir: &Mlir, counts: &mut Counts) -> Result<(), String> {
     }
     if out != print(&before) {
         counts.transformed += 1;
+    }
+    let lines: Vec<&str> = out.lines().map(str::trim).collect();
+    if lines.windows(2).any(|w| {
+        w[0].starts_with("cp.async.bulk.wait_group") && w[1] == "fence.proxy.async.shared::cta"
+    }) {
+        counts.reuse_fences += 1;
     }
     let v = verify(&after);
     if !v.is_empty() {
@@ -345,6 +375,7 @@ fn generated_programs_are_equivalent() {
         counts.programs, counts.transformed, counts.skipped_ub, counts.failures
     );
     println!("forms chosen: {:?}", counts.forms);
+    println!("fences after a bulk wait: {}", counts.reuse_fences);
     if let Some(f) = first {
         panic!("{counts:?}\n{f}");
     }
