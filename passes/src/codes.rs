@@ -52,6 +52,10 @@ pub const CODES: &[(&str, &str)] = &[
     ),
     ("E1014", "async operations left uncommitted at kernel exit"),
     ("E1015", "async writes still in flight at kernel exit"),
+    (
+        "E1016",
+        "a peer-CTA destination that is provably the executing CTA's own",
+    ),
     ("W1001", "wait stronger than any use needs (lost overlap)"),
     ("W1002", "redundant `fence.proxy.async`"),
     ("W1003", "redundant wait: nothing is pending"),

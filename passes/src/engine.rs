@@ -927,6 +927,25 @@ impl<'a> Engine<'a> {
                 self.issue(st, inst, Kind::NonBulk, dst, src, None, false, false);
             }
             Family::CpAsyncBulk | Family::CpReduceAsyncBulk | Family::RedAsync => {
+                if let Some(a) = data.args.first().filter(|a| own_rank_mapa(k, **a)) {
+                    let what = if p.family == Family::RedAsync {
+                        "red-async.md: the destination and mbarrier belong to a CTA other than the executing one"
+                    } else {
+                        "READINGS.md #13: the destination has to be in the shared memory of a different CTA"
+                    };
+                    self.emit(
+                        Diagnostic::error(
+                            "E1016",
+                            "the destination is in the executing CTA's own shared memory",
+                            a.span,
+                        )
+                        .with_label(
+                            "`mapa` with this thread's own `%cluster_ctarank` names its own CTA",
+                        )
+                        .with_help("map the address to a peer CTA: `mapa` with another rank")
+                        .with_note(what),
+                    );
+                }
                 let n = data.args.get(2).and_then(|a| k.const_int(*a));
                 let dst = first.as_ref().and_then(|s| Mem::of(s, n));
                 let src = if p.family == Family::RedAsync {
@@ -1407,6 +1426,24 @@ fn data_results(k: &Kernel, at: Inst, kind: Kind) -> BTreeSet<Value> {
 }
 
 /// Adds `to[i]` as a name of every group `from[i]` names.
+/// Is `a` a `mapa` of this thread's own `%cluster_ctarank` (its own CTA)?
+fn own_rank_mapa(k: &Kernel, a: Arg) -> bool {
+    let Some(def) = a.value().and_then(|v| k.def_inst(v)) else {
+        return false;
+    };
+    let data = &k.insts[def];
+    match &data.op {
+        Op::Ptx(p) if p.family == Family::Mapa => data
+            .args
+            .get(1)
+            .and_then(|r| r.value())
+            .and_then(|r| k.def_inst(r))
+            .is_some_and(|i| k.insts[i].op == Op::Sreg(SpecialReg::ClusterCtaRank)),
+        Op::PtrAdd => data.args.first().is_some_and(|b| own_rank_mapa(k, *b)),
+        _ => false,
+    }
+}
+
 /// What an `i1` value says about an mbarrier phase.
 enum Pred {
     /// `(phase, polarity)`: when the value equals the polarity, the phase

@@ -100,7 +100,7 @@ enum What {
     Arrive(Option<i64>),
     /// `mbarrier.expect_tx` (no arrival) or `arrive.expect_tx` (one).
     ExpectTx {
-        bytes: Option<i64>,
+        bytes: Option<Count>,
         arrives: bool,
     },
     /// Bytes signalled by complete_tx; a multicast copy signals them on the
@@ -122,6 +122,9 @@ struct Site {
     what: What,
     alloc: SharedId,
     remote: bool,
+    /// For a remote site, the rank of the CTA whose barrier it is, when
+    /// `mapa` names a constant rank.
+    target: Option<i64>,
     /// Byte offset of the barrier in its allocation.
     off: Affine,
     /// Phase index (0 for `init`).
@@ -220,6 +223,21 @@ fn eval(e: &Affine, env: &[(Inst, i64)]) -> Option<i64> {
 /// Most loop instances [`Walk::instances`] enumerates for one site.
 const MAX_INSTANCES: usize = 4096;
 
+/// The constant rank of the `mapa` behind a barrier or phase operand.
+fn mapa_rank(k: &Kernel, a: Arg) -> Option<i64> {
+    let mut v = a.value()?;
+    for _ in 0..4 {
+        let data = &k.insts[k.def_inst(v)?];
+        match &data.op {
+            Op::Ptx(p) if p.family == Family::Mapa => return k.const_int(*data.args.get(1)?),
+            Op::Ptx(p) if p.family == Family::MbarrierPhase => v = data.args.first()?.value()?,
+            Op::PtrAdd => v = data.args.first()?.value()?,
+            _ => return None,
+        }
+    }
+    None
+}
+
 /// `cmp.eq %rank, r` with `%rank = sreg cluster_ctarank`: `Some(r)`.
 fn rank_cond(k: &Kernel, c: Value) -> Option<i64> {
     let data = &k.insts[k.def_inst(c)?];
@@ -306,7 +324,7 @@ impl Walk<'_> {
             }
             Family::MbarrierArriveExpectTx | Family::MbarrierExpectTx => (
                 What::ExpectTx {
-                    bytes: cst(1),
+                    bytes: data.args.get(1).and_then(|a| self.count(*a)),
                     arrives: p.family == Family::MbarrierArriveExpectTx,
                 },
                 first,
@@ -367,11 +385,17 @@ impl Walk<'_> {
             Sym::Ptr(Base::Remote(id), off) => (id, true, off),
             _ => return self.lost(data.args.first().copied()),
         };
+        let target = if remote {
+            data.args.iter().find_map(|a| mapa_rank(k, *a))
+        } else {
+            None
+        };
         self.sites.push(Site {
             inst,
             what,
             alloc,
             remote,
+            target,
             off,
             idx,
             conds: self.conds.clone(),
@@ -397,19 +421,22 @@ impl Walk<'_> {
         })
     }
 
-    /// How many threads of a CTA run site `s`, and whether exactly that
-    /// many (its conditions are `tid.x == C` tests only); None when unknown.
+    /// How many threads of a CTA run site `s` (in a CTA that runs it), and
+    /// whether exactly that many (its conditions are `tid.x == C` and rank
+    /// tests only); None when unknown.
     fn threads(&self, s: &Site) -> Option<(Count, bool)> {
-        if s.remote {
-            return None;
-        }
-        let single: Vec<bool> = s
+        // Conditions on the CTA's rank choose CTAs, not threads.
+        let conds: Vec<&(Value, bool)> = s
             .conds
+            .iter()
+            .filter(|(c, _)| rank_cond(self.k, *c).is_none())
+            .collect();
+        let single: Vec<bool> = conds
             .iter()
             .filter(|(c, _)| single_thread(self.k, self.syms, *c))
             .map(|(_, pol)| *pol)
             .collect();
-        let exact = single.len() == s.conds.len();
+        let exact = single.len() == conds.len();
         if single.contains(&true) {
             return Some((Count::fixed(1), exact));
         }
@@ -724,31 +751,31 @@ impl Walk<'_> {
         out
     }
 
-    /// Which CTAs of the cluster run site `s`: `Some(r)` when it is under
-    /// `cluster_ctarank == r`, `None` for every CTA; `Err` when its other
-    /// conditions are not `tid.x == C` (so who runs it is not known).
-    fn issuing_rank(&self, s: &Site) -> Result<Option<i64>, ()> {
-        let mut rank = None;
+    /// The ranks of the cluster's CTAs that run site `s` (its conditions
+    /// on `cluster_ctarank == r`, either polarity); None when a condition
+    /// other than those and `tid.x == C` decides who runs it.
+    fn issuing_ranks(&self, s: &Site, ctas: i64) -> Option<Vec<i64>> {
+        let mut ranks: Vec<i64> = (0..ctas).collect();
         for &(c, pol) in &s.conds {
-            if pol && single_thread(self.k, self.syms, c) {
+            if single_thread(self.k, self.syms, c) {
                 continue;
             }
-            match (pol, rank_cond(self.k, c)) {
-                (true, Some(r)) if rank.is_none_or(|x| x == r) => rank = Some(r),
-                _ => return Err(()),
-            }
+            let r = rank_cond(self.k, c)?;
+            ranks.retain(|x| (*x == r) == pol);
         }
-        Ok(rank)
+        Some(ranks)
     }
 
-    /// E1009 on a barrier multicast copies complete on, per CTA of the
-    /// cluster: each multicast site lands its bytes on the barrier of every
-    /// CTA of its `ctaMask`, once per CTA that issues it (one thread each);
-    /// every CTA expects the bytes of the expect_tx sites (run by one thread
-    /// in every CTA). Reported only when every site is known that exactly.
-    fn multicast_expect_tx(&self, e: &Site, on_bar: &[&Site]) -> Option<Diagnostic> {
+    /// E1009 on a barrier of a cluster kernel that multicast or peer
+    /// (`mapa`) operations act on, per CTA: each CTA that runs an expect_tx
+    /// site expects its bytes (times the threads running it); a complete-tx
+    /// site run in CTA `i` lands its bytes in every CTA of its `ctaMask`
+    /// (multicast), in the `mapa` rank (peer), or in `i` itself. Reported
+    /// only when every site is known that exactly, and the two counts
+    /// differ for every thread count.
+    fn cluster_tx(&self, e: &Site, on_bar: &[&Site]) -> Option<Diagnostic> {
         let ctas: i64 = self.k.cluster?.iter().map(|d| i64::from(*d)).product();
-        if on_bar.iter().any(|s| s.remote) || !(1..=16).contains(&ctas) {
+        if !(1..=16).contains(&ctas) {
             return None;
         }
         let tx: Vec<&Site> = on_bar
@@ -757,52 +784,89 @@ impl Walk<'_> {
             .filter(|s| matches!(s.what, What::ExpectTx { .. } | What::CompleteTx { .. }))
             .filter(|s| self.rel(e, s) != Rel::Differ)
             .collect();
-        let exact = tx.iter().all(|s| {
-            self.rel(e, s) == Rel::Same
-                && s.loops == e.loops
-                && self.per_phase(s, Some(1)) == Some(1)
-        });
-        if !exact {
-            return None;
-        }
-        let mut expected = 0i64;
-        let mut landed = vec![0i64; usize::try_from(ctas).ok()?];
+        let n = usize::try_from(ctas).ok()?;
+        let mut expected = vec![Count::ZERO; n];
+        let mut landed = vec![Count::ZERO; n];
         for s in &tx {
-            let rank = self.issuing_rank(s).ok()?;
+            if self.rel(e, s) != Rel::Same
+                || s.loops != e.loops
+                || self.iterations_per_phase(s) != Some(1)
+            {
+                return None;
+            }
+            let (threads, true) = self.threads(s)? else {
+                return None;
+            };
+            let ranks = self.issuing_ranks(s, ctas)?;
             match s.what {
-                What::ExpectTx { bytes, .. } if rank.is_none() => expected += bytes?,
+                What::ExpectTx { bytes, .. } if !s.remote => {
+                    let bytes = bytes?;
+                    let b = match (bytes.per_thread, threads == Count::fixed(1)) {
+                        (0, _) => threads.scale(bytes.fixed)?,
+                        (_, true) => bytes,
+                        _ => return None,
+                    };
+                    for &r in &ranks {
+                        expected[usize::try_from(r).ok()?] =
+                            expected[usize::try_from(r).ok()?].add(b)?;
+                    }
+                }
                 What::CompleteTx {
                     bytes,
-                    multicast: true,
+                    multicast,
                     mask,
                 } => {
-                    let (bytes, mask) = (bytes?, mask?);
-                    let issuers = if rank.is_some() { 1 } else { ctas };
-                    for (c, l) in landed.iter_mut().enumerate() {
-                        if mask >> c & 1 == 1 {
-                            *l += bytes * issuers;
+                    let b = threads.scale(bytes?)?;
+                    for &i in &ranks {
+                        let dests: Vec<i64> = if multicast {
+                            let m = mask?;
+                            (0..ctas).filter(|c| m >> c & 1 == 1).collect()
+                        } else if s.remote {
+                            vec![s.target?]
+                        } else {
+                            vec![i]
+                        };
+                        for c in dests {
+                            let c = usize::try_from(c).ok().filter(|c| *c < n)?;
+                            landed[c] = landed[c].add(b)?;
                         }
                     }
                 }
                 _ => return None,
             }
         }
-        let (rank, &got) = landed.iter().enumerate().find(|(_, l)| **l != expected)?;
+        let (rank, (want, got)) =
+            expected
+                .iter()
+                .zip(&landed)
+                .enumerate()
+                .find(|(r, (w, g))| {
+                    self.issuing_ranks(e, ctas)
+                        .is_some_and(|rs| rs.contains(&(*r as i64)))
+                        && (w.always_below(**g) || g.always_below(**w))
+                })?;
         let name = &self.k.shared[e.alloc].name;
         let span = |i: Inst| self.k.insts[i].span;
         let mut d = Diagnostic::error(
             "E1009",
-            format!("expects {expected} transaction bytes on this phase of `@{name}`, but the multicast copies bring {got} to the CTA of rank {rank}"),
+            format!("expects {want} transaction bytes on this phase of `@{name}` in the CTA of rank {rank}, but the copies completing on it there bring {got}"),
             span(e.inst),
         )
-        .with_label(if expected > got { "the tx-count of that CTA's barrier never reaches zero: its waiters hang" } else { "that CTA's phase can complete before every copy has landed" });
+        .with_label(if got.always_below(*want) { "the tx-count of that CTA's barrier never reaches zero: its waiters hang" } else { "that CTA's phase can complete before every copy has landed" });
         for s in tx
             .iter()
             .filter(|s| matches!(s.what, What::CompleteTx { .. }))
         {
-            d = d.with_secondary(span(s.inst), "lands its bytes in every CTA of its ctaMask");
+            let how = match s.what {
+                What::CompleteTx {
+                    multicast: true, ..
+                } => "lands its bytes in every CTA of its ctaMask",
+                _ if s.remote => "lands its bytes in the peer CTA `mapa` names",
+                _ => "lands its bytes in its own CTA",
+            };
+            d = d.with_secondary(span(s.inst), how);
         }
-        Some(d.with_help(format!("each CTA expects the bytes every multicast copy lands in it: {got} for rank {rank} (a multicast of one slice per CTA brings the whole tile to each)")))
+        Some(d.with_help(format!("expect the bytes every copy lands in that CTA: {got} for rank {rank} (a multicast of one slice per CTA brings the whole tile to each)")))
     }
 
     /// E1009 at each expect_tx site whose phase's bytes are fully known.
@@ -819,20 +883,18 @@ impl Walk<'_> {
             }
             let on_bar: Vec<&Site> = self.sites.iter().filter(|s| s.alloc == e.alloc).collect();
             if on_bar.iter().any(|s| {
-                matches!(
-                    s.what,
-                    What::CompleteTx {
-                        multicast: true,
-                        ..
-                    }
-                )
+                s.remote
+                    || matches!(
+                        s.what,
+                        What::CompleteTx {
+                            multicast: true,
+                            ..
+                        }
+                    )
             }) {
-                if let Some(d) = self.multicast_expect_tx(e, &on_bar) {
+                if let Some(d) = self.cluster_tx(e, &on_bar) {
                     out.push(d);
                 }
-                continue;
-            }
-            if on_bar.iter().any(|s| s.remote) {
                 continue;
             }
             let tx: Vec<&Site> = on_bar
@@ -862,7 +924,8 @@ impl Walk<'_> {
             for s in &tx {
                 match s.what {
                     What::ExpectTx { bytes, .. } => {
-                        expected = expected.zip(bytes).map(|(a, b)| a + b)
+                        let fixed = bytes.filter(|b| b.per_thread == 0).map(|b| b.fixed);
+                        expected = expected.zip(fixed).map(|(a, b)| a + b)
                     }
                     What::CompleteTx { bytes, .. } => {
                         landed = landed.zip(bytes).map(|(a, b)| a + b)
