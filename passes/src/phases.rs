@@ -524,7 +524,14 @@ impl Walk<'_> {
                     .terms
                     .keys()
                     .all(|a| a == &iv || !Affine::atom(a.clone()).mentions(&|x| *x == iv));
-            if direct || ring_slot(&s.off, &s.idx, &iv) {
+            // One barrier of an array per iteration, same phase index.
+            let per_barrier = s.off.terms.get(&iv).is_some_and(|c| *c != 0)
+                && !s.idx.mentions(&|a| *a == iv)
+                && s.off
+                    .terms
+                    .keys()
+                    .all(|a| a == &iv || !Affine::atom(a.clone()).mentions(&|x| *x == iv));
+            if direct || per_barrier || ring_slot(&s.off, &s.idx, &iv) {
                 continue;
             }
             let data = &self.k.insts[l];
@@ -748,6 +755,90 @@ impl Walk<'_> {
             }
         }
         out.extend(self.expect_tx());
+        out.extend(self.too_many_arrivals(&out));
+        out
+    }
+
+    /// Arrivals one site brings to each phase it acts on, when exactly known.
+    fn arrivals(&self, s: &Site) -> Option<Count> {
+        let each = match s.what {
+            What::Arrive(c) => c?,
+            What::ExpectTx { arrives: true, .. } => 1,
+            What::AsyncArrive { noinc: true } => 1,
+            _ => return None,
+        };
+        let (threads, true) = self.threads(s)? else {
+            return None;
+        };
+        threads.scale(each)?.scale(self.iterations_per_phase(s)?)
+    }
+
+    /// E1011 at an arrive site when the arrivals that surely reach its phase
+    /// (its own and those of sites on the same phase in the same iteration)
+    /// exceed the barrier's count, whether or not anything waits there: the
+    /// phase completes early and the rest count toward the next phase.
+    /// Barriers already reported are skipped.
+    fn too_many_arrivals(&self, reported: &[Diagnostic]) -> Vec<Diagnostic> {
+        let mut out = Vec::new();
+        let span = |i: Inst| self.k.insts[i].span;
+        let mut done: BTreeSet<SharedId> = BTreeSet::new();
+        for a in &self.sites {
+            if done.contains(&a.alloc)
+                || a.remote
+                || self.opaque.contains(&a.alloc)
+                || self.arrivals(a).is_none()
+            {
+                continue;
+            }
+            let name = &self.k.shared[a.alloc].name;
+            if reported
+                .iter()
+                .any(|d| d.code == "E1011" && d.message.contains(&format!("`@{name}`")))
+            {
+                continue;
+            }
+            let on_bar: Vec<&Site> = self.sites.iter().filter(|s| s.alloc == a.alloc).collect();
+            if on_bar.iter().any(|s| s.remote) {
+                continue;
+            }
+            let counts: Option<Vec<Count>> = on_bar
+                .iter()
+                .filter_map(|s| match s.what {
+                    What::Init(c) => Some(c),
+                    _ => None,
+                })
+                .collect();
+            let Some(need) = counts.and_then(|c| {
+                let first = *c.first()?;
+                c.iter().all(|x| *x == first).then_some(first)
+            }) else {
+                continue;
+            };
+            let mut sure = Count::ZERO;
+            for s in on_bar
+                .iter()
+                .filter(|s| self.rel(a, s) == Rel::Same && s.loops == a.loops)
+            {
+                if let Some(n) = self.arrivals(s) {
+                    sure = match sure.add(n) {
+                        Some(x) => x,
+                        None => continue,
+                    };
+                }
+            }
+            if need.always_below(sure) {
+                done.insert(a.alloc);
+                out.push(
+                    Diagnostic::error(
+                        "E1011",
+                        format!("{sure} arrival(s) reach each phase of `@{name}` this site arrives on, initialised with count {need}"),
+                        span(a.inst),
+                    )
+                    .with_label("the phase completes before the last arrivals, which count toward the next phase")
+                    .with_help(format!("initialise `@{name}` with the number of arrivals per phase ({sure})")),
+                );
+            }
+        }
         out
     }
 
