@@ -531,7 +531,12 @@ impl Walk<'_> {
                     .terms
                     .keys()
                     .all(|a| a == &iv || !Affine::atom(a.clone()).mentions(&|x| *x == iv));
-            if direct || per_barrier || ring_slot(&s.off, &s.idx, &iv) {
+            // A barrier initialised afresh in each iteration starts its
+            // phases over: the iterations do not share a phase.
+            let reinit = self.sites.iter().any(|i| {
+                matches!(i.what, What::Init(_)) && i.alloc == s.alloc && i.loops.contains(&l)
+            });
+            if direct || per_barrier || reinit || ring_slot(&s.off, &s.idx, &iv) {
                 continue;
             }
             let data = &self.k.insts[l];
