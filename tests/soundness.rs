@@ -663,7 +663,7 @@ fn poll_wait(
 /// phase r; every thread waits with a `test_wait`/`try_wait` poll and a
 /// blocking fallback, a bounded `try_wait` loop, or (one round) reads only
 /// when its `try_wait` succeeded.
-fn bulk_poll(r: &mut Rng, known_misses: bool) -> Program {
+fn bulk_poll(r: &mut Rng) -> Program {
     let t = r.pick(&[1u64, 2, 4, 32]);
     let tb = (t * 4).div_ceil(16) * 16;
     let rounds = r.range(1, 3);
@@ -679,7 +679,7 @@ fn bulk_poll(r: &mut Rng, known_misses: bool) -> Program {
     let other = r.chance(1, 3);
     let mut mutation = "none";
     match r.range(0, 7) {
-        0 if known_misses => {
+        0 => {
             sem = ".relaxed.cta";
             mutation = "relaxed poll";
         }
@@ -779,7 +779,7 @@ fn bulk_poll(r: &mut Rng, known_misses: bool) -> Program {
 /// whole tile, or each rank multicasts its slice, into every CTA of the
 /// ctaMask; each CTA expects the whole tile's bytes on its own mbarrier, and
 /// every thread waits and reads a word.
-fn cluster_multicast(r: &mut Rng, known_misses: bool) -> Program {
+fn cluster_multicast(r: &mut Rng) -> Program {
     let c = r.pick(&[2u64, 4]);
     let clusters = r.range(1, 2);
     let t = r.pick(&[1u64, 2, 4, 32]);
@@ -811,7 +811,7 @@ fn cluster_multicast(r: &mut Rng, known_misses: bool) -> Program {
             cluster_barrier = false;
             mutation = "cluster barrier -> barrier.cta";
         }
-        2 if known_misses => {
+        2 => {
             mask = full & !(1 << r.range(0, c - 1));
             mutation = "ctaMask drops a CTA";
         }
@@ -819,14 +819,14 @@ fn cluster_multicast(r: &mut Rng, known_misses: bool) -> Program {
             early = true;
             mutation = "issue before the cluster barrier";
         }
-        4 if known_misses => {
+        4 => {
             expect = if split { slice } else { tb - 16 };
             if expect == 0 {
                 expect = tb + 16;
             }
             mutation = "expect_tx one share / too few";
         }
-        5 if known_misses => {
+        5 => {
             expect = tb + 16;
             mutation = "expect_tx too many";
         }
@@ -963,11 +963,11 @@ fn cpa_mbar(r: &mut Rng, known_misses: bool) -> Program {
     let mut reuse_barrier = rounds > 1 && (other || r.chance(1, 3));
     let mut mutation = "none";
     match r.range(0, 9) {
-        0 if known_misses && by_ntid => {
+        0 if by_ntid => {
             delta = 1;
             mutation = "init count + 1";
         }
-        1 if known_misses && by_ntid && per * t > 1 => {
+        1 if by_ntid && per * t > 1 => {
             delta = -1;
             mutation = "init count - 1";
         }
@@ -975,7 +975,7 @@ fn cpa_mbar(r: &mut Rng, known_misses: bool) -> Program {
             async_arrive = false;
             mutation = "drop cp.async.mbarrier.arrive";
         }
-        3 if known_misses && by_ntid && arrive => {
+        3 if by_ntid && arrive => {
             arrive = false;
             mutation = "drop ordinary arrive";
         }
@@ -991,7 +991,7 @@ fn cpa_mbar(r: &mut Rng, known_misses: bool) -> Program {
             reuse_barrier = false;
             mutation = "drop barrier before reuse";
         }
-        7 if known_misses && by_ntid && mode == "noinc" => {
+        7 if by_ntid && mode == "noinc" => {
             noinc = false;
             mutation = "plain async arrive with a .noinc count";
         }
@@ -1109,11 +1109,11 @@ fn cluster_reduce(r: &mut Rng, known_misses: bool) -> Program {
     let relaxed_arrive = !bulk && !seed_root && r.chance(1, 2);
     let mut mutation = "none";
     match r.range(0, 9) {
-        0 if known_misses => {
+        0 => {
             delta = -4;
             mutation = "expect_tx too few";
         }
-        1 if known_misses => {
+        1 => {
             delta = 4;
             mutation = "expect_tx too many";
         }
@@ -1133,7 +1133,7 @@ fn cluster_reduce(r: &mut Rng, known_misses: bool) -> Program {
             final_barrier = false;
             mutation = "drop final cluster barrier";
         }
-        6 if known_misses && !bulk => {
+        6 if !bulk => {
             own_cta = true;
             mutation = "destination in the own CTA";
         }
@@ -1273,15 +1273,15 @@ fn tma_ring(r: &mut Rng, known_misses: bool) -> Program {
             empty_wait = false;
             mutation = "producer skips the empty wait";
         }
-        2 if known_misses && by_ntid => {
+        2 if by_ntid => {
             count_delta = 1;
             mutation = "empty count + 1";
         }
-        3 if known_misses && by_ntid && consumers > 1 && n > stages => {
+        3 if by_ntid && consumers > 1 && n > stages => {
             count_delta = -1;
             mutation = "empty count - 1";
         }
-        4 if known_misses => {
+        4 => {
             full_delta = 1;
             mutation = "consumer's full phase + 1";
         }
@@ -1289,7 +1289,7 @@ fn tma_ring(r: &mut Rng, known_misses: bool) -> Program {
             arrive_before_read = true;
             mutation = "consumer releases the slot before reading";
         }
-        6 if known_misses => {
+        6 => {
             expect = if r.chance(1, 2) { tb + 16 } else { tb - 16 };
             if expect == 0 {
                 expect = tb + 16;
@@ -1527,8 +1527,8 @@ fn generate(seed: u64) -> Program {
         2 => bulk_load(&mut r),
         3 => bulk_store(&mut r),
         4 => bulk_ring(&mut r),
-        5 => bulk_poll(&mut r, known_misses),
-        6 => cluster_multicast(&mut r, known_misses),
+        5 => bulk_poll(&mut r),
+        6 => cluster_multicast(&mut r),
         7 => cpa_mbar(&mut r, known_misses),
         8 => cluster_reduce(&mut r, known_misses),
         9 => tma_ring(&mut r, known_misses),
