@@ -19,7 +19,7 @@ pub const CODES: &[(&str, &str)] = &[
     ),
     (
         "E1005",
-        "two `cp.async` of one group write overlapping bytes",
+        "two async copies in flight (e.g. of one group) write overlapping bytes",
     ),
     (
         "E1006",

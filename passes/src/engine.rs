@@ -384,6 +384,34 @@ impl<'a> Engine<'a> {
                         self.in_flight(r, at, true, "source");
                     }
                 }
+                // An earlier copy of this thread still writing these shared
+                // bytes (the same uncommitted group is E1005 at its commit;
+                // global destinations are left out: their offsets are rarely
+                // known well enough).
+                let uncommitted_peer = r.depth.is_none() && r.kind == kind && kind == Kind::NonBulk;
+                if let (Some(rd), false) = (&r.dst, uncommitted_peer) {
+                    // Mbarrier-tracked copies of earlier iterations are a
+                    // family ("some iteration"), too coarse to tell slots
+                    // apart; inside loops the state mixes iterations (a ring's
+                    // slots), too coarse for this check: straight-line only.
+                    let shared = matches!(d.base, Base::Shared(_))
+                        && matches!(rd.base, Base::Shared(_))
+                        && kind != Kind::Mbar
+                        && r.kind != Kind::Mbar
+                        && self.loops.is_empty();
+                    if shared
+                        && r.issuer < Issuer::Done
+                        && !r.seen
+                        && self.overlap(d, rd, r.guard, false)
+                    {
+                        self.emit(
+                            Diagnostic::error("E1005", "two async copies in flight may write overlapping bytes", self.span(at))
+                                .with_label("this copy may write bytes the earlier one is still writing")
+                                .with_secondary(self.span(r.inst), "the earlier copy, not yet complete here")
+                                .with_help("wait for the earlier copy (its group or phase) before issuing this one, or give them disjoint destinations"),
+                        );
+                    }
+                }
             }
             let reads: Vec<(Mem, Inst)> = st.reads.iter().cloned().collect();
             for (m, rd) in reads {

@@ -613,6 +613,7 @@ impl Walk<'_> {
             }
             let on_bar: Vec<&Site> = self.sites.iter().filter(|s| s.alloc == w.alloc).collect();
             if on_bar.iter().any(|s| s.remote) {
+                out.extend(self.cluster_arrivals(w, &on_bar));
                 continue;
             }
             let acting: Vec<&Site> = on_bar
@@ -963,6 +964,68 @@ impl Walk<'_> {
             d = d.with_secondary(span(s.inst), how);
         }
         Some(d.with_help(format!("expect the bytes every copy lands in that CTA: {got} for rank {rank} (a multicast of one slice per CTA brings the whole tile to each)")))
+    }
+
+    /// E1011 for a wait on a barrier that peers (`mapa` with a constant
+    /// rank) arrive on: per CTA running the wait, the arrivals that reach
+    /// it (its own sites, and peers' sites naming its rank, times the CTAs
+    /// and threads running them) against the count. Reported only when
+    /// every arrive site on the barrier is known that exactly.
+    fn cluster_arrivals(&self, w: &Site, on_bar: &[&Site]) -> Option<Diagnostic> {
+        let ctas: i64 = self.k.cluster?.iter().map(|d| i64::from(*d)).product();
+        if !(1..=16).contains(&ctas) {
+            return None;
+        }
+        let need = {
+            let counts: Vec<Count> = on_bar
+                .iter()
+                .filter_map(|s| match s.what {
+                    What::Init(c) => Some(c),
+                    _ => None,
+                })
+                .collect::<Option<Vec<Count>>>()?;
+            let first = *counts.first()?;
+            counts.iter().all(|c| *c == first).then_some(first)?
+        };
+        let n = usize::try_from(ctas).ok()?;
+        let mut got = vec![Count::ZERO; n];
+        for s in on_bar {
+            let each = match s.what {
+                What::Init(_) | What::Wait => continue,
+                What::CompleteTx { .. } | What::ExpectTx { arrives: false, .. } => continue,
+                What::AsyncArrive { noinc: false } => continue,
+                _ => self.arrivals(s)?,
+            };
+            if self.rel(w, s) != Rel::Same {
+                return None;
+            }
+            for i in self.issuing_ranks(s, ctas)? {
+                let c = if s.remote { s.target? } else { i };
+                let c = usize::try_from(c).ok().filter(|c| *c < n)?;
+                got[c] = got[c].add(each)?;
+            }
+        }
+        let rank = self
+            .issuing_ranks(w, ctas)?
+            .into_iter()
+            .find(|r| usize::try_from(*r).is_ok_and(|r| got[r] != need))?;
+        let have = got[usize::try_from(rank).ok()?];
+        let name = &self.k.shared[w.alloc].name;
+        let (msg, label) = if have.always_below(need) {
+            (format!("at most {have} arrival(s) reach this phase of `@{name}` in the CTA of rank {rank}, initialised with count {need}"), "the phase can never complete: this wait hangs")
+        } else if need.always_below(have) {
+            (format!("{have} arrival(s) reach this phase of `@{name}` in the CTA of rank {rank}, initialised with count {need}"), "the phase completes before the last arrivals, which land in the next phase")
+        } else {
+            return None;
+        };
+        let span = |i: Inst| self.k.insts[i].span;
+        let mut d = Diagnostic::error("E1011", msg, span(w.inst)).with_label(label);
+        for s in on_bar.iter().filter(|s| s.remote) {
+            d = d.with_secondary(span(s.inst), "peers arrive here");
+        }
+        Some(d.with_help(format!(
+            "initialise `@{name}` with the number of arrivals per phase ({have})"
+        )))
     }
 
     /// E1009 at each expect_tx site whose phase's bytes are fully known.
