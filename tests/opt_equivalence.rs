@@ -22,9 +22,7 @@
 //! For each program the default pipeline runs, and the output must verify
 //! clean, check with zero diagnostics, compile through MLIR, and give the
 //! same global buffers as the input under `Schedule::standard()` with no
-//! undefined behaviour. One known checker false positive (`E1011` on a
-//! barrier initialised afresh in each iteration of a loop with a constant
-//! trip count) is counted instead of failed when everything else holds.
+//! undefined behaviour.
 //!
 //! The default run covers `0..SEEDS`; `CPFLOW_OPT_SEEDS=N` runs `0..N`
 //! (`cargo test --release --test opt_equivalence -- --nocapture` prints the
@@ -284,20 +282,7 @@ struct Counts {
     /// Outputs with a proxy fence right after a bulk wait (a rewrite of
     /// what a bulk store read).
     reuse_fences: usize,
-    /// Outputs the checker rejects only with E1011 but that pass every
-    /// other check, the interpreter's included: a known checker false
-    /// positive (see [`KNOWN_CHECKER_FP`]); left out of the verdict for now.
-    checker_fp: usize,
 }
-
-/// The checker (since "E1011 also when more arrivals than the count reach a
-/// phase") counts the arrivals of every iteration of a loop with a constant
-/// trip count on one phase, even when the barrier is initialised afresh
-/// (and invalidated) each iteration, as `select` writes a one-thread bulk
-/// load in a loop: each phase 0 gets one arrival, as the interpreter
-/// confirms. Such outputs are counted, not failed, until the checker is
-/// fixed.
-const KNOWN_CHECKER_FP: &str = "E1011";
 
 /// Checks one program; `Err` describes the first failure.
 fn check(text: &str, mlir: &Mlir, counts: &mut Counts) -> Result<(), String> {
@@ -343,12 +328,7 @@ fn check(text: &str, mlir: &Mlir, counts: &mut Counts) -> Result<(), String> {
         return Err(format!("output does not verify clean: {v:#?}\n{out}"));
     }
     let checked = cpflow::check(&out);
-    let known_fp = !checked.diagnostics.is_empty()
-        && checked
-            .diagnostics
-            .iter()
-            .all(|d| d.code == KNOWN_CHECKER_FP && out.contains("mbarrier.inval"));
-    if !checked.diagnostics.is_empty() && !known_fp {
+    if !checked.diagnostics.is_empty() {
         return Err(format!(
             "output does not check clean: {:#?}\n{out}",
             checked.diagnostics
@@ -366,9 +346,6 @@ fn check(text: &str, mlir: &Mlir, counts: &mut Counts) -> Result<(), String> {
         if a.buffers != b {
             return Err(format!("outputs differ under {s}\n{out}"));
         }
-    }
-    if known_fp {
-        counts.checker_fp += 1;
     }
     Ok(())
 }
@@ -399,10 +376,6 @@ fn generated_programs_are_equivalent() {
     );
     println!("forms chosen: {:?}", counts.forms);
     println!("fences after a bulk wait: {}", counts.reuse_fences);
-    println!(
-        "known checker false positives ({KNOWN_CHECKER_FP} on a barrier initialised each iteration): {}",
-        counts.checker_fp
-    );
     if let Some(f) = first {
         panic!("{counts:?}\n{f}");
     }

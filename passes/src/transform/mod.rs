@@ -60,11 +60,6 @@ impl Pass {
         Pass::Cleanup,
     ];
 
-    /// The passes that run on their own, in pipeline order: [`Pass::NAMED`]
-    /// without `coalesce`, which only changes what the `select` before it
-    /// does.
-    pub const ALL: &'static [Pass] = &[Pass::Select, Pass::Sync, Pass::Fence, Pass::Cleanup];
-
     pub fn name(self) -> &'static str {
         match self {
             Pass::Select => "select",
