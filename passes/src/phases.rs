@@ -204,6 +204,17 @@ fn ring_slot(off: &Affine, idx: &Affine, iv: &Atom) -> bool {
     }
 }
 
+/// The count every `init` among `sites` gives its barrier; None when there
+/// is none, one is not known, or they differ.
+fn init_count<'a>(sites: impl Iterator<Item = &'a Site>) -> Option<Count> {
+    let mut counts = sites.filter_map(|s| match s.what {
+        What::Init(c) => Some(c),
+        _ => None,
+    });
+    let first = counts.next()??;
+    counts.all(|c| c == Some(first)).then_some(first)
+}
+
 /// The value of `e` when each loop variable has the value `env` gives it;
 /// None when `e` mentions anything else.
 fn eval(e: &Affine, env: &[(Inst, i64)]) -> Option<i64> {
@@ -681,17 +692,7 @@ impl Walk<'_> {
                     o == Some(0) || o.is_none()
                 })
                 .collect();
-            let counts: Option<Vec<Count>> = inits
-                .iter()
-                .map(|s| match s.what {
-                    What::Init(c) => c,
-                    _ => None,
-                })
-                .collect();
-            let Some(need) = counts.and_then(|c| {
-                let first = *c.first()?;
-                c.iter().all(|x| *x == first).then_some(first)
-            }) else {
+            let Some(need) = init_count(inits.iter().copied()) else {
                 continue;
             };
             // `most` bounds the arrivals from above; `exact` when every
@@ -807,17 +808,7 @@ impl Walk<'_> {
             if on_bar.iter().any(|s| s.remote) {
                 continue;
             }
-            let counts: Option<Vec<Count>> = on_bar
-                .iter()
-                .filter_map(|s| match s.what {
-                    What::Init(c) => Some(c),
-                    _ => None,
-                })
-                .collect();
-            let Some(need) = counts.and_then(|c| {
-                let first = *c.first()?;
-                c.iter().all(|x| *x == first).then_some(first)
-            }) else {
+            let Some(need) = init_count(on_bar.iter().copied()) else {
                 continue;
             };
             let mut sure = Count::ZERO;
@@ -976,17 +967,7 @@ impl Walk<'_> {
         if !(1..=16).contains(&ctas) {
             return None;
         }
-        let need = {
-            let counts: Vec<Count> = on_bar
-                .iter()
-                .filter_map(|s| match s.what {
-                    What::Init(c) => Some(c),
-                    _ => None,
-                })
-                .collect::<Option<Vec<Count>>>()?;
-            let first = *counts.first()?;
-            counts.iter().all(|c| *c == first).then_some(first)?
-        };
+        let need = init_count(on_bar.iter().copied())?;
         let n = usize::try_from(ctas).ok()?;
         let mut got = vec![Count::ZERO; n];
         for s in on_bar {
