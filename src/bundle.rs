@@ -41,8 +41,19 @@ pub fn run_bundle(args: BundleArgs) -> ExitCode {
     let mlir = cpflow::lowering::Mlir::new();
     let mut launches = Vec::new();
     let mut refused = 0;
+    let mut used = std::collections::BTreeSet::new();
     for path in &args.files {
-        match bundle_file(&mlir, path, &args.output, arch) {
+        // Files of one name from different folders get distinct tags, so
+        // that no launch overwrites another's PTX.
+        let base = stem(path);
+        let mut tag = base.clone();
+        for n in 2.. {
+            if used.insert(tag.clone()) {
+                break;
+            }
+            tag = format!("{base}_{n}");
+        }
+        match bundle_file(&mlir, path, &tag, &args.output, arch) {
             Ok(mut l) => launches.append(&mut l),
             Err(msg) => {
                 refused += 1;
@@ -74,6 +85,7 @@ fn stem(path: &Path) -> String {
 fn bundle_file(
     mlir: &cpflow::lowering::Mlir,
     path: &Path,
+    stem: &str,
     out: &Path,
     arch: Sm,
 ) -> Result<Vec<serde_json::Value>, String> {
@@ -94,7 +106,6 @@ fn bundle_file(
     if runs.is_empty() {
         return Err("no `// run:` line".into());
     }
-    let stem = stem(path);
     let mut launches = Vec::new();
     for (i, rl) in runs.iter().enumerate() {
         let tag = format!("{stem}.{i}");

@@ -110,3 +110,32 @@ fn outputs_are_written_to_files() {
     assert_eq!(&dst[16..20], &src[16..20]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `cpflow bundle` gives two files of one name distinct tags: each launch
+/// keeps its own PTX.
+#[test]
+fn bundle_tags_files_of_one_name_apart() {
+    let out_dir = std::env::temp_dir().join(format!("cpflow-bundle-{}", std::process::id()));
+    let dir = out_dir.to_string_lossy().into_owned();
+    let (code, out) = cpflow(&[
+        "bundle",
+        "-o",
+        &dir,
+        "examples/cluster_multicast.cpf",
+        "tests/opt/cluster_multicast.cpf",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let manifest = std::fs::read_to_string(out_dir.join("manifest.json")).expect("manifest");
+    let ptx: Vec<&str> = manifest
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("\"ptx\": \""))
+        .collect();
+    assert!(ptx.len() >= 2, "{manifest}");
+    let unique: std::collections::BTreeSet<&&str> = ptx.iter().collect();
+    assert_eq!(unique.len(), ptx.len(), "{manifest}");
+    assert!(
+        out_dir.join("cluster_multicast_2.0.ptx").exists(),
+        "{manifest}"
+    );
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
