@@ -940,7 +940,7 @@ fn cluster_multicast(r: &mut Rng) -> Program {
 /// arrive as well) or the plain form followed by an ordinary arrive (count
 /// T); every thread waits on the phase (wait or poll) and reads a chunk of
 /// its own or of its neighbour; R rounds, a barrier before a slot is reused.
-fn cpa_mbar(r: &mut Rng, known_misses: bool) -> Program {
+fn cpa_mbar(r: &mut Rng) -> Program {
     let t = r.pick(&[1u64, 2, 4, 8, 32]);
     let k = r.range(1, 3);
     let rounds = r.range(1, 3);
@@ -979,7 +979,7 @@ fn cpa_mbar(r: &mut Rng, known_misses: bool) -> Program {
             arrive = false;
             mutation = "drop ordinary arrive";
         }
-        4 if known_misses && mode == "plain" => {
+        4 if mode == "plain" => {
             arrive_first = true;
             mutation = "ordinary arrive before the async arrive";
         }
@@ -1088,7 +1088,7 @@ fn cpa_mbar(r: &mut Rng, known_misses: bool) -> Program {
 /// (and rank 0's seeding stores); rank 0 waits and reads the totals. The
 /// bulk form ends with a cluster barrier: a peer's source is read until
 /// rank 0's phase completes.
-fn cluster_reduce(r: &mut Rng, known_misses: bool) -> Program {
+fn cluster_reduce(r: &mut Rng) -> Program {
     let c = r.pick(&[2u64, 4]);
     let clusters = r.range(1, 2);
     let t = r.pick(&[1u64, 2, 4, 32]);
@@ -1129,7 +1129,7 @@ fn cluster_reduce(r: &mut Rng, known_misses: bool) -> Program {
             proxy_fence = false;
             mutation = "drop fence.proxy.async";
         }
-        5 if known_misses && bulk => {
+        5 if bulk => {
             final_barrier = false;
             mutation = "drop final cluster barrier";
         }
@@ -1424,11 +1424,11 @@ fn cluster_arrive(r: &mut Rng, known_misses: bool) -> Program {
             arrive_first = true;
             mutation = "arrive before the store";
         }
-        2 if known_misses && by_ntid => {
+        2 if by_ntid => {
             delta = 1;
             mutation = "init count + 1";
         }
-        3 if known_misses && by_ntid && senders > 1 => {
+        3 if by_ntid && senders > 1 => {
             delta = -1;
             mutation = "init count - 1";
         }
@@ -1529,8 +1529,8 @@ fn generate(seed: u64) -> Program {
         4 => bulk_ring(&mut r),
         5 => bulk_poll(&mut r),
         6 => cluster_multicast(&mut r),
-        7 => cpa_mbar(&mut r, known_misses),
-        8 => cluster_reduce(&mut r, known_misses),
+        7 => cpa_mbar(&mut r),
+        8 => cluster_reduce(&mut r),
         9 => tma_ring(&mut r, known_misses),
         _ => cluster_arrive(&mut r, known_misses),
     }

@@ -168,6 +168,19 @@ impl<'a> Engine<'a> {
 
     // ---- memory facts -------------------------------------------------
 
+    /// Does `r` read this CTA's shared memory and complete on a peer CTA's
+    /// mbarrier (a bulk copy or reduction into a peer through `mapa`)?
+    fn reads_here_completes_there(&self, r: &OpRec) -> bool {
+        r.src
+            .as_ref()
+            .is_some_and(|s| matches!(s.base, Base::Shared(_)))
+            && self.k.insts[r.inst]
+                .args
+                .iter()
+                .map(|a| self.syms.arg(*a))
+                .any(|s| matches!(s, Sym::Phase { .. }) && is_remote(&s))
+    }
+
     /// A completed record standing for instruction `at` (a generic access,
     /// or an async op whose bytes are tracked outside `ops`), under the
     /// conditions of the `if`s around it: a record and an access both under
@@ -1156,6 +1169,19 @@ impl<'a> Engine<'a> {
                 if r.issuer == Issuer::Done {
                     r.published = true;
                 }
+                // A copy that reads this CTA's shared memory and completes on
+                // a peer's barrier, which the peer waits on: the cluster
+                // barrier orders that wait before whatever follows here.
+                if cluster
+                    && r.kind == Kind::Mbar
+                    && self.reads_here_completes_there(&r)
+                    && r.phase
+                        .as_ref()
+                        .and_then(bar_alloc)
+                        .is_some_and(|id| self.waited_bars.contains(&id))
+                {
+                    r.seen = true;
+                }
                 if cluster
                     && r.dst
                         .as_ref()
@@ -1349,7 +1375,11 @@ impl<'a> Engine<'a> {
                 );
                 continue;
             }
-            let in_flight = if r.kind == Kind::Mbar {
+            let in_flight = if r.kind == Kind::Mbar && self.reads_here_completes_there(r) {
+                // Another CTA observes the completion: only a cluster barrier
+                // after it tells this CTA that its source has been read.
+                !r.seen
+            } else if r.kind == Kind::Mbar {
                 !r.seen
                     && r.phase
                         .as_ref()

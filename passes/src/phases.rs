@@ -763,6 +763,46 @@ impl Walk<'_> {
         }
         out.extend(self.expect_tx());
         out.extend(self.too_many_arrivals(&out));
+        out.extend(self.async_arrive_after_arrive());
+        out
+    }
+
+    /// E1011 at a plain `cp.async.mbarrier.arrive` that follows the same
+    /// threads' ordinary arrive on the same phase: the ordinary arrive may
+    /// complete the phase before the async arrive adds its pending count, so
+    /// the copies it tracks complete on the next phase.
+    fn async_arrive_after_arrive(&self) -> Vec<Diagnostic> {
+        let span = |i: Inst| self.k.insts[i].span;
+        let mut out = Vec::new();
+        for s in &self.sites {
+            if s.what != (What::AsyncArrive { noinc: false }) || s.remote {
+                continue;
+            }
+            let earlier = self.sites.iter().find(|a| {
+                matches!(
+                    a.what,
+                    What::Arrive(_) | What::ExpectTx { arrives: true, .. }
+                ) && a.alloc == s.alloc
+                    && !a.remote
+                    && a.inst < s.inst
+                    && a.loops == s.loops
+                    && a.conds == s.conds
+                    && self.rel(a, s) == Rel::Same
+            });
+            if let Some(a) = earlier {
+                let name = &self.k.shared[s.alloc].name;
+                out.push(
+                    Diagnostic::error(
+                        "E1011",
+                        format!("`cp.async.mbarrier.arrive` after this thread's own arrive on the same phase of `@{name}`"),
+                        span(s.inst),
+                    )
+                    .with_label("the phase can complete before this adds its pending count: the copies it tracks complete on the next phase")
+                    .with_secondary(span(a.inst), "the thread arrives here first")
+                    .with_help("issue `cp.async.mbarrier.arrive` before the thread's `mbarrier.arrive` (or use `.noinc` and count it in the init)"),
+                );
+            }
+        }
         out
     }
 
