@@ -318,11 +318,12 @@ fn select_kernel(
         })
         .collect();
     let syms = Syms::compute(k);
+    let layout = Layout::compute(k, &syms);
     let descs: Vec<RecExpr<Desc>> = sites
         .iter()
         .zip(&solo)
         .map(|(s, &solo)| {
-            let bound = zfill_bound(k, &syms, &uses, s, solo);
+            let bound = zfill_bound(k, &syms, &uses, &layout, s, solo);
             describe(k, &facts, s, solo, bound)
         })
         .collect();
@@ -631,7 +632,14 @@ fn unit_desc(u: &Unit, descs: &[RecExpr<Desc>]) -> RecExpr<Desc> {
 ///   share fit; a constant size `n <= s`, or for a non-constant one, which
 ///   may be 0, `c + (max_tid + 1) * s <= S` with the largest `tid.x` the
 ///   kernel's other shared accesses allow). Returns `s`.
-fn zfill_bound(k: &Kernel, syms: &Syms, uses: &Uses, site: &Site, solo: bool) -> Option<i64> {
+fn zfill_bound(
+    k: &Kernel,
+    syms: &Syms,
+    uses: &Uses,
+    layout: &Layout,
+    site: &Site,
+    solo: bool,
+) -> Option<i64> {
     if site.red.is_some() || !syms.loops[cpflow_ir::ir::EntityId::index(site.token)].is_empty() {
         return None;
     }
@@ -652,16 +660,12 @@ fn zfill_bound(k: &Kernel, syms: &Syms, uses: &Uses, site: &Site, solo: bool) ->
         SharedKind::Bytes(n) => i64::from(n),
         SharedKind::Mbarriers(_) => return None,
     };
-    for (_, i) in edit::all_insts(k) {
-        let op = &k.insts[i].op;
-        for (j, a) in k.insts[i].args.iter().enumerate() {
-            let Some(v) = a.value() else { continue };
-            let here = in_alloc(k, syms, v, id);
-            let reads = matches!(op, Op::Load(_)) || (*op == Op::PtrAdd && j == 0);
-            if here && !reads && !(i == site.inst && j == 0) {
-                return None;
-            }
-        }
+    if layout
+        .writes
+        .get(&id)
+        .is_some_and(|w| w.iter().any(|&(i, j)| !(i == site.inst && j == 0)))
+    {
+        return None;
     }
     let loads = |i: Inst| {
         edit::any_in(k, i, &mut |j| {
@@ -703,15 +707,9 @@ fn zfill_bound(k: &Kernel, syms: &Syms, uses: &Uses, site: &Site, solo: bool) ->
     // one-thread guard, and every load of the allocation outside it comes
     // after that `if` and a later top-level `barrier.cta`.
     let c = od.as_const()?;
-    let all = edit::all_insts(k);
-    let home: HashMap<Inst, Region> = all.iter().map(|&(r, i)| (i, r)).collect();
-    let parent: HashMap<Region, Inst> = all
-        .iter()
-        .flat_map(|&(_, i)| k.insts[i].regions.iter().map(move |&r| (r, i)))
-        .collect();
     let mut a = site.inst;
-    while let Some(&r) = home.get(&a).filter(|&&r| r != k.body) {
-        a = *parent.get(&r)?;
+    while let Some(&r) = layout.home.get(&a).filter(|&&r| r != k.body) {
+        a = *layout.parent.get(&r)?;
     }
     let guard = &k.insts[a];
     let guarded = guard.op == Op::If
@@ -743,6 +741,47 @@ fn in_alloc(k: &Kernel, syms: &Syms, v: Value, id: cpflow_ir::ir::SharedId) -> b
         Sym::Ptr(Base::Shared(s), _) => *s == id,
         Sym::Ptr(Base::Remote(_), _) => false,
         _ => matches!(k.ty(v), Type::Ptr(Space::Shared | Space::Cluster)),
+    }
+}
+
+/// Where each instruction sits, and what writes each shared allocation:
+/// computed once per kernel, so that [`zfill_bound`] stays linear.
+struct Layout {
+    home: HashMap<Inst, Region>,
+    parent: HashMap<Region, Inst>,
+    /// Per allocation, the (instruction, operand) uses of a pointer into it
+    /// that are not reads (a `ld` address or a `ptr.add` base).
+    writes: HashMap<cpflow_ir::ir::SharedId, Vec<(Inst, usize)>>,
+}
+
+impl Layout {
+    fn compute(k: &Kernel, syms: &Syms) -> Layout {
+        let all = edit::all_insts(k);
+        let home = all.iter().map(|&(r, i)| (i, r)).collect();
+        let parent = all
+            .iter()
+            .flat_map(|&(_, i)| k.insts[i].regions.iter().map(move |&r| (r, i)))
+            .collect();
+        let mut writes: HashMap<_, Vec<_>> = HashMap::new();
+        for &(_, i) in &all {
+            let op = &k.insts[i].op;
+            for (j, a) in k.insts[i].args.iter().enumerate() {
+                let Some(v) = a.value() else { continue };
+                if matches!(op, Op::Load(_)) || (*op == Op::PtrAdd && j == 0) {
+                    continue;
+                }
+                for (id, _) in k.shared.iter() {
+                    if in_alloc(k, syms, v, id) {
+                        writes.entry(id).or_default().push((i, j));
+                    }
+                }
+            }
+        }
+        Layout {
+            home,
+            parent,
+            writes,
+        }
     }
 }
 
@@ -786,6 +825,8 @@ fn find_units(k: &Kernel, sites: &[Site], syms: &Syms, uses: &Uses, solo: &[bool
     }
     for r in regions {
         let list = &k.regions[r].insts;
+        let position: HashMap<Inst, usize> =
+            list.iter().enumerate().map(|(p, &i)| (i, p)).collect();
         let mut runs: Vec<Vec<usize>> = Vec::new();
         let mut run: Vec<usize> = Vec::new();
         for &i in list {
@@ -814,7 +855,7 @@ fn find_units(k: &Kernel, sites: &[Site], syms: &Syms, uses: &Uses, solo: &[bool
         }
         runs.push(run);
         for run in runs.into_iter().filter(|r| !r.is_empty()) {
-            if !awaited_together(k, sites, uses, r, &run) {
+            if !awaited_together(k, sites, uses, (r, &position), &run) {
                 continue;
             }
             let at = tile_region(k, syms, r).filter(|_| !solo[run[0]]);
@@ -835,9 +876,17 @@ fn find_units(k: &Kernel, sites: &[Site], syms: &Syms, uses: &Uses, solo: &[bool
 /// the first await of each lies in one block of consecutive `await`s (one
 /// completion point: merging cannot make a copy complete earlier or later
 /// than some code between them expects).
-fn awaited_together(k: &Kernel, sites: &[Site], uses: &Uses, r: Region, run: &[usize]) -> bool {
+/// `at` is the region and the position of each of its instructions.
+fn awaited_together(
+    k: &Kernel,
+    sites: &[Site],
+    uses: &Uses,
+    at: (Region, &HashMap<Inst, usize>),
+    run: &[usize],
+) -> bool {
+    let (r, position) = at;
     let list = &k.regions[r].insts;
-    let pos = |i: Inst| list.iter().position(|&x| x == i);
+    let pos = |i: Inst| position.get(&i).copied();
     let Some(last) = run.last().and_then(|&s| pos(sites[s].inst)) else {
         return false;
     };
