@@ -654,16 +654,28 @@ fn order_overlaps(k: &mut Kernel, syms: &Syms) {
         }
     }
     let mut ed = Editor::new(k);
+    // The new awaits, by region and by the instruction they go before; each
+    // region's list is then rebuilt once.
+    let mut by_region: HashMap<Region, HashMap<Inst, Vec<Inst>>> = HashMap::new();
     for (r, before, handles) in inserts {
         ed.span = ed.k.insts[before].span;
-        let waits: Vec<Inst> = handles
+        let waits = handles
             .into_iter()
-            .map(|h| ed.inst(ptx(Family::Await, &[]), vec![edit::val(h)], &[]).0)
-            .collect();
-        let list = &mut ed.k.regions[r].insts;
-        let Some(pos) = list.iter().position(|&x| x == before) else {
-            continue;
-        };
-        list.splice(pos..pos, waits);
+            .map(|h| ed.inst(ptx(Family::Await, &[]), vec![edit::val(h)], &[]).0);
+        by_region
+            .entry(r)
+            .or_default()
+            .entry(before)
+            .or_default()
+            .extend(waits);
+    }
+    for (r, mut at) in by_region {
+        let old = std::mem::take(&mut ed.k.regions[r].insts);
+        let mut list = Vec::with_capacity(old.len());
+        for i in old {
+            list.extend(at.remove(&i).unwrap_or_default());
+            list.push(i);
+        }
+        ed.k.regions[r].insts = list;
     }
 }
