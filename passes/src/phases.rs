@@ -739,27 +739,31 @@ impl Walk<'_> {
                 }
                 d
             };
-            if most.always_below(need) {
-                let d = Diagnostic::error(
-                    "E1011",
-                    format!("at most {most} arrival(s) reach this phase of `@{name}`, initialised with count {need}"),
-                    span(w.inst),
+            let (bound, label, or) = if most.always_below(need) {
+                (
+                    "at most ",
+                    "the phase can never complete: this wait hangs",
+                    ", or have every counted thread arrive",
                 )
-                .with_label("the phase can never complete: this wait hangs")
-                .with_secondary(span(init.inst), format!("initialised with count {need}"));
-                out.push(arrivers(d).with_help(format!("initialise `@{name}` with the number of arrivals per phase ({most}), or have every counted thread arrive")));
             } else if exact && need.always_below(most) {
-                let d = Diagnostic::error(
-                    "E1011",
-                    format!("{most} arrival(s) reach this phase of `@{name}`, initialised with count {need}"),
-                    span(w.inst),
+                (
+                    "",
+                    "the phase completes before the last arrivals, which land in the next phase",
+                    "",
                 )
-                .with_label("the phase completes before the last arrivals, which land in the next phase")
-                .with_secondary(span(init.inst), format!("initialised with count {need}"));
-                out.push(arrivers(d).with_help(format!(
-                    "initialise `@{name}` with the number of arrivals per phase ({most})"
-                )));
-            }
+            } else {
+                continue;
+            };
+            let d = Diagnostic::error(
+                "E1011",
+                format!("{bound}{most} arrival(s) reach this phase of `@{name}`, initialised with count {need}"),
+                span(w.inst),
+            )
+            .with_label(label)
+            .with_secondary(span(init.inst), format!("initialised with count {need}"));
+            out.push(arrivers(d).with_help(format!(
+                "initialise `@{name}` with the number of arrivals per phase ({most}){or}"
+            )));
         }
         out.extend(self.expect_tx());
         out.extend(self.too_many_arrivals(&out));
