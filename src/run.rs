@@ -1,5 +1,7 @@
 //! `cpflow run`: execute a kernel in the reference interpreter
 //! (`cpflow-interp`) and print its buffers and any undefined behaviour.
+//! Without `--kernel` and `--grid`, every `// run:` line of the file is a
+//! launch (kernel, grid and inputs).
 //!
 //! Exit status: 0 when the run is clean (warnings allowed), 1 when it has
 //! undefined behaviour (or the file does not verify), 2 on usage and I/O
@@ -9,8 +11,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use cpflow::ir::SourceFile;
-use cpflow_interp::{Inputs, Launch, ScalarArg, Schedule};
+use cpflow::ir::{Module, SourceFile};
+use cpflow_interp::{runline, Inputs, Launch, ScalarArg, Schedule};
 
 use crate::input::usage;
 
@@ -18,12 +20,13 @@ use crate::input::usage;
 pub struct RunArgs {
     /// The IR file.
     file: PathBuf,
-    /// The kernel to run (with or without `@`).
-    #[arg(long)]
-    kernel: String,
+    /// The kernel to run (with or without `@`); without it and `--grid`,
+    /// the file's `// run:` lines give the launches and their inputs.
+    #[arg(long, requires = "grid")]
+    kernel: Option<String>,
     /// The grid: CTAS x THREADS per CTA, e.g. `2x128`.
-    #[arg(long)]
-    grid: String,
+    #[arg(long, requires = "kernel")]
+    grid: Option<String>,
     /// CTAs per cluster (consecutive CTAs form a cluster); defaults to the
     /// kernel's `cluster(...)` shape, or 1.
     #[arg(long)]
@@ -89,15 +92,18 @@ pub fn run(a: RunArgs) -> ExitCode {
         eprintln!("error: `{name}` does not verify; the interpreter runs only verified kernels");
         return ExitCode::from(1);
     }
-    let Some((ctas, threads)) = a.grid.split_once(['x', 'X']) else {
-        return usage(format!("--grid `{}` is not CTASxTHREADS", a.grid));
-    };
-    let (Ok(ctas), Ok(threads)) = (ctas.parse::<u32>(), threads.parse::<u32>()) else {
-        return usage(format!("--grid `{}` is not CTASxTHREADS", a.grid));
-    };
     let schedule = match Schedule::parse(&a.schedule) {
         Ok(s) => s,
         Err(e) => return usage(e),
+    };
+    let (Some(kernel), Some(grid)) = (&a.kernel, &a.grid) else {
+        return run_lines(&a, &file, &module, &schedule);
+    };
+    let Some((ctas, threads)) = grid.split_once(['x', 'X']) else {
+        return usage(format!("--grid `{grid}` is not CTASxTHREADS"));
+    };
+    let (Ok(ctas), Ok(threads)) = (ctas.parse::<u32>(), threads.parse::<u32>()) else {
+        return usage(format!("--grid `{grid}` is not CTASxTHREADS"));
     };
     let mut inputs = Inputs::default();
     for s in &a.args {
@@ -137,12 +143,54 @@ pub fn run(a: RunArgs) -> ExitCode {
         }
     }
     let launch = Launch {
-        kernel: a.kernel.trim_start_matches('@').to_string(),
+        kernel: kernel.trim_start_matches('@').to_string(),
         ctas,
         threads,
         cluster: a.cluster,
     };
-    let out = match cpflow_interp::run(&module, &launch, &inputs, schedule) {
+    execute(&a, &file, &module, &launch, &inputs, schedule)
+}
+
+/// Runs every `// run:` line of the file under `schedule`; the exit status
+/// is the worst of the runs.
+fn run_lines(a: &RunArgs, file: &SourceFile, module: &Module, schedule: &Schedule) -> ExitCode {
+    if !(a.args.is_empty() && a.inputs.is_empty() && a.sizes.is_empty()) {
+        return usage("--arg, --input and --size need --kernel and --grid (without them the `// run:` lines give the inputs)");
+    }
+    let lines = match runline::parse_all(file.text) {
+        Ok(l) if !l.is_empty() => l,
+        Ok(_) => {
+            return usage(format!(
+                "`{}` has no `// run:` line: give --kernel and --grid",
+                file.name
+            ))
+        }
+        Err(e) => return usage(e),
+    };
+    let mut worst = ExitCode::SUCCESS;
+    for line in lines {
+        let mut launch = line.launch;
+        launch.cluster = a.cluster.or(launch.cluster);
+        println!("run: @{} {}x{}", launch.kernel, launch.ctas, launch.threads);
+        let code = execute(a, file, module, &launch, &line.inputs, schedule.clone());
+        if code != ExitCode::SUCCESS {
+            worst = code;
+        }
+    }
+    worst
+}
+
+/// One launch: runs it, writes `--output` buffers, prints the others and
+/// the findings.
+fn execute(
+    a: &RunArgs,
+    file: &SourceFile,
+    module: &Module,
+    launch: &Launch,
+    inputs: &Inputs,
+    schedule: Schedule,
+) -> ExitCode {
+    let out = match cpflow_interp::run(module, launch, inputs, schedule) {
         Ok(o) => o,
         Err(d) => {
             print!("{}", file.render(&[d]));

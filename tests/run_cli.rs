@@ -139,3 +139,20 @@ fn bundle_tags_files_of_one_name_apart() {
     );
     let _ = std::fs::remove_dir_all(&out_dir);
 }
+
+/// Without `--kernel` and `--grid`, the file's `// run:` lines are the
+/// launches; the exit status is the worst run's.
+#[test]
+fn run_lines_are_the_default_launches() {
+    let (code, out) = cpflow(&["run", FIXED]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("run: @k "), "{out}");
+    let (code, out) = cpflow(&["run", CASE, "--schedule", "lazy"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("U0101"), "{out}");
+    let (code, out) = cpflow(&["run", FIXED, "--kernel", "k"]);
+    assert_eq!(code, 2, "{out}");
+    let (code, out) = cpflow(&["run", FIXED, "--size", "dst=64"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("need --kernel and --grid"), "{out}");
+}
