@@ -740,6 +740,16 @@ const FENCE: &str = "mbarrier-fences-cluster.md §4";
 const CLUSTER: &str = "mbarrier-fences-cluster.md §5";
 
 /// Sem/scope on mbarrier ops: sem+scope 8.0, `.cluster` scope sm_90,
+/// The rule that puts a peer-CTA destination outside the executing CTA, as
+/// cited by the verifier (E0403) and the checker (E1016).
+pub fn peer_destination_rule(family: Family) -> &'static str {
+    if family == Family::RedAsync {
+        "red-async.md: the destination and mbarrier belong to a CTA other than the executing one"
+    } else {
+        "READINGS.md #13: the destination has to be in the shared memory of a different CTA"
+    }
+}
+
 /// `.relaxed` 8.6/sm_90 (mbarrier-fences-cluster.md §2).
 const MBAR_SEM_GATES: &[(Qual, Gate)] = &[
     (Q::Release, gate(8, 0, 80)),

@@ -988,11 +988,7 @@ impl Verifier<'_> {
         let own_cta_phase = ty == Some(Type::Phase(Space::Shared))
             && kind == OperandKind::Phase(spec::Spaces::CLUSTER);
         if own_cta_ptr || own_cta_phase {
-            let reading = if variant.family == Family::RedAsync {
-                "red-async.md: the destination and mbarrier belong to a CTA other than the executing one"
-            } else {
-                "READINGS.md #13: the destination has to be in the shared memory of a different CTA"
-            };
+            let reading = spec::peer_destination_rule(variant.family);
             self.push(
                 Diagnostic::error(
                     "E0403",

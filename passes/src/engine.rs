@@ -17,7 +17,7 @@ use cpflow_ir::types::{Scalar, Type};
 
 use crate::affine::{disjoint, Affine, Atom};
 use crate::state::{Init, Issuer, Kind, Mem, OpRec, State};
-use crate::values::{Base, Sym, Syms};
+use crate::values::{is_sreg, mapa_of, Base, Sym, Syms};
 
 const HUGE: i64 = 1 << 40;
 const MAX_ITERS: usize = 30;
@@ -220,16 +220,7 @@ impl<'a> Engine<'a> {
 
     /// `cmp.eq %tid.x, const`: true in exactly one thread.
     fn single_thread(&self, c: Value) -> bool {
-        let Some(i) = self.k.def_inst(c) else {
-            return false;
-        };
-        let data = &self.k.insts[i];
-        if !matches!(data.op, Op::Cmp(CmpPred::Eq, _)) || data.args.len() != 2 {
-            return false;
-        }
-        let tid = Affine::atom(Atom::Tid(0));
-        let s = |j: usize| self.syms.int(data.args[j]);
-        matches!((s(0), s(1)), (Some(a), Some(b)) if (a == tid && b.as_const().is_some()) || (b == tid && a.as_const().is_some()))
+        self.syms.single_thread(self.k, c)
     }
 
     fn guarded(&self, e: &Affine, guard: Option<(Inst, i64)>) -> Affine {
@@ -969,11 +960,7 @@ impl<'a> Engine<'a> {
             }
             Family::CpAsyncBulk | Family::CpReduceAsyncBulk | Family::RedAsync => {
                 if let Some(a) = data.args.first().filter(|a| own_rank_mapa(k, **a)) {
-                    let what = if p.family == Family::RedAsync {
-                        "red-async.md: the destination and mbarrier belong to a CTA other than the executing one"
-                    } else {
-                        "READINGS.md #13: the destination has to be in the shared memory of a different CTA"
-                    };
+                    let what = cpflow_ir::spec::peer_destination_rule(p.family);
                     self.emit(
                         Diagnostic::error(
                             "E1016",
@@ -1486,20 +1473,9 @@ fn data_results(k: &Kernel, at: Inst, kind: Kind) -> BTreeSet<Value> {
 /// Adds `to[i]` as a name of every group `from[i]` names.
 /// Is `a` a `mapa` of this thread's own `%cluster_ctarank` (its own CTA)?
 fn own_rank_mapa(k: &Kernel, a: Arg) -> bool {
-    let Some(def) = a.value().and_then(|v| k.def_inst(v)) else {
-        return false;
-    };
-    let data = &k.insts[def];
-    match &data.op {
-        Op::Ptx(p) if p.family == Family::Mapa => data
-            .args
-            .get(1)
-            .and_then(|r| r.value())
-            .and_then(|r| k.def_inst(r))
-            .is_some_and(|i| k.insts[i].op == Op::Sreg(SpecialReg::ClusterCtaRank)),
-        Op::PtrAdd => data.args.first().is_some_and(|b| own_rank_mapa(k, *b)),
-        _ => false,
-    }
+    mapa_of(k, a)
+        .and_then(|m| m.args.get(1))
+        .is_some_and(|r| is_sreg(k, *r, SpecialReg::ClusterCtaRank))
 }
 
 /// What an `i1` value says about an mbarrier phase.

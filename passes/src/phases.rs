@@ -28,7 +28,7 @@ use cpflow_ir::spec::{Completion, Family};
 use cpflow_ir::types::Type;
 
 use crate::affine::{Affine, Atom};
-use crate::values::{Base, Sym, Syms};
+use crate::values::{mapa_of, sreg_equals, Base, Sym, Syms};
 
 /// What a site does to the phase it names.
 /// An arrival count `per_thread * T + fixed`, `T` the threads of a CTA.
@@ -184,12 +184,7 @@ pub fn check(k: &Kernel, syms: &Syms) -> Vec<Diagnostic> {
 /// phase of each barrier sees the site in one iteration at most.
 fn ring_slot(off: &Affine, idx: &Affine, iv: &Atom) -> bool {
     let just_iv = |e: &Affine| e.terms.len() == 1 && e.terms.get(iv) == Some(&1);
-    let others_free = |e: &Affine, keep: &Atom| {
-        e.terms
-            .keys()
-            .filter(|a| *a != keep)
-            .all(|a| !Affine::atom(a.clone()).mentions(&|x| x == iv))
-    };
+    let others_free = |e: &Affine, keep: &Atom| only_through(e, keep, iv);
     let slot = off.terms.iter().find_map(|(a, k)| match a {
         Atom::Mod(inner, m) if *k != 0 && just_iv(inner) => Some((a.clone(), *m)),
         _ => None,
@@ -202,6 +197,15 @@ fn ring_slot(off: &Affine, idx: &Affine, iv: &Atom) -> bool {
         (Some((sa, m)), Some((ra, d))) => m == d && others_free(off, &sa) && others_free(idx, &ra),
         _ => false,
     }
+}
+
+/// Does `e` mention `iv` only through its term `keep` (no other atom of it
+/// has `iv` inside)?
+fn only_through(e: &Affine, keep: &Atom, iv: &Atom) -> bool {
+    e.terms
+        .keys()
+        .filter(|a| *a != keep)
+        .all(|a| !Affine::atom(a.clone()).mentions(&|x| x == iv))
 }
 
 /// The count every `init` among `sites` gives its barrier; None when there
@@ -236,49 +240,12 @@ const MAX_INSTANCES: usize = 4096;
 
 /// The constant rank of the `mapa` behind a barrier or phase operand.
 fn mapa_rank(k: &Kernel, a: Arg) -> Option<i64> {
-    let mut v = a.value()?;
-    for _ in 0..4 {
-        let data = &k.insts[k.def_inst(v)?];
-        match &data.op {
-            Op::Ptx(p) if p.family == Family::Mapa => return k.const_int(*data.args.get(1)?),
-            Op::Ptx(p) if p.family == Family::MbarrierPhase => v = data.args.first()?.value()?,
-            Op::PtrAdd => v = data.args.first()?.value()?,
-            _ => return None,
-        }
-    }
-    None
+    k.const_int(*mapa_of(k, a)?.args.get(1)?)
 }
 
 /// `cmp.eq %rank, r` with `%rank = sreg cluster_ctarank`: `Some(r)`.
 fn rank_cond(k: &Kernel, c: Value) -> Option<i64> {
-    let data = &k.insts[k.def_inst(c)?];
-    if !matches!(data.op, Op::Cmp(CmpPred::Eq, _)) || data.args.len() != 2 {
-        return None;
-    }
-    let is_rank = |a: &Arg| {
-        a.value()
-            .and_then(|v| k.def_inst(v))
-            .is_some_and(|i| k.insts[i].op == Op::Sreg(SpecialReg::ClusterCtaRank))
-    };
-    match (&data.args[0], &data.args[1]) {
-        (a, b) if is_rank(a) => k.const_int(*b),
-        (a, b) if is_rank(b) => k.const_int(*a),
-        _ => None,
-    }
-}
-
-/// `cmp.eq %tid.x, const`: true in exactly one thread of the CTA.
-fn single_thread(k: &Kernel, syms: &Syms, c: Value) -> bool {
-    let Some(i) = k.def_inst(c) else {
-        return false;
-    };
-    let data = &k.insts[i];
-    if !matches!(data.op, Op::Cmp(CmpPred::Eq, _)) || data.args.len() != 2 {
-        return false;
-    }
-    let tid = Affine::atom(Atom::Tid(0));
-    let s = |j: usize| syms.int(data.args[j]);
-    matches!((s(0), s(1)), (Some(a), Some(b)) if (a == tid && b.as_const().is_some()) || (b == tid && a.as_const().is_some()))
+    sreg_equals(k, c, SpecialReg::ClusterCtaRank)
 }
 
 impl Walk<'_> {
@@ -444,7 +411,7 @@ impl Walk<'_> {
             .collect();
         let single: Vec<bool> = conds
             .iter()
-            .filter(|(c, _)| single_thread(self.k, self.syms, *c))
+            .filter(|(c, _)| self.syms.single_thread(self.k, *c))
             .map(|(_, pol)| *pol)
             .collect();
         let exact = single.len() == conds.len();
@@ -512,7 +479,7 @@ impl Walk<'_> {
     fn one_thread(&self, s: &Site) -> bool {
         s.conds
             .iter()
-            .any(|(c, pol)| *pol && single_thread(self.k, self.syms, *c))
+            .any(|(c, pol)| *pol && self.syms.single_thread(self.k, *c))
     }
 
     /// How many times site `s` may act on one phase (None: unbounded).
@@ -529,19 +496,12 @@ impl Walk<'_> {
         let mut n = 1i64;
         for &l in &s.loops {
             let iv = Atom::Iv(l);
-            let direct = s.idx.terms.get(&iv).is_some_and(|c| *c != 0)
-                && !s.off.mentions(&|a| *a == iv)
-                && s.idx
-                    .terms
-                    .keys()
-                    .all(|a| a == &iv || !Affine::atom(a.clone()).mentions(&|x| *x == iv));
-            // One barrier of an array per iteration, same phase index.
-            let per_barrier = s.off.terms.get(&iv).is_some_and(|c| *c != 0)
-                && !s.idx.mentions(&|a| *a == iv)
-                && s.off
-                    .terms
-                    .keys()
-                    .all(|a| a == &iv || !Affine::atom(a.clone()).mentions(&|x| *x == iv));
+            let in_step =
+                |e: &Affine| e.terms.get(&iv).is_some_and(|c| *c != 0) && only_through(e, &iv, &iv);
+            // A new phase of one barrier per iteration, or one barrier of
+            // an array per iteration at the same phase index.
+            let direct = in_step(&s.idx) && !s.off.mentions(&|a| *a == iv);
+            let per_barrier = in_step(&s.off) && !s.idx.mentions(&|a| *a == iv);
             // A barrier initialised afresh in each iteration starts its
             // phases over: the iterations do not share a phase.
             let reinit = self.sites.iter().any(|i| {
@@ -889,7 +849,7 @@ impl Walk<'_> {
     fn issuing_ranks(&self, s: &Site, ctas: i64) -> Option<Vec<i64>> {
         let mut ranks: Vec<i64> = (0..ctas).collect();
         for &(c, pol) in &s.conds {
-            if single_thread(self.k, self.syms, c) {
+            if self.syms.single_thread(self.k, c) {
                 continue;
             }
             let r = rank_cond(self.k, c)?;
@@ -939,8 +899,8 @@ impl Walk<'_> {
                         _ => return None,
                     };
                     for &r in &ranks {
-                        expected[usize::try_from(r).ok()?] =
-                            expected[usize::try_from(r).ok()?].add(b)?;
+                        let slot = expected.get_mut(usize::try_from(r).ok()?)?;
+                        *slot = slot.add(b)?;
                     }
                 }
                 What::CompleteTx {
@@ -967,15 +927,15 @@ impl Walk<'_> {
                 _ => return None,
             }
         }
+        // The CTAs that expect on this site's barrier.
+        let waiting = self.issuing_ranks(e, ctas)?;
         let (rank, (want, got)) =
             expected
                 .iter()
                 .zip(&landed)
                 .enumerate()
                 .find(|(r, (w, g))| {
-                    self.issuing_ranks(e, ctas)
-                        .is_some_and(|rs| rs.contains(&(*r as i64)))
-                        && (w.always_below(**g) || g.always_below(**w))
+                    waiting.contains(&(*r as i64)) && (w.always_below(**g) || g.always_below(**w))
                 })?;
         let name = &self.k.shared[e.alloc].name;
         let span = |i: Inst| self.k.insts[i].span;

@@ -48,7 +48,57 @@ pub struct Syms {
     pub bounds: Bounds,
 }
 
+/// Is `a` defined by `sreg reg`?
+pub fn is_sreg(k: &Kernel, a: Arg, reg: SpecialReg) -> bool {
+    a.value()
+        .and_then(|v| k.def_inst(v))
+        .is_some_and(|i| k.insts[i].op == Op::Sreg(reg))
+}
+
+/// `cmp.eq %r, C` (either order) with `%r = sreg reg`: `Some(C)`.
+pub fn sreg_equals(k: &Kernel, c: Value, reg: SpecialReg) -> Option<i64> {
+    let data = &k.insts[k.def_inst(c)?];
+    if !matches!(data.op, Op::Cmp(CmpPred::Eq, _)) || data.args.len() != 2 {
+        return None;
+    }
+    match (data.args[0], data.args[1]) {
+        (a, b) if is_sreg(k, a, reg) => k.const_int(b),
+        (a, b) if is_sreg(k, b, reg) => k.const_int(a),
+        _ => None,
+    }
+}
+
+/// The `mapa` an address or phase operand comes from, through `ptr.add`
+/// and `mbarrier.phase`.
+pub fn mapa_of(k: &Kernel, a: Arg) -> Option<&InstData> {
+    let mut v = a.value()?;
+    loop {
+        let data = &k.insts[k.def_inst(v)?];
+        match &data.op {
+            Op::Ptx(p) if p.family == Family::Mapa => return Some(data),
+            Op::Ptx(p) if p.family == Family::MbarrierPhase => v = data.args.first()?.value()?,
+            Op::PtrAdd => v = data.args.first()?.value()?,
+            _ => return None,
+        }
+    }
+}
+
 impl Syms {
+    /// Is `c` a `cmp.eq` of `%tid.x` (as the analysis sees it) and a
+    /// constant, true in exactly one thread of the CTA?
+    pub fn single_thread(&self, k: &Kernel, c: Value) -> bool {
+        let Some(i) = k.def_inst(c) else {
+            return false;
+        };
+        let data = &k.insts[i];
+        if !matches!(data.op, Op::Cmp(CmpPred::Eq, _)) || data.args.len() != 2 {
+            return false;
+        }
+        let tid = Affine::atom(Atom::Tid(0));
+        let s = |j: usize| self.int(data.args[j]);
+        matches!((s(0), s(1)), (Some(a), Some(b)) if (a == tid && b.as_const().is_some()) || (b == tid && a.as_const().is_some()))
+    }
+
     pub fn get(&self, v: Value) -> &Sym {
         &self.vals[v.index()]
     }

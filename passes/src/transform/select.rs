@@ -78,6 +78,8 @@ use cpflow_ir::spec::{self, Family, Qual, Role};
 use cpflow_ir::types::{Scalar, Space, Type};
 use egg::{CostFunction, RecExpr, StopReason};
 
+use crate::values::sreg_equals;
+
 use super::desc::{self, Desc, Mech, Piece, INFEASIBLE, KIND_BULK, KIND_MBAR};
 use super::edit::{self, imm, ptx, val, Editor};
 use crate::affine::{Affine, Atom};
@@ -149,20 +151,7 @@ fn is_copy(k: &Kernel, i: Inst) -> bool {
 
 /// Whether `cond` is `tid.x == C` (one thread of a 1-D CTA).
 fn one_thread(k: &Kernel, cond: Value) -> bool {
-    let Some(def) = k.def_inst(cond) else {
-        return false;
-    };
-    let d = &k.insts[def];
-    if d.op != Op::Cmp(CmpPred::Eq, Scalar::I32) || d.args.len() != 2 {
-        return false;
-    }
-    let is_tid = |a: cpflow_ir::ir::Arg| {
-        a.value()
-            .and_then(|v| k.def_inst(v))
-            .is_some_and(|i| k.insts[i].op == Op::Sreg(SpecialReg::TidX))
-    };
-    (is_tid(d.args[0]) && k.const_int(d.args[1]).is_some())
-        || (is_tid(d.args[1]) && k.const_int(d.args[0]).is_some())
+    sreg_equals(k, cond, SpecialReg::TidX).is_some()
 }
 
 /// Copies under a one-thread guard, found by walking with the guard state.
@@ -1135,32 +1124,22 @@ fn expand(
                         None => {
                             // src-size = min(max(size - off, 0), w).
                             use cpflow_ir::ir::BinaryOp;
+                            let mut int = |op, operands, name: &str| {
+                                let (i, v) = ed.inst1(
+                                    Op::Binary(op),
+                                    operands,
+                                    Type::I32,
+                                    &format!("{base}_{name}"),
+                                );
+                                out.push(i);
+                                val(v)
+                            };
                             let mut left = size;
                             if off != 0 {
-                                let (i, v) = ed.inst1(
-                                    Op::Binary(BinaryOp::Sub),
-                                    vec![size, imm(off)],
-                                    Type::I32,
-                                    &format!("{base}_left"),
-                                );
-                                out.push(i);
-                                let (i, v) = ed.inst1(
-                                    Op::Binary(BinaryOp::MaxS),
-                                    vec![val(v), imm(0)],
-                                    Type::I32,
-                                    &format!("{base}_left"),
-                                );
-                                out.push(i);
-                                left = val(v);
+                                let d = int(BinaryOp::Sub, vec![size, imm(off)], "left");
+                                left = int(BinaryOp::MaxS, vec![d, imm(0)], "left");
                             }
-                            let (i, v) = ed.inst1(
-                                Op::Binary(BinaryOp::MinU),
-                                vec![left, imm(w)],
-                                Type::I32,
-                                &format!("{base}_n"),
-                            );
-                            out.push(i);
-                            args.push(val(v));
+                            args.push(int(BinaryOp::MinU, vec![left, imm(w)], "n"));
                         }
                     }
                     let (i, t) = ed.inst1(
