@@ -56,6 +56,10 @@ pub const CODES: &[(&str, &str)] = &[
         "E1016",
         "a peer-CTA destination that is provably the executing CTA's own",
     ),
+    (
+        "E1017",
+        "two threads access the same shared bytes, one writing, with nothing ordering them",
+    ),
     ("W1001", "wait stronger than any use needs (lost overlap)"),
     ("W1002", "redundant `fence.proxy.async`"),
     ("W1003", "redundant wait: nothing is pending"),

@@ -12,6 +12,7 @@ pub mod affine;
 pub mod codes;
 pub mod db;
 pub mod engine;
+pub mod ordering;
 pub mod phases;
 pub mod state;
 pub mod transform;
@@ -26,6 +27,14 @@ pub fn check_kernel(k: &Kernel) -> Vec<Diagnostic> {
     let syms = values::Syms::compute(k);
     let mut out = engine::Engine::new(k, &syms).run();
     out.extend(phases::check(k, &syms));
+    // The cross-thread analysis adds the hazards that involve none of the
+    // instructions the others already report.
+    let reported = out
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| d.span.start)
+        .collect();
+    out.extend(ordering::check(k, &syms, &reported));
     out.sort_by_key(|d| (d.span.start, d.code));
     out
 }

@@ -1,0 +1,1259 @@
+//! Cross-thread ordering: the happens-before relation between threads that
+//! run different code (a warp-specialised producer and its consumers, a
+//! root CTA and its peers), built from the barriers and mbarrier phases
+//! that connect them.
+//!
+//! The [`crate::engine`] follows one thread's path and knows other threads
+//! only as renamings of it. Here each *role* is one representative thread
+//! (a `%tid.x` next to every constant the kernel compares it with, in every
+//! CTA of the cluster) whose whole run is unrolled: every `if` decided,
+//! every loop run for its trip count. The events of all roles form one
+//! graph:
+//!
+//! * program order within a role; a `barrier.cta` is one node that every
+//!   role of its CTA passes, a cluster barrier one node from the cluster's
+//!   arrivals to its waits;
+//! * `arrive -> phase(b, q) -> wait`, where phase `q` of barrier `b` also
+//!   follows phase `q - 1` and the barrier's `init`, and an async op's
+//!   completion (complete_tx) feeds the phase it names;
+//! * an edge *orders* memory when its ends release and acquire at a scope
+//!   that covers both threads (a peer CTA's arrival needs `.release.cluster`
+//!   and an `.acquire.cluster` wait; `.relaxed` orders nothing); every edge
+//!   is a progress dependency except the one into a poll.
+//!
+//! It reports a cycle of progress dependencies through a wait (E1010: the
+//! phase's arrivals can only come after the wait), and each pair of
+//! accesses of the same shared bytes by two roles, one of them writing,
+//! that no path of ordering edges relates (E1001, E1003, E1005, E1008,
+//! E1017).
+//!
+//! Where it cannot unroll it says nothing: a condition, loop bound, barrier
+//! or phase it cannot evaluate, a loop of more than [`MAX_TRIPS`]
+//! iterations, a barrier initialised twice, roles that disagree on how many
+//! barriers they pass, or more than [`MAX_NODES`] events. Integer kernel
+//! parameters are taken to be [`PARAM_VALUE`] and polls to succeed. Where
+//! it cannot tell which wait completes an async-group, it assumes the next
+//! wait of that kind does, which only adds ordering.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use petgraph::algo::tarjan_scc;
+use petgraph::graph::{DiGraph, NodeIndex};
+use petgraph::visit::EdgeFiltered;
+use petgraph::Direction;
+
+use cpflow_ir::diag::{Diagnostic, Span};
+use cpflow_ir::ir::*;
+use cpflow_ir::spec::{Completion, Family};
+use cpflow_ir::types::Type;
+
+use crate::affine::{disjoint, Affine, Atom, Bounds};
+use crate::values::{mapa_of, Base, Sym, Syms};
+
+/// The value every integer kernel parameter takes: a trip count that runs
+/// a ring of up to 8 stages through two rounds.
+pub const PARAM_VALUE: i64 = 16;
+/// The longest loop that is unrolled.
+pub const MAX_TRIPS: i64 = 256;
+/// The most events (over all roles) that are analysed.
+pub const MAX_NODES: usize = 12_000;
+/// The most CTAs of a cluster that are unrolled.
+const MAX_CTAS: i64 = 16;
+const HUGE: i64 = 1 << 40;
+
+/// The analysis cannot place something; it reports nothing for the kernel.
+struct GiveUp;
+
+/// One representative thread.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Thread {
+    rank: i64,
+    tid: i64,
+}
+
+/// An mbarrier: its CTA, allocation and byte offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+struct Bar {
+    cta: i64,
+    alloc: SharedId,
+    off: i64,
+}
+
+/// Shared bytes: the CTA, allocation, offset (affine in `%tid` only; None:
+/// anywhere) and size.
+#[derive(Clone, Debug, PartialEq)]
+struct Bytes {
+    cta: i64,
+    alloc: SharedId,
+    off: Option<Affine>,
+    size: i64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Group {
+    NonBulk,
+    Bulk,
+    Abstract,
+}
+
+/// How an async op's completion is made known.
+#[derive(Clone, Debug, PartialEq)]
+enum Done {
+    /// complete_tx on phase `q` of each barrier (several for multicast).
+    Phase(Vec<Bar>, i64),
+    Group(Group),
+    /// Nothing in the kernel observes it.
+    Unobserved,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Step {
+    /// A generic `ld`/`st` of shared memory.
+    Access {
+        bytes: Bytes,
+        write: bool,
+    },
+    Async {
+        writes: Vec<Bytes>,
+        reads: Vec<Bytes>,
+        /// The writes are reductions (`cp.reduce.async.bulk`, `red.async`).
+        reduce: bool,
+        done: Done,
+    },
+    Init(Bar),
+    Arrive {
+        bar: Bar,
+        phase: i64,
+        release: bool,
+        cluster: bool,
+    },
+    /// `cp.async.mbarrier.arrive`: arrives once the thread's earlier
+    /// `cp.async` complete.
+    AsyncArrive {
+        bar: Bar,
+        phase: i64,
+    },
+    Wait {
+        bar: Bar,
+        phase: i64,
+        acquire: bool,
+        cluster: bool,
+        blocking: bool,
+    },
+    GroupWait(Group),
+    BarrierCta,
+    ClusterArrive {
+        release: bool,
+    },
+    ClusterWait,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+struct Event {
+    inst: Inst,
+    /// The iteration of each enclosing loop, outermost first.
+    iters: Vec<(Inst, i64)>,
+    step: Step,
+}
+
+/// Reports cross-thread deadlocks and races for one kernel, except those
+/// that involve an instruction whose span starts at an offset in `known`
+/// (already reported by another analysis).
+pub fn check(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Vec<Diagnostic> {
+    analyse(k, syms, known).unwrap_or_default()
+}
+
+fn analyse(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Result<Vec<Diagnostic>, GiveUp> {
+    let dims = k.cluster.map_or([1, 1, 1], |c| c.map(i64::from));
+    let ctas = dims.iter().product::<i64>();
+    if ctas > MAX_CTAS {
+        return Err(GiveUp);
+    }
+    let tids = representative_tids(k, syms);
+    let max_tid = syms.bounds.max_tid.unwrap_or(1023);
+    let mut roles: Vec<(Thread, Vec<Event>)> = Vec::new();
+    // The `%tid.x` ranges each role stands for: between two neighbouring
+    // representatives with different runs lies a boundary of a comparison.
+    let mut ranges: Vec<Vec<(i64, i64)>> = Vec::new();
+    let mut total = 0;
+    for rank in 0..ctas {
+        for (n, &tid) in tids.iter().enumerate() {
+            let th = Thread { rank, tid };
+            let events = Tracer::new(k, syms, th, dims).run()?;
+            total += events.len();
+            if total > MAX_NODES {
+                return Err(GiveUp);
+            }
+            let range = (tid, tids.get(n + 1).map_or(max_tid, |next| next - 1));
+            match roles
+                .iter()
+                .position(|(t, e)| t.rank == rank && *e == events)
+            {
+                Some(r) => ranges[r].push(range),
+                None => {
+                    roles.push((th, events));
+                    ranges.push(vec![range]);
+                }
+            }
+        }
+    }
+    if roles.len() < 2 {
+        return Ok(Vec::new());
+    }
+    let g = Graph::build(&roles)?;
+    let report = Report {
+        k,
+        roles: &roles,
+        ranges: &ranges,
+        g: &g,
+        known,
+    };
+    let deadlocks = report.deadlocks();
+    if !deadlocks.is_empty() {
+        return Ok(deadlocks);
+    }
+    Ok(report.races(&syms.bounds))
+}
+
+/// `%tid.x` values on both sides of every constant the kernel compares a
+/// thread index with, so that each side of each such condition has a
+/// representative (within the largest `%tid.x` the accesses allow).
+fn representative_tids(k: &Kernel, syms: &Syms) -> Vec<i64> {
+    let mut tids = BTreeSet::from([0, 1]);
+    let tid = Affine::atom(Atom::Tid(0));
+    let mut around = |t: i64, width: i64| {
+        tids.extend([t - 1, t, t + width - 1, t + width]);
+    };
+    k.walk(k.body, &mut |i| {
+        let data = &k.insts[i];
+        if !matches!(data.op, Op::Cmp(..)) || data.args.len() != 2 {
+            return;
+        }
+        for (x, y) in [(0, 1), (1, 0)] {
+            let (Some(e), Some(c)) = (
+                syms.int(data.args[x]),
+                syms.int(data.args[y]).and_then(|c| c.as_const()),
+            ) else {
+                continue;
+            };
+            let [(atom, a)] = e.terms.iter().collect::<Vec<_>>()[..] else {
+                continue;
+            };
+            let v = (c - e.c).div_euclid(*a);
+            match atom {
+                Atom::Tid(0 | 3) => around(v, 1),
+                Atom::Div(inner, d) if **inner == tid => around(v * d, *d),
+                Atom::Mod(inner, _) if **inner == tid => around(v, 1),
+                _ => {}
+            }
+        }
+    });
+    let max = syms.bounds.max_tid.unwrap_or(1023);
+    tids.into_iter().filter(|t| (0..=max).contains(t)).collect()
+}
+
+/// Unrolls one thread's run into its events.
+struct Tracer<'a> {
+    k: &'a Kernel,
+    syms: &'a Syms,
+    th: Thread,
+    dims: [i64; 3],
+    /// The value of each SSA value in the current iteration, when known.
+    vals: Vec<Option<i64>>,
+    iters: Vec<(Inst, i64)>,
+    events: Vec<Event>,
+}
+
+impl<'a> Tracer<'a> {
+    fn new(k: &'a Kernel, syms: &'a Syms, th: Thread, dims: [i64; 3]) -> Self {
+        let mut vals = vec![None; k.values.len()];
+        for &p in &k.params {
+            if matches!(k.ty(p), Type::Scalar(s) if s.is_int()) {
+                vals[p.index()] = Some(PARAM_VALUE);
+            }
+        }
+        Tracer {
+            k,
+            syms,
+            th,
+            dims,
+            vals,
+            iters: Vec::new(),
+            events: Vec::new(),
+        }
+    }
+
+    fn run(mut self) -> Result<Vec<Event>, GiveUp> {
+        self.region(self.k.body)?;
+        Ok(self.events)
+    }
+
+    fn val(&self, a: Arg) -> Option<i64> {
+        match a.operand {
+            Operand::Imm(i) => Some(i),
+            Operand::Value(v) => self.vals[v.index()],
+        }
+    }
+
+    /// Runs `r`; the values its `yield` passes out.
+    fn region(&mut self, r: Region) -> Result<Vec<Option<i64>>, GiveUp> {
+        let k = self.k;
+        for &inst in &k.regions[r].insts {
+            let data = &k.insts[inst];
+            match &data.op {
+                Op::Yield => return Ok(data.args.iter().map(|a| self.val(*a)).collect()),
+                Op::If => {
+                    let c = data.args.first().and_then(|a| self.val(*a)).ok_or(GiveUp)?;
+                    let out = match data.regions.get(usize::from(c == 0)) {
+                        Some(&branch) => self.region(branch)?,
+                        None => Vec::new(),
+                    };
+                    for (i, &res) in data.results.iter().enumerate() {
+                        self.vals[res.index()] = out.get(i).copied().flatten();
+                    }
+                }
+                Op::For => self.for_loop(inst)?,
+                _ => self.inst(inst)?,
+            }
+            if self.events.len() > MAX_NODES {
+                return Err(GiveUp);
+            }
+        }
+        Ok(Vec::new())
+    }
+
+    fn for_loop(&mut self, inst: Inst) -> Result<(), GiveUp> {
+        let k = self.k;
+        let data = &k.insts[inst];
+        let bound = |i: usize| data.args.get(i).and_then(|a| self.val(*a)).ok_or(GiveUp);
+        let (lo, hi, step) = (bound(0)?, bound(1)?, bound(2)?);
+        if step <= 0 {
+            return Err(GiveUp);
+        }
+        let trips = if hi > lo {
+            (hi - lo + step - 1) / step
+        } else {
+            0
+        };
+        if trips > MAX_TRIPS {
+            return Err(GiveUp);
+        }
+        let body = data.regions[0];
+        let args = &k.regions[body].args;
+        let mut carried: Vec<Option<i64>> =
+            data.args.iter().skip(3).map(|a| self.val(*a)).collect();
+        for t in 0..trips {
+            let iv = lo + t * step;
+            self.vals[args[0].index()] = Some(iv);
+            for (a, v) in args.iter().skip(1).zip(&carried) {
+                self.vals[a.index()] = *v;
+            }
+            self.iters.push((inst, iv));
+            carried = self.region(body)?;
+            self.iters.pop();
+        }
+        for (res, v) in data.results.iter().zip(&carried) {
+            self.vals[res.index()] = *v;
+        }
+        Ok(())
+    }
+
+    fn push(&mut self, inst: Inst, step: Step) {
+        self.events.push(Event {
+            inst,
+            iters: self.iters.clone(),
+            step,
+        });
+    }
+
+    fn inst(&mut self, inst: Inst) -> Result<(), GiveUp> {
+        let k = self.k;
+        let data = &k.insts[inst];
+        let v = |i: usize| data.args.get(i).and_then(|a| self.val(*a));
+        let out = match &data.op {
+            Op::Const(Constant::Int(c)) => Some(*c),
+            Op::Sreg(r) => self.sreg(*r),
+            Op::Binary(b) => binary(*b, v(0), v(1)),
+            Op::Cmp(p, _) => compare(*p, v(0), v(1)).map(i64::from),
+            Op::Select => v(0).and_then(|c| if c != 0 { v(1) } else { v(2) }),
+            Op::Cast(..) => v(0),
+            Op::Load(s) | Op::Store(s) => {
+                let write = matches!(data.op, Op::Store(_));
+                let size = i64::from(s.bits().max(8) / 8);
+                if let Some(bytes) = data.args.first().and_then(|a| self.bytes(*a, Some(size))) {
+                    self.push(inst, Step::Access { bytes, write });
+                }
+                None
+            }
+            Op::Ptx(p) => self.ptx(inst, p)?,
+            _ => None,
+        };
+        if let Some(&r) = data.results.first() {
+            self.vals[r.index()] = out;
+        }
+        Ok(())
+    }
+
+    fn sreg(&self, r: SpecialReg) -> Option<i64> {
+        let [x, y, z] = self.dims;
+        let rank = self.th.rank;
+        match r {
+            SpecialReg::TidX => Some(self.th.tid),
+            SpecialReg::LaneId => Some(self.th.tid % 32),
+            SpecialReg::ClusterCtaRank => Some(rank),
+            SpecialReg::ClusterNctaRank => Some(x * y * z),
+            SpecialReg::ClusterCtaidX => Some(rank % x),
+            SpecialReg::ClusterCtaidY => Some(rank / x % y),
+            SpecialReg::ClusterCtaidZ => Some(rank / (x * y)),
+            SpecialReg::ClusterNctaidX => Some(x),
+            SpecialReg::ClusterNctaidY => Some(y),
+            SpecialReg::ClusterNctaidZ => Some(z),
+            _ => None,
+        }
+    }
+
+    /// `e` with every loop variable and known value put in (and `%tid`,
+    /// with `tid`); None when an atom other than a thread register is left.
+    fn pin(&self, e: &Affine, tid: bool) -> Option<Affine> {
+        let mut atoms = Vec::new();
+        e.atoms(&mut atoms);
+        let mut out = e.clone();
+        for a in atoms {
+            let to = match &a {
+                Atom::Iv(l) => self.iters.iter().rev().find(|(m, _)| m == l)?.1,
+                Atom::Opaque(v) => self.vals[v.index()]?,
+                Atom::Tid(0) if tid => self.th.tid,
+                Atom::Tid(3) if tid => self.th.tid % 32,
+                _ => continue,
+            };
+            out = out.subst(&a, &Affine::constant(to));
+        }
+        let mut left = Vec::new();
+        out.atoms(&mut left);
+        left.iter()
+            .all(|a| matches!(a, Atom::Tid(_) | Atom::Mod(..) | Atom::Div(..)))
+            .then_some(out)
+    }
+
+    /// The CTA that a pointer or phase operand names: a `mapa`'s rank, or
+    /// the thread's own.
+    fn cta(&self, a: Arg, remote: bool) -> Option<i64> {
+        if !remote {
+            return Some(self.th.rank);
+        }
+        mapa_of(self.k, a)
+            .and_then(|m| m.args.get(1))
+            .and_then(|r| self.val(*r))
+    }
+
+    fn bytes(&self, a: Arg, size: Option<i64>) -> Option<Bytes> {
+        let Sym::Ptr(base, off) = self.syms.arg(a) else {
+            return None;
+        };
+        let (alloc, remote) = match base {
+            Base::Shared(id) => (id, false),
+            Base::Remote(id) => (id, true),
+            _ => return None,
+        };
+        Some(Bytes {
+            cta: self.cta(a, remote)?,
+            alloc,
+            off: self.pin(&off, false),
+            size: size.unwrap_or(HUGE),
+        })
+    }
+
+    fn bar(&self, a: Arg, ptr: &Sym) -> Result<Bar, GiveUp> {
+        let Sym::Ptr(base, off) = ptr else {
+            return Err(GiveUp);
+        };
+        let (alloc, remote) = match base {
+            Base::Shared(id) => (*id, false),
+            Base::Remote(id) => (*id, true),
+            _ => return Err(GiveUp),
+        };
+        let off = self.pin(off, true).and_then(|o| o.as_const());
+        match (self.cta(a, remote), off) {
+            (Some(cta), Some(off)) => Ok(Bar { cta, alloc, off }),
+            _ => Err(GiveUp),
+        }
+    }
+
+    fn phase(&self, a: Arg) -> Result<(Bar, i64), GiveUp> {
+        let Sym::Phase { bar, idx } = self.syms.arg(a) else {
+            return Err(GiveUp);
+        };
+        let q = self.pin(&idx, true).and_then(|q| q.as_const());
+        Ok((self.bar(a, &bar)?, q.ok_or(GiveUp)?))
+    }
+
+    /// Records a table instruction's event; the value of its result (a
+    /// poll is taken to succeed).
+    fn ptx(&mut self, inst: Inst, p: &PtxOp) -> Result<Option<i64>, GiveUp> {
+        let k = self.k;
+        let data = &k.insts[inst];
+        let has = |q: &str| p.quals.iter().any(|x| x.spelling() == q);
+        let first = || data.args.first().copied().ok_or(GiveUp);
+        let step = match p.family {
+            Family::CpAsync | Family::Copy => {
+                let n = data.args.get(2).and_then(|a| self.val(*a));
+                let group = if p.family == Family::Copy {
+                    Group::Abstract
+                } else {
+                    Group::NonBulk
+                };
+                Step::Async {
+                    writes: self.bytes(first()?, n).into_iter().collect(),
+                    reads: data
+                        .args
+                        .get(1)
+                        .and_then(|a| self.bytes(*a, n))
+                        .into_iter()
+                        .collect(),
+                    reduce: false,
+                    done: Done::Group(group),
+                }
+            }
+            Family::CpAsyncBulk | Family::CpReduceAsyncBulk | Family::RedAsync => {
+                self.bulk(p, data)?
+            }
+            Family::Await | Family::CpAsyncWaitGroup | Family::CpAsyncWaitAll => {
+                Step::GroupWait(if p.family == Family::Await {
+                    Group::Abstract
+                } else {
+                    Group::NonBulk
+                })
+            }
+            Family::CpAsyncBulkWaitGroup => Step::GroupWait(Group::Bulk),
+            Family::CpAsyncMbarrierArrive => {
+                let (bar, phase) = self.phase(first()?)?;
+                Step::AsyncArrive { bar, phase }
+            }
+            Family::MbarrierInit => {
+                let a = first()?;
+                Step::Init(self.bar(a, &self.syms.arg(a))?)
+            }
+            Family::MbarrierArrive | Family::MbarrierArriveExpectTx => {
+                let (bar, phase) = self.phase(first()?)?;
+                Step::Arrive {
+                    bar,
+                    phase,
+                    release: !has("relaxed"),
+                    cluster: has("cluster"),
+                }
+            }
+            Family::MbarrierWait
+            | Family::MbarrierTestWaitParity
+            | Family::MbarrierTryWaitParity => {
+                let (bar, phase) = self.phase(first()?)?;
+                let blocking = p.family == Family::MbarrierWait;
+                self.push(
+                    inst,
+                    Step::Wait {
+                        bar,
+                        phase,
+                        acquire: !has("relaxed"),
+                        cluster: has("cluster"),
+                        blocking,
+                    },
+                );
+                return Ok((!blocking).then_some(1));
+            }
+            Family::BarrierCta => Step::BarrierCta,
+            Family::BarrierClusterArrive => Step::ClusterArrive {
+                release: !has("relaxed"),
+            },
+            Family::BarrierClusterWait => Step::ClusterWait,
+            _ => return Ok(None),
+        };
+        self.push(inst, step);
+        Ok(None)
+    }
+
+    /// A bulk copy, bulk reduction or `red.async`: the bytes it writes (in
+    /// every CTA of a multicast mask), reads, and how it completes.
+    fn bulk(&self, p: &PtxOp, data: &InstData) -> Result<Step, GiveUp> {
+        let variant = p.variant().ok_or(GiveUp)?;
+        let operand = |name: &str| {
+            let b = variant.bind_operands(&p.quals, data.args.len()).ok()?;
+            b.one(variant.operand(name)?)
+                .and_then(|i| data.args.get(i))
+                .copied()
+        };
+        let size = if p.family == Family::RedAsync {
+            match data.args.get(1).and_then(|a| self.k.arg_ty(*a)) {
+                Some(Type::Scalar(s)) => Some(i64::from(s.bits() / 8)),
+                _ => None,
+            }
+        } else {
+            data.args.get(2).and_then(|a| self.val(*a))
+        };
+        let dst = data.args.first().ok_or(GiveUp)?;
+        let mut writes: Vec<Bytes> = self.bytes(*dst, size).into_iter().collect();
+        let ranks: Option<Vec<i64>> = if p.quals.iter().any(|q| q.spelling().contains("multicast"))
+        {
+            let mask = operand("ctaMask").and_then(|a| self.val(a)).ok_or(GiveUp)?;
+            Some((0..16).filter(|r| mask >> r & 1 == 1).collect())
+        } else {
+            None
+        };
+        if let (Some(ranks), Some(w)) = (&ranks, writes.first().cloned()) {
+            writes = ranks
+                .iter()
+                .map(|&cta| Bytes { cta, ..w.clone() })
+                .collect();
+        }
+        let reads = if p.family == Family::RedAsync {
+            Vec::new()
+        } else {
+            data.args
+                .get(1)
+                .and_then(|a| self.bytes(*a, size))
+                .into_iter()
+                .collect()
+        };
+        let done = match variant.completion {
+            Completion::Mbarrier => {
+                let a = data
+                    .args
+                    .iter()
+                    .find(|a| matches!(self.syms.arg(**a), Sym::Phase { .. }))
+                    .ok_or(GiveUp)?;
+                let (bar, q) = self.phase(*a)?;
+                let bars = match ranks {
+                    Some(ranks) => ranks.into_iter().map(|cta| Bar { cta, ..bar }).collect(),
+                    None => vec![bar],
+                };
+                Done::Phase(bars, q)
+            }
+            Completion::BulkGroup => Done::Group(Group::Bulk),
+            _ => Done::Unobserved,
+        };
+        Ok(Step::Async {
+            writes,
+            reads,
+            reduce: p.family != Family::CpAsyncBulk,
+            done,
+        })
+    }
+}
+
+fn binary(op: BinaryOp, a: Option<i64>, b: Option<i64>) -> Option<i64> {
+    let (a, b) = (a?, b?);
+    let unsigned = a >= 0 && b >= 0;
+    match op {
+        BinaryOp::Add => a.checked_add(b),
+        BinaryOp::Sub => a.checked_sub(b),
+        BinaryOp::Mul => a.checked_mul(b),
+        BinaryOp::DivU if unsigned => a.checked_div(b),
+        BinaryOp::RemU if unsigned => a.checked_rem(b),
+        BinaryOp::DivS => a.checked_div(b),
+        BinaryOp::RemS => a.checked_rem(b),
+        BinaryOp::And => Some(a & b),
+        BinaryOp::Or => Some(a | b),
+        BinaryOp::Xor => Some(a ^ b),
+        BinaryOp::Shl if (0..32).contains(&b) => a.checked_shl(b as u32),
+        BinaryOp::ShrU if unsigned && b < 63 => Some(a >> b),
+        BinaryOp::ShrS if (0..63).contains(&b) => Some(a >> b),
+        BinaryOp::MinU if unsigned => Some(a.min(b)),
+        BinaryOp::MaxU if unsigned => Some(a.max(b)),
+        BinaryOp::MinS => Some(a.min(b)),
+        BinaryOp::MaxS => Some(a.max(b)),
+        _ => None,
+    }
+}
+
+fn compare(p: CmpPred, a: Option<i64>, b: Option<i64>) -> Option<bool> {
+    let (a, b) = (a?, b?);
+    let unsigned = a >= 0 && b >= 0;
+    match p {
+        CmpPred::Eq => Some(a == b),
+        CmpPred::Ne => Some(a != b),
+        CmpPred::Slt => Some(a < b),
+        CmpPred::Sle => Some(a <= b),
+        CmpPred::Sgt => Some(a > b),
+        CmpPred::Sge => Some(a >= b),
+        CmpPred::Ult if unsigned => Some(a < b),
+        CmpPred::Ule if unsigned => Some(a <= b),
+        CmpPred::Ugt if unsigned => Some(a > b),
+        CmpPred::Uge if unsigned => Some(a >= b),
+        _ => None,
+    }
+}
+
+/// A node of the happens-before graph.
+#[derive(Clone, Copy, Debug)]
+enum Node {
+    /// Event `i` of role `r` (for an async op: its issue).
+    Event(usize, usize),
+    /// The completion of the async op of event `i` of role `r`.
+    Done(usize, usize),
+    /// The arrival of the `cp.async.mbarrier.arrive` of event `i` of role `r`.
+    Fires(usize, usize),
+    /// A phase of a barrier completes.
+    Phase,
+    /// A `barrier.cta` of one CTA, or a cluster barrier.
+    Barrier,
+}
+
+/// An edge: whether it orders memory, and whether the target cannot happen
+/// before the source (a progress dependency).
+#[derive(Clone, Copy, Debug)]
+struct Link {
+    orders: bool,
+    blocks: bool,
+}
+
+const BOTH: Link = Link {
+    orders: true,
+    blocks: true,
+};
+
+struct Graph {
+    g: DiGraph<Node, Link>,
+    /// Per role, the node of each event.
+    at: Vec<Vec<NodeIndex>>,
+    /// The completion node of each async event, by (role, event).
+    done: HashMap<(usize, usize), NodeIndex>,
+    /// Each phase's node.
+    phases: BTreeMap<(Bar, i64), NodeIndex>,
+}
+
+impl Graph {
+    fn build(roles: &[(Thread, Vec<Event>)]) -> Result<Graph, GiveUp> {
+        let mut gr = Graph {
+            g: DiGraph::new(),
+            at: Vec::new(),
+            done: HashMap::new(),
+            phases: BTreeMap::new(),
+        };
+        // Barriers some peer CTA arrives on: a wait orders those arrivals
+        // only with `.acquire.cluster`.
+        let mut remote = BTreeSet::new();
+        let mut inits: BTreeMap<Bar, usize> = BTreeMap::new();
+        for (th, events) in roles {
+            for e in events {
+                match &e.step {
+                    Step::Arrive { bar, .. } if bar.cta != th.rank => {
+                        remote.insert(*bar);
+                    }
+                    Step::Init(bar) => *inits.entry(*bar).or_default() += 1,
+                    _ => {}
+                }
+            }
+        }
+        if inits.values().any(|&n| n > 1) {
+            return Err(GiveUp);
+        }
+        let mut cta_barriers: BTreeMap<(i64, usize), NodeIndex> = BTreeMap::new();
+        let mut cluster_barriers: BTreeMap<usize, NodeIndex> = BTreeMap::new();
+        let mut counts: Vec<(i64, [usize; 3])> = Vec::new();
+        for (r, (th, events)) in roles.iter().enumerate() {
+            let mut prev: Option<NodeIndex> = None;
+            let mut passed = [0usize; 3];
+            let mut pending: Vec<(NodeIndex, Group)> = Vec::new();
+            let mut nodes = Vec::with_capacity(events.len());
+            for (i, e) in events.iter().enumerate() {
+                let node = match e.step {
+                    Step::BarrierCta => {
+                        passed[0] += 1;
+                        *cta_barriers
+                            .entry((th.rank, passed[0]))
+                            .or_insert_with(|| gr.g.add_node(Node::Barrier))
+                    }
+                    _ => gr.g.add_node(Node::Event(r, i)),
+                };
+                if let Some(p) = prev {
+                    gr.g.add_edge(p, node, BOTH);
+                }
+                prev = Some(node);
+                nodes.push(node);
+                match &e.step {
+                    Step::Async { done, .. } => {
+                        let d = gr.g.add_node(Node::Done(r, i));
+                        gr.g.add_edge(node, d, BOTH);
+                        gr.done.insert((r, i), d);
+                        match done {
+                            Done::Phase(bars, q) => {
+                                for b in bars {
+                                    let ph = gr.phase(*b, *q);
+                                    gr.g.add_edge(d, ph, BOTH);
+                                }
+                            }
+                            Done::Group(kind) => pending.push((d, *kind)),
+                            Done::Unobserved => {}
+                        }
+                    }
+                    Step::GroupWait(kind) => {
+                        for (d, _) in pending.iter().filter(|(_, g)| g == kind) {
+                            gr.g.add_edge(*d, node, BOTH);
+                        }
+                        pending.retain(|(_, g)| g != kind);
+                    }
+                    Step::AsyncArrive { bar, phase } => {
+                        let f = gr.g.add_node(Node::Fires(r, i));
+                        gr.g.add_edge(node, f, BOTH);
+                        for (d, _) in pending.iter().filter(|(_, g)| *g == Group::NonBulk) {
+                            gr.g.add_edge(*d, f, BOTH);
+                        }
+                        let ph = gr.phase(*bar, *phase);
+                        gr.g.add_edge(f, ph, BOTH);
+                    }
+                    Step::Init(bar) => {
+                        let ph = gr.phase(*bar, -1);
+                        gr.g.add_edge(node, ph, BOTH);
+                    }
+                    Step::Arrive {
+                        bar,
+                        phase,
+                        release,
+                        cluster,
+                    } => {
+                        let orders = *release && (bar.cta == th.rank || *cluster);
+                        let ph = gr.phase(*bar, *phase);
+                        gr.g.add_edge(
+                            node,
+                            ph,
+                            Link {
+                                orders,
+                                blocks: true,
+                            },
+                        );
+                    }
+                    Step::Wait {
+                        bar,
+                        phase,
+                        acquire,
+                        cluster,
+                        blocking,
+                    } => {
+                        let orders = *acquire && (*cluster || !remote.contains(bar));
+                        let ph = gr.phase(*bar, *phase);
+                        gr.g.add_edge(
+                            ph,
+                            node,
+                            Link {
+                                orders,
+                                blocks: *blocking,
+                            },
+                        );
+                    }
+                    Step::ClusterArrive { release } => {
+                        passed[1] += 1;
+                        let c = *cluster_barriers
+                            .entry(passed[1])
+                            .or_insert_with(|| gr.g.add_node(Node::Barrier));
+                        gr.g.add_edge(
+                            node,
+                            c,
+                            Link {
+                                orders: *release,
+                                blocks: true,
+                            },
+                        );
+                    }
+                    Step::ClusterWait => {
+                        passed[2] += 1;
+                        let c = *cluster_barriers
+                            .entry(passed[2])
+                            .or_insert_with(|| gr.g.add_node(Node::Barrier));
+                        gr.g.add_edge(c, node, BOTH);
+                    }
+                    Step::Access { .. } | Step::BarrierCta => {}
+                }
+            }
+            gr.at.push(nodes);
+            counts.push((th.rank, passed));
+        }
+        // Every thread of a CTA passes its barriers, and every thread of
+        // the cluster its cluster barriers, the same number of times.
+        let agree = counts
+            .windows(2)
+            .all(|w| w[0].1[1..] == w[1].1[1..] && (w[0].0 != w[1].0 || w[0].1[0] == w[1].1[0]));
+        if !agree {
+            return Err(GiveUp);
+        }
+        // Phase q completes after phase q - 1.
+        let keys: Vec<(Bar, i64)> = gr.phases.keys().copied().collect();
+        for w in keys.windows(2) {
+            if w[0].0 == w[1].0 {
+                gr.g.add_edge(gr.phases[&w[0]], gr.phases[&w[1]], BOTH);
+            }
+        }
+        Ok(gr)
+    }
+
+    fn phase(&mut self, bar: Bar, q: i64) -> NodeIndex {
+        let g = &mut self.g;
+        *self
+            .phases
+            .entry((bar, q))
+            .or_insert_with(|| g.add_node(Node::Phase))
+    }
+
+    /// Every node reachable from `from` along ordering edges.
+    fn reach(&self, from: NodeIndex) -> Vec<u64> {
+        let mut seen = vec![0u64; self.g.node_count().div_ceil(64)];
+        let mut stack = vec![from];
+        while let Some(n) = stack.pop() {
+            for e in self.g.edges_directed(n, Direction::Outgoing) {
+                use petgraph::visit::EdgeRef;
+                let t = e.target().index();
+                if e.weight().orders && seen[t / 64] >> (t % 64) & 1 == 0 {
+                    seen[t / 64] |= 1 << (t % 64);
+                    stack.push(e.target());
+                }
+            }
+        }
+        seen
+    }
+}
+
+/// What one access does to its bytes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Use {
+    Read,
+    Write,
+    AsyncRead,
+    AsyncWrite,
+    /// An async reduction: it commutes with other reductions.
+    AsyncReduce,
+}
+
+impl Use {
+    fn writes(self) -> bool {
+        !matches!(self, Use::Read | Use::AsyncRead)
+    }
+
+    fn is_async(self) -> bool {
+        !matches!(self, Use::Read | Use::Write)
+    }
+}
+
+/// One access of shared bytes by one role.
+struct Access<'a> {
+    role: usize,
+    event: usize,
+    bytes: &'a Bytes,
+    what: Use,
+    /// The node before which the access cannot start, and after which it is over.
+    start: NodeIndex,
+    end: NodeIndex,
+}
+
+struct Report<'a> {
+    k: &'a Kernel,
+    roles: &'a [(Thread, Vec<Event>)],
+    /// The `%tid.x` ranges of each role.
+    ranges: &'a [Vec<(i64, i64)>],
+    g: &'a Graph,
+    known: &'a BTreeSet<u32>,
+}
+
+impl Report<'_> {
+    fn event(&self, role: usize, i: usize) -> &Event {
+        &self.roles[role].1[i]
+    }
+
+    fn span(&self, role: usize, i: usize) -> Span {
+        self.k.insts[self.event(role, i).inst].span
+    }
+
+    /// "thread `%tid.x` = 0 of CTA rank 1, iteration `%k` = 3".
+    fn instance(&self, role: usize, i: usize) -> String {
+        let th = self.roles[role].0;
+        let mut s = format!("`%tid.x` = {}", th.tid);
+        if self.k.cluster.is_some() {
+            s += &format!(" of CTA rank {}", th.rank);
+        }
+        let iters: Vec<String> = self
+            .event(role, i)
+            .iters
+            .iter()
+            .map(|(l, v)| {
+                let body = self.k.insts[*l].regions[0];
+                let name = self.k.regions[body]
+                    .args
+                    .first()
+                    .map_or("?", |a| self.k.values[*a].name.as_str());
+                format!("`%{name}` = {v}")
+            })
+            .collect();
+        if !iters.is_empty() {
+            s += &format!(" in iteration {}", iters.join(", "));
+        }
+        s
+    }
+
+    /// E1010 for each blocking wait on a cycle of progress dependencies.
+    fn deadlocks(&self) -> Vec<Diagnostic> {
+        let blocking = EdgeFiltered::from_fn(&self.g.g, |e| e.weight().blocks);
+        let mut out: BTreeMap<Inst, (usize, Diagnostic)> = BTreeMap::new();
+        for scc in tarjan_scc(&blocking) {
+            if scc.len() < 2 {
+                continue;
+            }
+            let in_cycle: BTreeSet<NodeIndex> = scc.iter().copied().collect();
+            let mut events: Vec<(usize, usize)> = scc
+                .iter()
+                .filter_map(|n| match self.g.g[*n] {
+                    Node::Event(r, i) | Node::Done(r, i) | Node::Fires(r, i) => Some((r, i)),
+                    _ => None,
+                })
+                .collect();
+            if events
+                .iter()
+                .any(|&(r, i)| self.known.contains(&self.span(r, i).start))
+            {
+                continue;
+            }
+            events.sort_by_key(|&(r, i)| (self.span(r, i).start, r, i));
+            let Some(&(wr, wi)) = events.iter().find(|&&(r, i)| {
+                matches!(self.event(r, i).step, Step::Wait { blocking: true, .. })
+            }) else {
+                continue;
+            };
+            let Step::Wait { bar, phase, .. } = self.event(wr, wi).step else {
+                continue;
+            };
+            let wait = &self.k.insts[self.event(wr, wi).inst];
+            // The first instance of the wait that deadlocks is the example.
+            if out
+                .get(&self.event(wr, wi).inst)
+                .is_some_and(|(first, _)| *first <= wi)
+            {
+                continue;
+            }
+            // An arrival or completion on the awaited phase, inside the cycle.
+            let feeder = self.g.phases.get(&(bar, phase)).and_then(|&ph| {
+                self.g
+                    .g
+                    .neighbors_directed(ph, Direction::Incoming)
+                    .filter(|n| in_cycle.contains(n))
+                    .find_map(|n| match self.g.g[n] {
+                        Node::Event(r, i) | Node::Done(r, i) | Node::Fires(r, i) => Some((r, i)),
+                        _ => None,
+                    })
+            });
+            let mut d = Diagnostic::error(
+                "E1010",
+                "waits on a phase that can only complete after this wait returns: a deadlock",
+                wait.span,
+            )
+            .with_label(format!(
+                "phase {phase} needs arrivals that come only after this wait (a cycle of waits)"
+            ));
+            if let Some((fr, fi)) = feeder {
+                d = d.with_secondary(
+                    self.span(fr, fi),
+                    "this arrival on the phase can only happen after the wait",
+                );
+            }
+            d = d
+                .with_note(format!("for example {}", self.instance(wr, wi)))
+                .with_help("wait for a phase the other threads complete without waiting for this thread first: a producer waiting for a slot to be freed waits on the previous round's phase (`round - 1`, complete at init in round 0)");
+            out.insert(self.event(wr, wi).inst, (wi, d));
+        }
+        out.into_values().map(|(_, d)| d).collect()
+    }
+
+    fn accesses(&self) -> Vec<Access<'_>> {
+        let mut out = Vec::new();
+        for (r, (_, events)) in self.roles.iter().enumerate() {
+            for (i, e) in events.iter().enumerate() {
+                let node = self.g.at[r][i];
+                match &e.step {
+                    Step::Access { bytes, write } => out.push(Access {
+                        role: r,
+                        event: i,
+                        bytes,
+                        what: if *write { Use::Write } else { Use::Read },
+                        start: node,
+                        end: node,
+                    }),
+                    Step::Async {
+                        writes,
+                        reads,
+                        reduce,
+                        ..
+                    } => {
+                        let end = self.g.done[&(r, i)];
+                        let write = if *reduce {
+                            Use::AsyncReduce
+                        } else {
+                            Use::AsyncWrite
+                        };
+                        let uses = writes
+                            .iter()
+                            .map(|b| (b, write))
+                            .chain(reads.iter().map(|b| (b, Use::AsyncRead)));
+                        for (bytes, what) in uses {
+                            out.push(Access {
+                                role: r,
+                                event: i,
+                                bytes,
+                                what,
+                                start: node,
+                                end,
+                            });
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        out
+    }
+
+    /// Each pair of conflicting accesses by two roles that nothing orders.
+    fn races(&self, bounds: &Bounds) -> Vec<Diagnostic> {
+        let accesses = self.accesses();
+        let mut reach: HashMap<NodeIndex, Vec<u64>> = HashMap::new();
+        let mut before = |a: NodeIndex, b: NodeIndex| {
+            let set = reach.entry(a).or_insert_with(|| self.g.reach(a));
+            a == b || set[b.index() / 64] >> (b.index() % 64) & 1 == 1
+        };
+        let overlap = |a: &Access, b: &Access| {
+            let (Some(x), Some(y)) = (&a.bytes.off, &b.bytes.off) else {
+                return true;
+            };
+            // Threads of two roles of one CTA differ; of two CTAs, their
+            // `%tid.x` may be equal.
+            let distinct = self.roles[a.role].0.rank == self.roles[b.role].0.rank;
+            if disjoint(
+                x,
+                a.bytes.size,
+                &y.other_thread(),
+                b.bytes.size,
+                distinct,
+                bounds,
+            ) {
+                return false;
+            }
+            match (self.extent(a), self.extent(b)) {
+                (Some(ea), Some(eb)) => ea
+                    .iter()
+                    .any(|&(l1, h1)| eb.iter().any(|&(l2, h2)| l1 < h2 && l2 < h1)),
+                _ => true,
+            }
+        };
+        let mut out: BTreeMap<(&'static str, Inst, Inst), Diagnostic> = BTreeMap::new();
+        for (i, a) in accesses.iter().enumerate() {
+            for b in &accesses[i + 1..] {
+                if a.role == b.role
+                    || !(a.what.writes() || b.what.writes())
+                    || (a.what == Use::AsyncReduce && b.what == Use::AsyncReduce)
+                    || (a.bytes.cta, a.bytes.alloc) != (b.bytes.cta, b.bytes.alloc)
+                    || before(a.end, b.start)
+                    || before(b.end, a.start)
+                    || !overlap(a, b)
+                    || self.known.contains(&self.span(a.role, a.event).start)
+                    || self.known.contains(&self.span(b.role, b.event).start)
+                {
+                    continue;
+                }
+                // The read of a copy's bytes by another thread is a late
+                // read (WAR) when an earlier write to them is ordered before
+                // it; otherwise it reads too early (RAW).
+                let (x, y) = if b.what.is_async() && !a.what.is_async() {
+                    (b, a)
+                } else {
+                    (a, b)
+                };
+                let overwrite = x.what == Use::AsyncWrite
+                    && y.what == Use::Read
+                    && accesses.iter().any(|w| {
+                        w.what.writes()
+                            && (w.bytes.cta, w.bytes.alloc) == (y.bytes.cta, y.bytes.alloc)
+                            && overlap(w, y)
+                            && before(w.end, y.start)
+                            && before(w.start, x.start)
+                    });
+                let d = self.race(x, y, overwrite);
+                let key = (
+                    d.code,
+                    self.event(x.role, x.event).inst,
+                    self.event(y.role, y.event).inst,
+                );
+                out.entry(key).or_insert(d);
+            }
+        }
+        out.into_values().collect()
+    }
+
+    /// The byte ranges an access may touch over its role's threads.
+    fn extent(&self, a: &Access) -> Option<Vec<(i64, i64)>> {
+        let off = a.bytes.off.as_ref()?;
+        let tid = Affine::atom(Atom::Tid(0));
+        self.ranges[a.role]
+            .iter()
+            .map(|&(lo, hi)| {
+                let shifted = off.subst(&Atom::Tid(0), &tid.add(&Affine::constant(lo)));
+                let bounds = Bounds {
+                    max_tid: Some(hi - lo),
+                    ..Bounds::default()
+                };
+                let (l, h) = bounds.interval(&shifted)?;
+                Some((l, h.checked_add(a.bytes.size)?))
+            })
+            .collect()
+    }
+
+    /// The diagnostic for an unordered pair: `x` is the async access when
+    /// there is one.
+    fn race(&self, x: &Access, y: &Access, overwrite: bool) -> Diagnostic {
+        let release = "arrive (release) on an mbarrier after the first access and wait (acquire) on that phase before the second, or put a barrier between them";
+        let plain = |u: Use| {
+            if u == Use::AsyncReduce {
+                Use::AsyncWrite
+            } else {
+                u
+            }
+        };
+        let noun = |u: Use| match u {
+            Use::Read => "read",
+            Use::Write => "write",
+            _ => "async copy",
+        };
+        let (code, message, primary, label, secondary, note, help) = match (plain(x.what), plain(y.what)) {
+            (Use::AsyncWrite, Use::Read) if overwrite => ("E1008", "an async copy may overwrite bytes another thread still reads", x,
+                "nothing orders this copy after the other thread's read".to_string(), y,
+                "read here by another thread, which releases nothing the copy's issue waits on".to_string(),
+                "before issuing the copy, wait on a phase the reader arrives on after its read (a ring's `empty` barrier), with the arrive after the read".to_string()),
+            (Use::AsyncWrite, Use::Read) => ("E1001", "reads the destination of an async copy before its completion is observed", y,
+                "no wait on the copy's mbarrier phase orders this read after the copy another thread issued".to_string(), x,
+                "the copy, issued by another thread".to_string(),
+                "wait (acquire) on the mbarrier phase the copy completes on before reading".to_string()),
+            (Use::AsyncWrite, Use::AsyncWrite) => ("E1005", "two async copies of different threads write overlapping bytes with nothing ordering them", y,
+                "this copy may land while the other is in flight".to_string(), x,
+                "the other thread's copy".to_string(),
+                format!("order the copies: {release}")),
+            (Use::AsyncWrite | Use::AsyncRead, Use::Write) => ("E1003", "writes the source or destination of an async copy still in flight", y,
+                "nothing orders this write with the other thread's async copy".to_string(), x,
+                "the async copy, issued by another thread".to_string(),
+                "wait for the copy's completion (its mbarrier phase) before writing, or issue the copy after the write is released to the issuing thread".to_string()),
+            (Use::AsyncRead, Use::AsyncWrite) | (Use::AsyncWrite, Use::AsyncRead) => {
+                let (w, r) = if x.what == Use::AsyncRead { (y, x) } else { (x, y) };
+                ("E1003", "an async copy writes the source of another thread's async copy still in flight", w,
+                    "nothing orders this copy after the other one has read its source".to_string(), r,
+                    "the async copy reading these bytes".to_string(),
+                    format!("order the copies: {release}"))
+            }
+            _ => ("E1017", "two threads access the same shared bytes, one writing, with nothing ordering them", y,
+                format!("this {} races with another thread's {}", noun(y.what), noun(x.what)), x,
+                format!("the other thread's {}", noun(x.what)),
+                format!("order them: {release} (across CTAs, `.release.cluster` and `.acquire.cluster`)")),
+        };
+        Diagnostic::error(code, message, self.span(primary.role, primary.event))
+            .with_label(label)
+            .with_secondary(self.span(secondary.role, secondary.event), note)
+            .with_help(help)
+            .with_note(format!(
+                "an instance: the {} by {}, the {} by {}",
+                noun(primary.what),
+                self.instance(primary.role, primary.event),
+                noun(secondary.what),
+                self.instance(secondary.role, secondary.event)
+            ))
+    }
+}
