@@ -10,7 +10,7 @@ pub const CODES: &[(&str, &str, &str)] = &[
     ("U0103", "two in-flight async ops conflict (e.g. two writes to one location in one async-group)", "split the ops into groups and wait in between, or copy to disjoint bytes"),
     ("U0104", "generic-proxy write read by the async proxy without `fence.proxy.async`", "execute `fence.proxy.async.shared::cta` after the stores, then a barrier, then issue the bulk op"),
     ("U0105", "access to bytes an async op wrote, without observing its completion", "observe the op's completion (wait_group / mbarrier wait) and order other threads after it with a barrier"),
-    ("U0106", "data race: accesses of two threads not ordered by any barrier or release/acquire", "put a `barrier.cta` (or an mbarrier arrive/wait) between the accesses"),
+    ("U0106", "data race: accesses of two threads not ordered by any barrier or release/acquire", "put a `barrier.cta` (or an mbarrier arrive/wait) between the accesses; between CTAs, a cluster barrier or `.release.cluster`/`.acquire.cluster`"),
     ("U0201", "mbarrier count or tx-count out of range", "keep counts within [1, 2^20-1] and tx-count within [-(2^20-1), 2^20-1]"),
     ("U0202", "the kernel hangs: a wait or barrier can never complete", "check arrival counts, expect_tx bytes and phase parities"),
     ("U0203", "wait on a phase that is neither the current nor the immediately preceding one", "wait on every phase in turn; the parity of a lagging wait names another phase"),

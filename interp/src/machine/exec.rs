@@ -450,8 +450,14 @@ impl Machine<'_> {
                 m.pending = count.clamp(1, COUNT_MAX);
                 m.expected = m.pending;
                 m.tx = 0;
-                m.cur_vc.iter_mut().for_each(|x| *x = 0);
-                m.prev_vc.iter_mut().for_each(|x| *x = 0);
+                for vc in [
+                    &mut m.cur_vc,
+                    &mut m.prev_vc,
+                    &mut m.cur_peer_vc,
+                    &mut m.prev_peer_vc,
+                ] {
+                    vc.iter_mut().for_each(|x| *x = 0);
+                }
                 m.cur_ops.clear();
                 m.prev_ops.clear();
                 m.init_stamp = init_stamp;
@@ -497,7 +503,7 @@ impl Machine<'_> {
                     let count = self
                         .operand(inst, "count")
                         .map_or(1, |c| i64::from(self.u32_of(g, c)));
-                    let release = p.qual(Role::Sem) != Some(Qual::Relaxed);
+                    let release = (p.qual(Role::Sem) != Some(Qual::Relaxed)).then(|| Scope::of(p));
                     self.arrive_on(g, inst, slot, ph, count, release);
                 }
             }
@@ -526,7 +532,7 @@ impl Machine<'_> {
                             .any(|d| d.bar.is_some_and(|(s, _)| s == slot))
                     });
                 self.observe_point(relevant);
-                let acquire = p.qual(Role::Sem) != Some(Qual::Relaxed);
+                let acquire = (p.qual(Role::Sem) != Some(Qual::Relaxed)).then(|| Scope::of(p));
                 let done = self.observe_phase(g, inst, slot, ph, acquire);
                 if p.family == Family::MbarrierWait {
                     if !done {
@@ -535,7 +541,6 @@ impl Machine<'_> {
                             Block::Phase {
                                 slot,
                                 parity: (ph & 1) as u32,
-                                acquire,
                             },
                             inst,
                         );
@@ -1439,7 +1444,17 @@ impl Machine<'_> {
         }
     }
 
-    fn arrive_on(&mut self, g: u32, inst: Inst, slot: u32, named: i32, count: i64, release: bool) {
+    /// An arrive-on of `count` by thread `g`, releasing at the given scope
+    /// unless `.relaxed` (`None`).
+    fn arrive_on(
+        &mut self,
+        g: u32,
+        inst: Inst,
+        slot: u32,
+        named: i32,
+        count: i64,
+        release: Option<Scope>,
+    ) {
         self.phase_mismatch(g, inst, slot, named, "this arrival");
         if count > self.mbars[slot as usize].pending {
             let m = &self.mbars[slot as usize];
@@ -1458,9 +1473,16 @@ impl Machine<'_> {
                 vec!["mbarrier-fences-cluster.md §1: the pending count cannot go below 0".into()],
             );
         }
-        if release {
+        if let Some(scope) = release {
+            let local = self.threads[g as usize].cta == self.slot_cta(slot);
             let vc = std::mem::take(&mut self.threads[g as usize].vc);
-            clock::join(&mut self.mbars[slot as usize].cur_vc, &vc);
+            let m = &mut self.mbars[slot as usize];
+            match (local, scope) {
+                (true, _) => clock::join(&mut m.cur_vc, &vc),
+                (false, Scope::Cluster) => clock::join(&mut m.cur_peer_vc, &vc),
+                // A peer's `.cta` release synchronises with no waiter.
+                (false, Scope::Cta) => {}
+            }
             self.threads[g as usize].vc = vc;
             self.bump(g);
         }
@@ -1545,6 +1567,8 @@ impl Machine<'_> {
         comps.raise(&mut m.cur_vc, comps.mbar(slot), m.phase + 1);
         std::mem::swap(&mut m.prev_vc, &mut m.cur_vc);
         m.cur_vc.iter_mut().for_each(|x| *x = 0);
+        std::mem::swap(&mut m.prev_peer_vc, &mut m.cur_peer_vc);
+        m.cur_peer_vc.iter_mut().for_each(|x| *x = 0);
         m.prev_ops = std::mem::take(&mut m.cur_ops);
         m.phase += 1;
         m.pending = m.expected;
@@ -1557,7 +1581,14 @@ impl Machine<'_> {
 
     /// `test_wait.parity`/`try_wait.parity` on phase `k`: by parity, True iff
     /// it names the immediately preceding phase (mbarrier-fences-cluster.md §2).
-    fn observe_phase(&mut self, g: u32, inst: Inst, slot: u32, k: i32, acquire: bool) -> bool {
+    fn observe_phase(
+        &mut self,
+        g: u32,
+        inst: Inst,
+        slot: u32,
+        k: i32,
+        acquire: Option<Scope>,
+    ) -> bool {
         if !self.mbar_use(g, inst, slot) {
             return true;
         }
@@ -1591,10 +1622,17 @@ impl Machine<'_> {
         done
     }
 
-    fn acquire_phase(&mut self, g: u32, slot: u32, acquire: bool) {
+    /// A wait that returned True observes the completed phase; unless
+    /// `.relaxed` it acquires what the phase released at a scope that
+    /// includes the waiter (peers' releases only at `.cluster`).
+    fn acquire_phase(&mut self, g: u32, slot: u32, acquire: Option<Scope>) {
         let m = &self.mbars[slot as usize];
-        if acquire {
-            clock::join(&mut self.threads[g as usize].vc, &m.prev_vc);
+        if let Some(scope) = acquire {
+            let vc = &mut self.threads[g as usize].vc;
+            clock::join(vc, &m.prev_vc);
+            if scope == Scope::Cluster {
+                clock::join(vc, &m.prev_peer_vc);
+            }
         }
         let ops = m.prev_ops.clone();
         for id in ops {
@@ -1725,13 +1763,8 @@ impl Machine<'_> {
                 }
                 ok
             }
-            Block::Phase {
-                slot,
-                parity,
-                acquire,
-            } => {
+            Block::Phase { slot, parity } => {
                 // The wait instruction runs again and acquires then.
-                let _ = acquire;
                 let ok = self.mbars[slot as usize].phase & 1 != parity;
                 if !ok && !self.mbars[slot as usize].waiters.contains(&g) {
                     self.mbars[slot as usize].waiters.push(g);
