@@ -14,7 +14,7 @@ pub const CODES: &[(&str, &str, &str)] = &[
     ("U0201", "mbarrier count or tx-count out of range", "keep counts within [1, 2^20-1] and tx-count within [-(2^20-1), 2^20-1]"),
     ("U0202", "the kernel hangs: a wait or barrier can never complete", "check arrival counts, expect_tx bytes and phase parities"),
     ("U0203", "wait on a phase that is neither the current nor the immediately preceding one", "wait on every phase in turn; the parity of a lagging wait names another phase"),
-    ("U0204", "use of an uninitialised, invalidated or unpublished mbarrier", "initialise it, and publish the init to other threads with a barrier"),
+    ("U0204", "use of an uninitialised, invalidated or unpublished mbarrier", "initialise it, and publish the init to other threads with a barrier (to peer CTAs: `fence.mbarrier_init.release.cluster` and a cluster barrier)"),
     ("U0205", "`mbarrier.init` over a live mbarrier", "`mbarrier.inval` the object before initialising it again"),
     ("U0206", "ordinary access to a live mbarrier object", "invalidate the mbarrier before reusing its memory"),
     ("U0207", "more arrivals than the phase has pending", "make the init count match the arrivals of each phase"),

@@ -814,6 +814,7 @@ impl Machine<'_> {
                 bar: bar.map(|(_, s, ph)| (s, ph)),
             });
         }
+        self.mbar_issue_use(g, inst, &dsts);
         let (mech, seq) = if variant == Some(Completion::BulkGroup) {
             let t = &mut self.threads[g as usize];
             t.bulk_seq += 1;
@@ -898,6 +899,8 @@ impl Machine<'_> {
             }
             Mech::Mbarrier
         };
+        let dsts = vec![Dst { addr: a, bar }];
+        self.mbar_issue_use(g, inst, &dsts);
         let id = self.issue(
             g,
             inst,
@@ -905,7 +908,7 @@ impl Machine<'_> {
                 mech,
                 async_proxy: false,
                 src: None,
-                dsts: vec![Dst { addr: a, bar }],
+                dsts,
                 len: width,
                 reduce: Some((op, ty)),
                 byte_mask: None,
@@ -1360,8 +1363,19 @@ impl Machine<'_> {
     // ------------------------------------------------------------------
     // mbarriers.
 
-    /// Checks that an mbarrier is live and its init is visible to `g`.
+    /// Checks that an mbarrier is live and its init is visible to `g`
+    /// (U0204). For a peer CTA's mbarrier that means ordered before at
+    /// cluster scope: a thread's clock learns about another CTA's events
+    /// only through cluster-scope synchronisation (`barrier.cluster`, and
+    /// `.cluster` mbarrier release/acquire, see [`Mbar`]), so seeing the
+    /// init's stamp is exactly that (mbarrier-fences-cluster.md §6,
+    /// "unpublished init"; docs/readings.md #21).
     fn mbar_use(&mut self, g: u32, inst: Inst, slot: u32) -> bool {
+        let owner = self.slot_cta(slot);
+        let peer = owner != self.threads[g as usize].cta;
+        let peer_note = || {
+            format!("mbarrier-fences-cluster.md §6: this is CTA {owner}'s mbarrier; peers need a cluster-scope release->acquire path from its init (`fence.mbarrier_init.release.cluster` or a release `barrier.cluster.arrive`, then `barrier.cluster.wait`); `barrier.cta` orders only one CTA")
+        };
         let m = &self.mbars[slot as usize];
         match m.life {
             Life::Live => {}
@@ -1375,6 +1389,10 @@ impl Machine<'_> {
                             .map(|i| (i, "it was initialised here, then invalidated".to_string())),
                     )
                 };
+                let mut notes = vec!["mbarrier-fences-cluster.md §1: a non-init mbarrier op on memory with no valid mbarrier is UB".to_string()];
+                if peer {
+                    notes.push(peer_note());
+                }
                 self.report(
                     "U0204",
                     msg.into(),
@@ -1382,7 +1400,7 @@ impl Machine<'_> {
                     Some(g),
                     "no valid mbarrier object here".into(),
                     other,
-                    vec!["mbarrier-fences-cluster.md §1: a non-init mbarrier op on memory with no valid mbarrier is UB".into()],
+                    notes,
                 );
                 return false;
             }
@@ -1393,17 +1411,42 @@ impl Machine<'_> {
             .sees(cluster, &self.threads[g as usize].vc, m.init_stamp)
         {
             let other = m.init_inst.map(|i| (i, "initialised here".to_string()));
+            let (msg, label, note) = if peer {
+                (
+                    "use of a peer CTA's mbarrier whose `init` is not ordered before this use at cluster scope",
+                    "no cluster-scope release/acquire orders the peer's init before this use",
+                    peer_note(),
+                )
+            } else {
+                (
+                    "use of an mbarrier whose `init` is not visible to this thread",
+                    "no barrier or release/acquire orders the init before this use",
+                    "mbarrier-fences-cluster.md §6: publish the init (barrier.cta, or fence.mbarrier_init + cluster barrier) first".to_string(),
+                )
+            };
             self.report(
                 "U0204",
-                "use of an mbarrier whose `init` is not visible to this thread".into(),
+                msg.into(),
                 inst,
                 Some(g),
-                "no barrier or release/acquire orders the init before this use".into(),
+                label.into(),
                 other,
-                vec!["mbarrier-fences-cluster.md §6: publish the init (barrier.cta, or fence.mbarrier_init + cluster barrier) first".into()],
+                vec![note],
             );
         }
         true
+    }
+
+    /// Issuing an op that completes on mbarriers (complete-tx) is a use of
+    /// each of them by the issuing thread: the init must be ordered before
+    /// the issue, at cluster scope for a peer CTA's mbarrier (multicast,
+    /// `.shared::cluster` destinations, `red.async`). The issue is the last
+    /// point the issuer can order; its completion is not a thread's
+    /// (mbarrier-fences-cluster.md §6; docs/readings.md #23).
+    fn mbar_issue_use(&mut self, g: u32, inst: Inst, dsts: &[Dst]) {
+        for slot in dsts.iter().filter_map(|d| d.bar.map(|(s, _)| s)) {
+            self.mbar_use(g, inst, slot);
+        }
     }
 
     fn count_range(&mut self, g: u32, inst: Inst, slot: u32, what: &str) {
