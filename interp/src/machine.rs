@@ -55,14 +55,42 @@ enum Life {
     Invalid,
 }
 
+/// The scope of a release or an acquire: `.cta` unless `.cluster` is
+/// written (mbarrier-fences-cluster.md §2: "scope defaults to `.cta`").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Scope {
+    Cta,
+    Cluster,
+}
+
+impl Scope {
+    fn of(p: &PtxOp) -> Scope {
+        if p.qual(Role::Scope) == Some(Qual::Cluster) {
+            Scope::Cluster
+        } else {
+            Scope::Cta
+        }
+    }
+}
+
 struct Mbar {
     life: Life,
     phase: u32,
     pending: i64,
     expected: i64,
     tx: i64,
+    /// What the current / previous phase releases to every acquire (either
+    /// scope): releasing arrives of threads of the mbarrier's own CTA, the
+    /// async ops and `cp.async` tracked arrives completed on it.
     cur_vc: Vec<u32>,
     prev_vc: Vec<u32>,
+    /// Releasing arrives of threads of peer CTAs at `.cluster` scope, which
+    /// only a `.cluster` acquire joins. A peer's `.cta` release is in
+    /// neither: only threads of the mbarrier's own CTA can wait on it (§2),
+    /// and a `.cta` release and acquire of threads of two CTAs are not
+    /// morally strong (§6 "scope too narrow").
+    cur_peer_vc: Vec<u32>,
+    prev_peer_vc: Vec<u32>,
     /// Ops whose completion the current / previous phase tracks.
     cur_ops: Vec<u32>,
     prev_ops: Vec<u32>,
@@ -123,16 +151,8 @@ enum Stage {
 enum Block {
     CtaBarrier(u32),
     ClusterWait(u32),
-    Groups {
-        bulk: bool,
-        read: bool,
-        upto: u32,
-    },
-    Phase {
-        slot: u32,
-        parity: u32,
-        acquire: bool,
-    },
+    Groups { bulk: bool, read: bool, upto: u32 },
+    Phase { slot: u32, parity: u32 },
     Op(u32),
 }
 
@@ -324,6 +344,8 @@ impl<'a> Machine<'a> {
                 tx: 0,
                 cur_vc: vec![0; vlen],
                 prev_vc: vec![0; vlen],
+                cur_peer_vc: vec![0; vlen],
+                prev_peer_vc: vec![0; vlen],
                 cur_ops: Vec::new(),
                 prev_ops: Vec::new(),
                 init_stamp: Stamp::INIT,
@@ -618,6 +640,11 @@ impl<'a> Machine<'a> {
         a.cta().is_some_and(|c| self.ctas[c as usize].done)
     }
 
+    /// The CTA whose shared memory holds mbarrier `slot`.
+    fn slot_cta(&self, slot: u32) -> u32 {
+        slot / self.comps.slots_per_cta
+    }
+
     fn cluster_first_cta(&self, cta: u32) -> u32 {
         cta / self.geo.cluster * self.geo.cluster
     }
@@ -776,6 +803,7 @@ impl<'a> Machine<'a> {
                 let other = (sh.r_inst != u32::MAX)
                     .then(|| (Inst::new(sh.r_inst as usize), "read here".to_string()));
                 let msg = "store races with another thread's earlier read (no barrier orders them)";
+                let notes = self.peer_race_note(g, sh.r).into_iter().collect();
                 self.report(
                     "U0106",
                     msg.into(),
@@ -783,7 +811,7 @@ impl<'a> Machine<'a> {
                     Some(g),
                     format!("store to {range}"),
                     other,
-                    vec![],
+                    notes,
                 );
             }
         }
@@ -813,6 +841,7 @@ impl<'a> Machine<'a> {
             );
         } else {
             let other = other.map(|o| (o, "written here by another thread".to_string()));
+            let notes = self.peer_race_note(g, sh.w).into_iter().collect();
             self.report(
                 "U0106",
                 format!("{what} races with another thread's store (no barrier orders them)"),
@@ -820,9 +849,22 @@ impl<'a> Machine<'a> {
                 Some(g),
                 format!("{what} of {range}"),
                 other,
-                vec![],
+                notes,
             );
         }
+    }
+
+    /// For a race with an access stamped by a thread of another CTA: which
+    /// synchronisation could order it (only cluster scope reaches a peer).
+    fn peer_race_note(&self, g: u32, other: Stamp) -> Option<String> {
+        let thread_comps = self.comps.total_threads * 4;
+        if other.comp >= thread_comps {
+            return None;
+        }
+        let cta = self.threads[(other.comp / 4) as usize].cta;
+        (cta != self.threads[g as usize].cta).then(|| {
+            format!("the other access is by a thread of CTA {cta}: only cluster-scope synchronisation orders it (`barrier.cluster`, or a `.release.cluster` arrive and an `.acquire.cluster` wait); a `.cta` release or acquire does not synchronise threads of two CTAs (mbarrier-fences-cluster.md §6, scope too narrow)")
+        })
     }
 
     fn live_mbar_overlap(&mut self, g: u32, inst: Inst, obj: usize, start: u64, len: u64) {

@@ -450,8 +450,14 @@ impl Machine<'_> {
                 m.pending = count.clamp(1, COUNT_MAX);
                 m.expected = m.pending;
                 m.tx = 0;
-                m.cur_vc.iter_mut().for_each(|x| *x = 0);
-                m.prev_vc.iter_mut().for_each(|x| *x = 0);
+                for vc in [
+                    &mut m.cur_vc,
+                    &mut m.prev_vc,
+                    &mut m.cur_peer_vc,
+                    &mut m.prev_peer_vc,
+                ] {
+                    vc.iter_mut().for_each(|x| *x = 0);
+                }
                 m.cur_ops.clear();
                 m.prev_ops.clear();
                 m.init_stamp = init_stamp;
@@ -497,7 +503,7 @@ impl Machine<'_> {
                     let count = self
                         .operand(inst, "count")
                         .map_or(1, |c| i64::from(self.u32_of(g, c)));
-                    let release = p.qual(Role::Sem) != Some(Qual::Relaxed);
+                    let release = (p.qual(Role::Sem) != Some(Qual::Relaxed)).then(|| Scope::of(p));
                     self.arrive_on(g, inst, slot, ph, count, release);
                 }
             }
@@ -526,7 +532,7 @@ impl Machine<'_> {
                             .any(|d| d.bar.is_some_and(|(s, _)| s == slot))
                     });
                 self.observe_point(relevant);
-                let acquire = p.qual(Role::Sem) != Some(Qual::Relaxed);
+                let acquire = (p.qual(Role::Sem) != Some(Qual::Relaxed)).then(|| Scope::of(p));
                 let done = self.observe_phase(g, inst, slot, ph, acquire);
                 if p.family == Family::MbarrierWait {
                     if !done {
@@ -535,7 +541,6 @@ impl Machine<'_> {
                             Block::Phase {
                                 slot,
                                 parity: (ph & 1) as u32,
-                                acquire,
                             },
                             inst,
                         );
@@ -809,6 +814,7 @@ impl Machine<'_> {
                 bar: bar.map(|(_, s, ph)| (s, ph)),
             });
         }
+        self.mbar_issue_use(g, inst, &dsts);
         let (mech, seq) = if variant == Some(Completion::BulkGroup) {
             let t = &mut self.threads[g as usize];
             t.bulk_seq += 1;
@@ -893,6 +899,8 @@ impl Machine<'_> {
             }
             Mech::Mbarrier
         };
+        let dsts = vec![Dst { addr: a, bar }];
+        self.mbar_issue_use(g, inst, &dsts);
         let id = self.issue(
             g,
             inst,
@@ -900,7 +908,7 @@ impl Machine<'_> {
                 mech,
                 async_proxy: false,
                 src: None,
-                dsts: vec![Dst { addr: a, bar }],
+                dsts,
                 len: width,
                 reduce: Some((op, ty)),
                 byte_mask: None,
@@ -1355,8 +1363,19 @@ impl Machine<'_> {
     // ------------------------------------------------------------------
     // mbarriers.
 
-    /// Checks that an mbarrier is live and its init is visible to `g`.
+    /// Checks that an mbarrier is live and its init is visible to `g`
+    /// (U0204). For a peer CTA's mbarrier that means ordered before at
+    /// cluster scope: a thread's clock learns about another CTA's events
+    /// only through cluster-scope synchronisation (`barrier.cluster`, and
+    /// `.cluster` mbarrier release/acquire, see [`Mbar`]), so seeing the
+    /// init's stamp is exactly that (mbarrier-fences-cluster.md §6,
+    /// "unpublished init"; docs/readings.md #21).
     fn mbar_use(&mut self, g: u32, inst: Inst, slot: u32) -> bool {
+        let owner = self.slot_cta(slot);
+        let peer = owner != self.threads[g as usize].cta;
+        let peer_note = || {
+            format!("mbarrier-fences-cluster.md §6: this is CTA {owner}'s mbarrier; peers need a cluster-scope release->acquire path from its init (`fence.mbarrier_init.release.cluster` or a release `barrier.cluster.arrive`, then `barrier.cluster.wait`); `barrier.cta` orders only one CTA")
+        };
         let m = &self.mbars[slot as usize];
         match m.life {
             Life::Live => {}
@@ -1370,6 +1389,10 @@ impl Machine<'_> {
                             .map(|i| (i, "it was initialised here, then invalidated".to_string())),
                     )
                 };
+                let mut notes = vec!["mbarrier-fences-cluster.md §1: a non-init mbarrier op on memory with no valid mbarrier is UB".to_string()];
+                if peer {
+                    notes.push(peer_note());
+                }
                 self.report(
                     "U0204",
                     msg.into(),
@@ -1377,7 +1400,7 @@ impl Machine<'_> {
                     Some(g),
                     "no valid mbarrier object here".into(),
                     other,
-                    vec!["mbarrier-fences-cluster.md §1: a non-init mbarrier op on memory with no valid mbarrier is UB".into()],
+                    notes,
                 );
                 return false;
             }
@@ -1388,17 +1411,42 @@ impl Machine<'_> {
             .sees(cluster, &self.threads[g as usize].vc, m.init_stamp)
         {
             let other = m.init_inst.map(|i| (i, "initialised here".to_string()));
+            let (msg, label, note) = if peer {
+                (
+                    "use of a peer CTA's mbarrier whose `init` is not ordered before this use at cluster scope",
+                    "no cluster-scope release/acquire orders the peer's init before this use",
+                    peer_note(),
+                )
+            } else {
+                (
+                    "use of an mbarrier whose `init` is not visible to this thread",
+                    "no barrier or release/acquire orders the init before this use",
+                    "mbarrier-fences-cluster.md §6: publish the init (barrier.cta, or fence.mbarrier_init + cluster barrier) first".to_string(),
+                )
+            };
             self.report(
                 "U0204",
-                "use of an mbarrier whose `init` is not visible to this thread".into(),
+                msg.into(),
                 inst,
                 Some(g),
-                "no barrier or release/acquire orders the init before this use".into(),
+                label.into(),
                 other,
-                vec!["mbarrier-fences-cluster.md §6: publish the init (barrier.cta, or fence.mbarrier_init + cluster barrier) first".into()],
+                vec![note],
             );
         }
         true
+    }
+
+    /// Issuing an op that completes on mbarriers (complete-tx) is a use of
+    /// each of them by the issuing thread: the init must be ordered before
+    /// the issue, at cluster scope for a peer CTA's mbarrier (multicast,
+    /// `.shared::cluster` destinations, `red.async`). The issue is the last
+    /// point the issuer can order; its completion is not a thread's
+    /// (mbarrier-fences-cluster.md §6; docs/readings.md #23).
+    fn mbar_issue_use(&mut self, g: u32, inst: Inst, dsts: &[Dst]) {
+        for slot in dsts.iter().filter_map(|d| d.bar.map(|(s, _)| s)) {
+            self.mbar_use(g, inst, slot);
+        }
     }
 
     fn count_range(&mut self, g: u32, inst: Inst, slot: u32, what: &str) {
@@ -1439,7 +1487,17 @@ impl Machine<'_> {
         }
     }
 
-    fn arrive_on(&mut self, g: u32, inst: Inst, slot: u32, named: i32, count: i64, release: bool) {
+    /// An arrive-on of `count` by thread `g`, releasing at the given scope
+    /// unless `.relaxed` (`None`).
+    fn arrive_on(
+        &mut self,
+        g: u32,
+        inst: Inst,
+        slot: u32,
+        named: i32,
+        count: i64,
+        release: Option<Scope>,
+    ) {
         self.phase_mismatch(g, inst, slot, named, "this arrival");
         if count > self.mbars[slot as usize].pending {
             let m = &self.mbars[slot as usize];
@@ -1458,9 +1516,16 @@ impl Machine<'_> {
                 vec!["mbarrier-fences-cluster.md §1: the pending count cannot go below 0".into()],
             );
         }
-        if release {
+        if let Some(scope) = release {
+            let local = self.threads[g as usize].cta == self.slot_cta(slot);
             let vc = std::mem::take(&mut self.threads[g as usize].vc);
-            clock::join(&mut self.mbars[slot as usize].cur_vc, &vc);
+            let m = &mut self.mbars[slot as usize];
+            match (local, scope) {
+                (true, _) => clock::join(&mut m.cur_vc, &vc),
+                (false, Scope::Cluster) => clock::join(&mut m.cur_peer_vc, &vc),
+                // A peer's `.cta` release synchronises with no waiter.
+                (false, Scope::Cta) => {}
+            }
             self.threads[g as usize].vc = vc;
             self.bump(g);
         }
@@ -1545,6 +1610,8 @@ impl Machine<'_> {
         comps.raise(&mut m.cur_vc, comps.mbar(slot), m.phase + 1);
         std::mem::swap(&mut m.prev_vc, &mut m.cur_vc);
         m.cur_vc.iter_mut().for_each(|x| *x = 0);
+        std::mem::swap(&mut m.prev_peer_vc, &mut m.cur_peer_vc);
+        m.cur_peer_vc.iter_mut().for_each(|x| *x = 0);
         m.prev_ops = std::mem::take(&mut m.cur_ops);
         m.phase += 1;
         m.pending = m.expected;
@@ -1557,7 +1624,14 @@ impl Machine<'_> {
 
     /// `test_wait.parity`/`try_wait.parity` on phase `k`: by parity, True iff
     /// it names the immediately preceding phase (mbarrier-fences-cluster.md §2).
-    fn observe_phase(&mut self, g: u32, inst: Inst, slot: u32, k: i32, acquire: bool) -> bool {
+    fn observe_phase(
+        &mut self,
+        g: u32,
+        inst: Inst,
+        slot: u32,
+        k: i32,
+        acquire: Option<Scope>,
+    ) -> bool {
         if !self.mbar_use(g, inst, slot) {
             return true;
         }
@@ -1591,10 +1665,17 @@ impl Machine<'_> {
         done
     }
 
-    fn acquire_phase(&mut self, g: u32, slot: u32, acquire: bool) {
+    /// A wait that returned True observes the completed phase; unless
+    /// `.relaxed` it acquires what the phase released at a scope that
+    /// includes the waiter (peers' releases only at `.cluster`).
+    fn acquire_phase(&mut self, g: u32, slot: u32, acquire: Option<Scope>) {
         let m = &self.mbars[slot as usize];
-        if acquire {
-            clock::join(&mut self.threads[g as usize].vc, &m.prev_vc);
+        if let Some(scope) = acquire {
+            let vc = &mut self.threads[g as usize].vc;
+            clock::join(vc, &m.prev_vc);
+            if scope == Scope::Cluster {
+                clock::join(vc, &m.prev_peer_vc);
+            }
         }
         let ops = m.prev_ops.clone();
         for id in ops {
@@ -1725,13 +1806,8 @@ impl Machine<'_> {
                 }
                 ok
             }
-            Block::Phase {
-                slot,
-                parity,
-                acquire,
-            } => {
+            Block::Phase { slot, parity } => {
                 // The wait instruction runs again and acquires then.
-                let _ = acquire;
                 let ok = self.mbars[slot as usize].phase & 1 != parity;
                 if !ok && !self.mbars[slot as usize].waiters.contains(&g) {
                     self.mbars[slot as usize].waiters.push(g);
