@@ -1257,3 +1257,35 @@ impl Report<'_> {
             ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kernel(body: &str) -> Kernel {
+        let text = format!("module @m target sm_90a ptx 8.0\n\nkernel @k() {{\n{body}}}\n");
+        let module = cpflow_ir::parse(&text).unwrap_or_else(|d| panic!("{d:?}"));
+        module.kernels.into_iter().next().expect("one kernel")
+    }
+
+    #[test]
+    fn representatives_straddle_each_compared_constant() {
+        // A consumer warpgroup (`%tid >= 32`) and warp 2 (`%tid / 32 == 2`).
+        let k = kernel(
+            "  %tid = sreg tid.x\n  %c = cmp.uge %tid, 32 : i32\n  %w = div.u %tid, 32 : i32\n  %e = cmp.eq %w, 2 : i32\n",
+        );
+        let tids = representative_tids(&k, &Syms::compute(&k));
+        for t in [0, 31, 32, 63, 64, 95, 96] {
+            assert!(tids.contains(&t), "{t} missing from {tids:?}");
+        }
+        assert!(tids.iter().all(|t| *t >= 0));
+    }
+
+    #[test]
+    fn unsigned_operations_on_negative_values_are_unknown() {
+        assert_eq!(binary(BinaryOp::DivU, Some(-1), Some(2)), None);
+        assert_eq!(binary(BinaryOp::DivS, Some(-4), Some(2)), Some(-2));
+        assert_eq!(compare(CmpPred::Ult, Some(-1), Some(0)), None);
+        assert_eq!(compare(CmpPred::Slt, Some(-1), Some(0)), Some(true));
+    }
+}
