@@ -8,7 +8,9 @@
 //! loads, cp.async completing on an mbarrier through
 //! `cp.async.mbarrier.arrive{.noinc}`, `red.async` and
 //! `cp.reduce.async.bulk` into a peer CTA, a TMA ring with full/empty
-//! mbarriers, DSMEM stores with remote arrivals) and mutates some of them (drop
+//! mbarriers, DSMEM stores with remote arrivals, a warp-specialised epilogue
+//! whose consumers hand a staging tile to a bulk store through mbarriers)
+//! and mutates some of them (drop
 //! a wait, weaken N, drop a barrier or fence, flip a phase index, change
 //! the expect_tx bytes, the init count or the ctaMask, read another
 //! thread's bytes).
@@ -1517,10 +1519,132 @@ fn cluster_arrive(r: &mut Rng) -> Program {
     Program { text: s, what }
 }
 
+/// PATTERNS.md §4 in a warp-specialised kernel: consumer threads 1..=C each
+/// store a word of a shared staging tile, fence it for the async proxy and
+/// arrive on @ready; the producer (tid 0) waits on @ready, bulk-stores the
+/// tile, waits for the store to have read it (`.read`) and arrives on
+/// @free, which the consumers wait on before they rewrite the tile in the
+/// next round.
+fn ws_epilogue(r: &mut Rng) -> Program {
+    let c = r.pick(&[4u64, 8, 32]);
+    let rounds = r.range(1, 3);
+    let tb = c * 4;
+    let by_ntid = r.chance(1, 2);
+    let mut ready_wait = true;
+    let mut arrive_first = false;
+    let mut sem = ".release.cta";
+    let mut fence = "before";
+    let mut free_wait = true;
+    let mut read_wait = true;
+    let mut delta = 0i64;
+    let mut mutation = "none";
+    match r.range(0, 9) {
+        0 => {
+            ready_wait = false;
+            mutation = "producer drops the ready wait";
+        }
+        1 => {
+            arrive_first = true;
+            mutation = "consumer arrives before its store";
+        }
+        2 => {
+            sem = ".relaxed.cta";
+            mutation = "relaxed ready arrive";
+        }
+        3 => {
+            fence = "none";
+            mutation = "drop fence.proxy.async";
+        }
+        4 => {
+            fence = "after";
+            mutation = "fence after the arrive";
+        }
+        5 if rounds > 1 => {
+            free_wait = false;
+            mutation = "consumer drops the free wait";
+        }
+        6 if rounds > 1 => {
+            read_wait = false;
+            mutation = "producer frees the tile before the store read it";
+        }
+        7 if by_ntid => {
+            delta = -1;
+            mutation = "ready count - 1";
+        }
+        _ => {}
+    }
+    let what =
+        format!("ws_epilogue consumers={c} rounds={rounds} by_ntid={by_ntid} mutation={mutation}");
+    let mut s = String::new();
+    header_ptx(
+        &mut s,
+        &what,
+        &format!("@k 1x{} %dst=zero:{}", c + 1, rounds * tb),
+        "8.6",
+    );
+    s += "kernel @k(%dst: ptr<global> align 16) {\n";
+    let _ = writeln!(s, "  shared @tile: bytes[{tb}] align 128");
+    s += "  shared @ready: mbarrier[1]\n  shared @free: mbarrier[1]\n";
+    s +=
+        "  %tid = sreg tid.x\n  %tile = addr @tile\n  %ready = addr @ready\n  %free = addr @free\n";
+    s += "  %producer = cmp.eq %tid, 0 : i32\n  if %producer {\n";
+    if by_ntid {
+        s += "    %nthreads = sreg ntid.x\n";
+        let _ = writeln!(s, "    %count = add %nthreads, {} : i32", delta - 1);
+        s += "    mbarrier.init %ready, %count\n";
+    } else {
+        let _ = writeln!(s, "    mbarrier.init %ready, {c}");
+    }
+    s += "    mbarrier.init %free, 1\n  }\n  barrier.cta\n  if %producer {\n";
+    let _ = writeln!(s, "    for %k = 0 to {rounds} step 1 {{");
+    s += "      %rp = mbarrier.phase %ready, %k\n";
+    if ready_wait {
+        s += "      mbarrier.wait %rp\n";
+    }
+    let _ = writeln!(
+        s,
+        "      %off = mul %k, {tb} : i32\n      %off64 = zext %off : i32 to i64\n      %out = ptr.add %dst, %off64"
+    );
+    let _ = writeln!(
+        s,
+        "      %st = cp.async.bulk.global.shared::cta.bulk_group %out, %tile, {tb}\n      %g = cp.async.bulk.commit_group %st"
+    );
+    if read_wait {
+        s += "      cp.async.bulk.wait_group.read 0\n";
+    }
+    s += "      %fp = mbarrier.phase %free, %k\n      mbarrier.arrive.release.cta %fp\n    }\n";
+    s += "    cp.async.bulk.wait_group 0\n  } else {\n";
+    s += "    %c = sub %tid, 1 : i32\n    %col = mul %c, 4 : i32\n    %p = ptr.add %tile, %col\n";
+    let _ = writeln!(s, "    for %j = 0 to {rounds} step 1 {{");
+    s += "      %prev = sub %j, 1 : i32\n      %cfp = mbarrier.phase %free, %prev\n";
+    if free_wait {
+        s += "      mbarrier.wait %cfp\n";
+    }
+    s += "      %base = mul %j, 1000 : i32\n      %v = add %base, %tid : i32\n";
+    s += "      %crp = mbarrier.phase %ready, %j\n";
+    let arrive = format!("      mbarrier.arrive{sem} %crp\n");
+    let fence_line = "      fence.proxy.async.shared::cta\n";
+    if arrive_first {
+        s += &arrive;
+    }
+    s += "      st %p, %v : i32\n";
+    if fence == "before" {
+        s += fence_line;
+    }
+    if !arrive_first {
+        s += &arrive;
+    }
+    if fence == "after" {
+        s += fence_line;
+    }
+    s += "    }\n  }\n}\n";
+    Program { text: s, what }
+}
+
 /// The program of one seed: the shape is the seed modulo the number of shapes.
 fn generate(seed: u64) -> Program {
     let mut r = Rng::new(seed);
-    match seed % 11 {
+    match seed % 12 {
         0 => cpa_straight(&mut r),
         1 => cpa_ring(&mut r),
         2 => bulk_load(&mut r),
@@ -1531,7 +1655,8 @@ fn generate(seed: u64) -> Program {
         7 => cpa_mbar(&mut r),
         8 => cluster_reduce(&mut r),
         9 => tma_ring(&mut r),
-        _ => cluster_arrive(&mut r),
+        10 => cluster_arrive(&mut r),
+        _ => ws_epilogue(&mut r),
     }
 }
 

@@ -25,7 +25,8 @@
 //! phase's arrivals can only come after the wait), and each pair of
 //! accesses of the same shared bytes by two roles, one of them writing,
 //! that no path of ordering edges relates (E1001, E1003, E1005, E1008,
-//! E1017).
+//! E1017), or that a path orders from a generic write to an async-proxy
+//! read without the writer's `fence.proxy.async` on it (E1006).
 //!
 //! Where it cannot unroll it says nothing: a condition, loop bound, barrier
 //! or phase it cannot evaluate, a loop of more than [`MAX_TRIPS`]
@@ -118,6 +119,8 @@ enum Step {
         reads: Vec<Bytes>,
         /// The writes are reductions (`cp.reduce.async.bulk`, `red.async`).
         reduce: bool,
+        /// It reads through the async proxy (the bulk copies and reductions).
+        async_proxy: bool,
         done: Done,
     },
     Init(Bar),
@@ -141,6 +144,8 @@ enum Step {
         blocking: bool,
     },
     GroupWait(Group),
+    /// `fence.proxy.async` covering shared memory.
+    ProxyFence,
     BarrierCta,
     ClusterArrive {
         release: bool,
@@ -511,6 +516,7 @@ impl<'a> Tracer<'a> {
                         .into_iter()
                         .collect(),
                     reduce: false,
+                    async_proxy: false,
                     done: Done::Group(group),
                 }
             }
@@ -559,6 +565,7 @@ impl<'a> Tracer<'a> {
                 );
                 return Ok((!blocking).then_some(1));
             }
+            Family::FenceProxyAsync if !has("global") => Step::ProxyFence,
             Family::BarrierCta => Step::BarrierCta,
             Family::BarrierClusterArrive => Step::ClusterArrive {
                 release: !has("relaxed"),
@@ -633,6 +640,7 @@ impl<'a> Tracer<'a> {
             writes,
             reads,
             reduce: p.family != Family::CpAsyncBulk,
+            async_proxy: p.family != Family::RedAsync,
             done,
         })
     }
@@ -859,7 +867,7 @@ impl Graph {
                             .or_insert_with(|| gr.g.add_node(Node::Barrier));
                         gr.g.add_edge(c, node, BOTH);
                     }
-                    Step::Access { .. } | Step::BarrierCta => {}
+                    Step::Access { .. } | Step::ProxyFence | Step::BarrierCta => {}
                 }
             }
             gr.at.push(nodes);
@@ -1144,12 +1152,40 @@ impl Report<'_> {
                     || !(a.what.writes() || b.what.writes())
                     || (a.what == Use::AsyncReduce && b.what == Use::AsyncReduce)
                     || (a.bytes.cta, a.bytes.alloc) != (b.bytes.cta, b.bytes.alloc)
-                    || before(a.end, b.start)
-                    || before(b.end, a.start)
-                    || !overlap(a, b)
                     || self.known.contains(&self.span(a.role, a.event).start)
                     || self.known.contains(&self.span(b.role, b.event).start)
                 {
+                    continue;
+                }
+                let (ab, ba) = (before(a.end, b.start), before(b.end, a.start));
+                if ab || ba {
+                    // A generic write the async proxy then reads needs the
+                    // writer's `fence.proxy.async` on the way (§4).
+                    let (w, x) = if ab { (a, b) } else { (b, a) };
+                    let proxy = matches!(
+                        self.event(x.role, x.event).step,
+                        Step::Async {
+                            async_proxy: true,
+                            ..
+                        }
+                    );
+                    if w.what == Use::Write
+                        && x.what == Use::AsyncRead
+                        && proxy
+                        && overlap(w, x)
+                        && !self.fenced(w, x, &accesses, &mut before, &overlap)
+                    {
+                        let d = self.unfenced(w, x);
+                        let key = (
+                            d.code,
+                            self.event(x.role, x.event).inst,
+                            self.event(w.role, w.event).inst,
+                        );
+                        out.entry(key).or_insert(d);
+                    }
+                    continue;
+                }
+                if !overlap(a, b) {
                     continue;
                 }
                 // The read of a copy's bytes by another thread is a late
@@ -1179,6 +1215,47 @@ impl Report<'_> {
             }
         }
         out.into_values().collect()
+    }
+
+    /// Is the generic write `w`, ordered before the async read `x`, fenced
+    /// for the async proxy: a `fence.proxy.async` of the writer after `w`
+    /// that is ordered before `x`, or a later write of the bytes between
+    /// them (then `x` reads that one)?
+    fn fenced(
+        &self,
+        w: &Access,
+        x: &Access,
+        accesses: &[Access],
+        before: &mut impl FnMut(NodeIndex, NodeIndex) -> bool,
+        overlap: &impl Fn(&Access, &Access) -> bool,
+    ) -> bool {
+        let fence = self.roles[w.role]
+            .1
+            .iter()
+            .enumerate()
+            .skip(w.event + 1)
+            .any(|(i, e)| e.step == Step::ProxyFence && before(self.g.at[w.role][i], x.start));
+        fence
+            || accesses.iter().any(|v| {
+                v.what.writes()
+                    && !(v.role == w.role && v.event == w.event)
+                    && overlap(v, w)
+                    && before(w.end, v.start)
+                    && before(v.end, x.start)
+            })
+    }
+
+    /// E1006 for a generic write another thread's async op reads unfenced.
+    fn unfenced(&self, w: &Access, x: &Access) -> Diagnostic {
+        Diagnostic::error("E1006", "the async proxy reads shared memory written by generic stores not ordered by `fence.proxy.async`", self.span(x.role, x.event))
+            .with_label("async-proxy read of another thread's generic writes")
+            .with_secondary(self.span(w.role, w.event), "generic write here, with no `fence.proxy.async` after it that is ordered before the copy")
+            .with_help("each writing thread runs `fence.proxy.async.shared::cta` after its stores and before it releases them (its arrive or barrier)")
+            .with_note(format!(
+                "an instance: the async copy by {}, the write by {}",
+                self.instance(x.role, x.event),
+                self.instance(w.role, w.event)
+            ))
     }
 
     /// The byte ranges an access may touch over its role's threads.
