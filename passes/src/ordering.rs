@@ -202,9 +202,6 @@ fn analyse(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Result<Vec<Diagnos
             }
         }
     }
-    if roles.len() < 2 {
-        return Ok(Vec::new());
-    }
     let g = Graph::build(&roles)?;
     let report = Report {
         k,
@@ -1125,6 +1122,11 @@ impl Report<'_> {
             let (Some(x), Some(y)) = (&a.bytes.off, &b.bytes.off) else {
                 return true;
             };
+            if a.role == b.role {
+                // The same thread's (another thread of the role is the
+                // engine's business).
+                return !disjoint(x, a.bytes.size, y, b.bytes.size, false, bounds);
+            }
             // Threads of two roles of one CTA differ; of two CTAs, their
             // `%tid.x` may be equal.
             let distinct = self.roles[a.role].0.rank == self.roles[b.role].0.rank;
@@ -1148,7 +1150,10 @@ impl Report<'_> {
         let mut out: BTreeMap<(&'static str, Inst, Inst), Diagnostic> = BTreeMap::new();
         for (i, a) in accesses.iter().enumerate() {
             for b in &accesses[i + 1..] {
-                if a.role == b.role
+                // Within a role, program order relates the accesses but not
+                // the completion of its async ops: only those pairs count.
+                let both_async = a.what.is_async() && b.what.is_async() && a.event != b.event;
+                if (a.role == b.role && !both_async)
                     || !(a.what.writes() || b.what.writes())
                     || (a.what == Use::AsyncReduce && b.what == Use::AsyncReduce)
                     || (a.bytes.cta, a.bytes.alloc) != (b.bytes.cta, b.bytes.alloc)
@@ -1301,6 +1306,10 @@ impl Report<'_> {
                 "no wait on the copy's mbarrier phase orders this read after the copy another thread issued".to_string(), x,
                 "the copy, issued by another thread".to_string(),
                 "wait (acquire) on the mbarrier phase the copy completes on before reading".to_string()),
+            (Use::AsyncWrite, Use::AsyncWrite) if x.role == y.role => ("E1005", "two async copies in flight write overlapping bytes", y,
+                "this copy may land before the earlier one, which nothing observed complete".to_string(), x,
+                "the earlier copy, still in flight".to_string(),
+                "wait for the earlier copy's completion (its mbarrier phase or group) before issuing this one, or copy into another buffer".to_string()),
             (Use::AsyncWrite, Use::AsyncWrite) => ("E1005", "two async copies of different threads write overlapping bytes with nothing ordering them", y,
                 "this copy may land while the other is in flight".to_string(), x,
                 "the other thread's copy".to_string(),
@@ -1311,7 +1320,7 @@ impl Report<'_> {
                 "wait for the copy's completion (its mbarrier phase) before writing, or issue the copy after the write is released to the issuing thread".to_string()),
             (Use::AsyncRead, Use::AsyncWrite) | (Use::AsyncWrite, Use::AsyncRead) => {
                 let (w, r) = if x.what == Use::AsyncRead { (y, x) } else { (x, y) };
-                ("E1003", "an async copy writes the source of another thread's async copy still in flight", w,
+                ("E1003", "an async copy writes the source of an async copy still in flight", w,
                     "nothing orders this copy after the other one has read its source".to_string(), r,
                     "the async copy reading these bytes".to_string(),
                     format!("order the copies: {release}"))
