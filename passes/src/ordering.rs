@@ -1112,7 +1112,11 @@ impl Report<'_> {
 
     /// Each pair of conflicting accesses by two roles that nothing orders.
     fn races(&self, bounds: &Bounds) -> Vec<Diagnostic> {
-        let accesses = self.accesses();
+        let mut accesses = self.accesses();
+        if self.roles.len() == 1 {
+            // One role: only pairs of its async ops can conflict here.
+            accesses.retain(|a| a.what.is_async());
+        }
         let mut reach: HashMap<NodeIndex, Vec<u64>> = HashMap::new();
         let mut before = |a: NodeIndex, b: NodeIndex| {
             let set = reach.entry(a).or_insert_with(|| self.g.reach(a));
