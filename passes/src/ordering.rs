@@ -224,7 +224,12 @@ fn representative_tids(k: &Kernel, syms: &Syms) -> Vec<i64> {
     let mut tids = BTreeSet::from([0, 1]);
     let tid = Affine::atom(Atom::Tid(0));
     let mut around = |t: i64, width: i64| {
-        tids.extend([t - 1, t, t + width - 1, t + width]);
+        tids.extend([
+            t.saturating_sub(1),
+            t,
+            t.saturating_add(width - 1),
+            t.saturating_add(width),
+        ]);
     };
     k.walk(k.body, &mut |i| {
         let data = &k.insts[i];
@@ -241,10 +246,12 @@ fn representative_tids(k: &Kernel, syms: &Syms) -> Vec<i64> {
             let [(atom, a)] = e.terms.iter().collect::<Vec<_>>()[..] else {
                 continue;
             };
-            let v = (c - e.c).div_euclid(*a);
+            let Some(v) = c.checked_sub(e.c).and_then(|x| x.checked_div_euclid(*a)) else {
+                continue;
+            };
             match atom {
                 Atom::Tid(0 | 3) => around(v, 1),
-                Atom::Div(inner, d) if **inner == tid => around(v * d, *d),
+                Atom::Div(inner, d) if **inner == tid => around(v.saturating_mul(*d), *d),
                 Atom::Mod(inner, _) if **inner == tid => around(v, 1),
                 _ => {}
             }
@@ -332,20 +339,24 @@ impl<'a> Tracer<'a> {
         if step <= 0 {
             return Err(GiveUp);
         }
-        let trips = if hi > lo {
-            (hi - lo + step - 1) / step
+        let span = i128::from(hi) - i128::from(lo);
+        let trips = if span > 0 {
+            (span + i128::from(step) - 1) / i128::from(step)
         } else {
             0
         };
-        if trips > MAX_TRIPS {
+        if trips > i128::from(MAX_TRIPS) {
             return Err(GiveUp);
         }
         let body = data.regions[0];
         let args = &k.regions[body].args;
         let mut carried: Vec<Option<i64>> =
             data.args.iter().skip(3).map(|a| self.val(*a)).collect();
-        for t in 0..trips {
-            let iv = lo + t * step;
+        for t in 0..trips as i64 {
+            let iv = t
+                .checked_mul(step)
+                .and_then(|x| x.checked_add(lo))
+                .ok_or(GiveUp)?;
             self.vals[args[0].index()] = Some(iv);
             for (a, v) in args.iter().skip(1).zip(&carried) {
                 self.vals[a.index()] = *v;
