@@ -143,7 +143,11 @@ enum Step {
         cluster: bool,
         blocking: bool,
     },
-    GroupWait(Group),
+    /// `cp.async.commit_group` / `cp.async.bulk.commit_group`.
+    Commit(Group),
+    /// A wait that completes every committed group of its kind but the
+    /// newest `keep` (`None`: every one; `await`: every abstract copy).
+    GroupWait(Group, Option<usize>),
     /// `fence.proxy.async` covering shared memory.
     ProxyFence,
     BarrierCta,
@@ -531,14 +535,28 @@ impl<'a> Tracer<'a> {
             Family::CpAsyncBulk | Family::CpReduceAsyncBulk | Family::RedAsync => {
                 self.bulk(p, data)?
             }
-            Family::Await | Family::CpAsyncWaitGroup | Family::CpAsyncWaitAll => {
-                Step::GroupWait(if p.family == Family::Await {
-                    Group::Abstract
-                } else {
-                    Group::NonBulk
-                })
+            Family::Await => Step::GroupWait(Group::Abstract, None),
+            Family::CpAsyncCommitGroup => Step::Commit(Group::NonBulk),
+            Family::CpAsyncBulkCommitGroup => Step::Commit(Group::Bulk),
+            Family::CpAsyncWaitAll => {
+                // `wait_all` commits, then waits for every group.
+                self.push(inst, Step::Commit(Group::NonBulk));
+                Step::GroupWait(Group::NonBulk, Some(0))
             }
-            Family::CpAsyncBulkWaitGroup => Step::GroupWait(Group::Bulk),
+            Family::CpAsyncWaitGroup | Family::CpAsyncBulkWaitGroup => {
+                let kind = if p.family == Family::CpAsyncWaitGroup {
+                    Group::NonBulk
+                } else {
+                    Group::Bulk
+                };
+                // A wait on a group value: taken as a wait for all.
+                let keep = data
+                    .args
+                    .first()
+                    .and_then(|a| a.imm())
+                    .and_then(|n| usize::try_from(n).ok());
+                Step::GroupWait(kind, keep)
+            }
             Family::CpAsyncMbarrierArrive => {
                 let (bar, phase) = self.phase(first()?)?;
                 Step::AsyncArrive { bar, phase }
@@ -702,11 +720,14 @@ fn compare(p: CmpPred, a: Option<i64>, b: Option<i64>) -> Option<bool> {
 enum Node {
     /// Event `i` of role `r` (for an async op: its issue).
     Event(usize, usize),
-    /// The completion of the async op of event `i` of role `r`.
+    /// A completion of the async op of event `i` of role `r` (one per
+    /// destination CTA of a multicast).
     Done(usize, usize),
     /// The arrival of the `cp.async.mbarrier.arrive` of event `i` of role `r`.
     Fires(usize, usize),
-    /// A phase of a barrier completes.
+    /// A phase of a barrier completes (for releases of its own CTA and
+    /// async completions), or the same phase as seen through the
+    /// cluster-scope releases of peer CTAs.
     Phase,
     /// A `barrier.cta` of one CTA, or a cluster barrier.
     Barrier,
@@ -725,14 +746,79 @@ const BOTH: Link = Link {
     blocks: true,
 };
 
+/// Completions of one role's async ops not yet known complete, by kind.
+#[derive(Default)]
+struct Pending {
+    /// Issued and not committed.
+    open: Vec<(NodeIndex, Group)>,
+    /// Committed groups, oldest first.
+    groups: Vec<(Group, Vec<NodeIndex>)>,
+}
+
+impl Pending {
+    fn commit(&mut self, kind: Group) {
+        let (now, rest): (Vec<_>, Vec<_>) = self.open.drain(..).partition(|(_, g)| *g == kind);
+        self.open = rest;
+        self.groups
+            .push((kind, now.into_iter().map(|(d, _)| d).collect()));
+    }
+
+    /// Takes what a wait completes: every committed group of `kind` but
+    /// the `keep` newest (all of them when `keep` is unknown), and for the
+    /// abstract kind every open op.
+    fn complete(&mut self, kind: Group, keep: Option<usize>) -> Vec<NodeIndex> {
+        let of_kind = self.groups.iter().filter(|(g, _)| *g == kind).count();
+        let mut drop = of_kind.saturating_sub(keep.unwrap_or(0));
+        let mut out = Vec::new();
+        self.groups.retain(|(g, ds)| {
+            if *g == kind && drop > 0 {
+                drop -= 1;
+                out.extend(ds);
+                false
+            } else {
+                true
+            }
+        });
+        if kind == Group::Abstract {
+            out.extend(
+                self.open
+                    .iter()
+                    .filter(|(_, g)| *g == kind)
+                    .map(|(d, _)| *d),
+            );
+            self.open.retain(|(_, g)| *g != kind);
+        }
+        out
+    }
+
+    /// Every non-bulk copy issued and not yet waited for.
+    fn non_bulk(&self) -> impl Iterator<Item = NodeIndex> + '_ {
+        let open = self
+            .open
+            .iter()
+            .filter(|(_, g)| *g == Group::NonBulk)
+            .map(|(d, _)| *d);
+        let committed = self
+            .groups
+            .iter()
+            .filter(|(g, _)| *g == Group::NonBulk)
+            .flat_map(|(_, ds)| ds.iter().copied());
+        open.chain(committed)
+    }
+}
+
 struct Graph {
     g: DiGraph<Node, Link>,
     /// Per role, the node of each event.
     at: Vec<Vec<NodeIndex>>,
-    /// The completion node of each async event, by (role, event).
-    done: HashMap<(usize, usize), NodeIndex>,
-    /// Each phase's node.
+    /// The completion nodes of each async event, by (role, event): one per
+    /// barrier it completes on (in the order of its `Done::Phase`), else one.
+    done: HashMap<(usize, usize), Vec<NodeIndex>>,
+    /// Each phase's node: for its own CTA's releases and async completions.
     phases: BTreeMap<(Bar, i64), NodeIndex>,
+    /// Each phase's node for peer CTAs' `.release.cluster` arrivals, which
+    /// only an `.acquire.cluster` wait acquires.
+    remote: BTreeMap<(Bar, i64), NodeIndex>,
 }
 
 impl Graph {
@@ -742,20 +828,12 @@ impl Graph {
             at: Vec::new(),
             done: HashMap::new(),
             phases: BTreeMap::new(),
+            remote: BTreeMap::new(),
         };
-        // Barriers some peer CTA arrives on: a wait orders those arrivals
-        // only with `.acquire.cluster`.
-        let mut remote = BTreeSet::new();
         let mut inits: BTreeMap<Bar, usize> = BTreeMap::new();
-        for (th, events) in roles {
-            for e in events {
-                match &e.step {
-                    Step::Arrive { bar, .. } if bar.cta != th.rank => {
-                        remote.insert(*bar);
-                    }
-                    Step::Init(bar) => *inits.entry(*bar).or_default() += 1,
-                    _ => {}
-                }
+        for e in roles.iter().flat_map(|(_, events)| events) {
+            if let Step::Init(bar) = &e.step {
+                *inits.entry(*bar).or_default() += 1;
             }
         }
         if inits.values().any(|&n| n > 1) {
@@ -767,7 +845,7 @@ impl Graph {
         for (r, (th, events)) in roles.iter().enumerate() {
             let mut prev: Option<NodeIndex> = None;
             let mut passed = [0usize; 3];
-            let mut pending: Vec<(NodeIndex, Group)> = Vec::new();
+            let mut pending = Pending::default();
             let mut nodes = Vec::with_capacity(events.len());
             for (i, e) in events.iter().enumerate() {
                 let node = match e.step {
@@ -786,34 +864,46 @@ impl Graph {
                 nodes.push(node);
                 match &e.step {
                     Step::Async { done, .. } => {
-                        let d = gr.g.add_node(Node::Done(r, i));
-                        gr.g.add_edge(node, d, BOTH);
-                        gr.done.insert((r, i), d);
+                        let mut ds = Vec::new();
                         match done {
                             Done::Phase(bars, q) => {
                                 for b in bars {
+                                    let d = gr.g.add_node(Node::Done(r, i));
+                                    gr.g.add_edge(node, d, BOTH);
                                     let ph = gr.phase(*b, *q);
                                     gr.g.add_edge(d, ph, BOTH);
+                                    ds.push(d);
                                 }
                             }
-                            Done::Group(kind) => pending.push((d, *kind)),
-                            Done::Unobserved => {}
+                            Done::Group(kind) => {
+                                let d = gr.g.add_node(Node::Done(r, i));
+                                gr.g.add_edge(node, d, BOTH);
+                                pending.open.push((d, *kind));
+                                ds.push(d);
+                            }
+                            Done::Unobserved => {
+                                let d = gr.g.add_node(Node::Done(r, i));
+                                gr.g.add_edge(node, d, BOTH);
+                                ds.push(d);
+                            }
                         }
+                        gr.done.insert((r, i), ds);
                     }
-                    Step::GroupWait(kind) => {
-                        for (d, _) in pending.iter().filter(|(_, g)| g == kind) {
-                            gr.g.add_edge(*d, node, BOTH);
+                    Step::Commit(kind) => pending.commit(*kind),
+                    Step::GroupWait(kind, keep) => {
+                        for d in pending.complete(*kind, *keep) {
+                            gr.g.add_edge(d, node, BOTH);
                         }
-                        pending.retain(|(_, g)| g != kind);
                     }
                     Step::AsyncArrive { bar, phase } => {
                         let f = gr.g.add_node(Node::Fires(r, i));
                         gr.g.add_edge(node, f, BOTH);
-                        for (d, _) in pending.iter().filter(|(_, g)| *g == Group::NonBulk) {
-                            gr.g.add_edge(*d, f, BOTH);
+                        for d in pending.non_bulk() {
+                            gr.g.add_edge(d, f, BOTH);
                         }
                         let ph = gr.phase(*bar, *phase);
                         gr.g.add_edge(f, ph, BOTH);
+                        gr.done.insert((r, i), vec![f]);
                     }
                     Step::Init(bar) => {
                         let ph = gr.phase(*bar, -1);
@@ -825,16 +915,29 @@ impl Graph {
                         release,
                         cluster,
                     } => {
-                        let orders = *release && (bar.cta == th.rank || *cluster);
                         let ph = gr.phase(*bar, *phase);
-                        gr.g.add_edge(
-                            node,
-                            ph,
-                            Link {
-                                orders,
-                                blocks: true,
-                            },
-                        );
+                        if bar.cta == th.rank {
+                            gr.g.add_edge(
+                                node,
+                                ph,
+                                Link {
+                                    orders: *release,
+                                    blocks: true,
+                                },
+                            );
+                        } else if *release && *cluster {
+                            let rph = gr.remote_phase(*bar, *phase);
+                            gr.g.add_edge(node, rph, BOTH);
+                        } else {
+                            gr.g.add_edge(
+                                node,
+                                ph,
+                                Link {
+                                    orders: false,
+                                    blocks: true,
+                                },
+                            );
+                        }
                     }
                     Step::Wait {
                         bar,
@@ -843,14 +946,22 @@ impl Graph {
                         cluster,
                         blocking,
                     } => {
-                        let orders = *acquire && (*cluster || !remote.contains(bar));
                         let ph = gr.phase(*bar, *phase);
                         gr.g.add_edge(
                             ph,
                             node,
                             Link {
-                                orders,
+                                orders: *acquire,
                                 blocks: *blocking,
+                            },
+                        );
+                        let rph = gr.remote_phase(*bar, *phase);
+                        gr.g.add_edge(
+                            rph,
+                            node,
+                            Link {
+                                orders: *acquire && *cluster,
+                                blocks: false,
                             },
                         );
                     }
@@ -889,12 +1000,28 @@ impl Graph {
         if !agree {
             return Err(GiveUp);
         }
-        // Phase q completes after phase q - 1.
-        let keys: Vec<(Bar, i64)> = gr.phases.keys().copied().collect();
-        for w in keys.windows(2) {
-            if w[0].0 == w[1].0 {
-                gr.g.add_edge(gr.phases[&w[0]], gr.phases[&w[1]], BOTH);
+        // Phase q completes after phase q - 1, and a peer's arrival is one
+        // of the arrivals the phase needs.
+        for map in [&gr.phases, &gr.remote] {
+            let keys: Vec<(Bar, i64)> = map.keys().copied().collect();
+            for w in keys.windows(2) {
+                if w[0].0 == w[1].0 {
+                    gr.g.add_edge(map[&w[0]], map[&w[1]], BOTH);
+                }
             }
+        }
+        let remote: Vec<((Bar, i64), NodeIndex)> =
+            gr.remote.iter().map(|(k, n)| (*k, *n)).collect();
+        for ((bar, q), rph) in remote {
+            let ph = gr.phase(bar, q);
+            gr.g.add_edge(
+                rph,
+                ph,
+                Link {
+                    orders: false,
+                    blocks: true,
+                },
+            );
         }
         Ok(gr)
     }
@@ -907,15 +1034,24 @@ impl Graph {
             .or_insert_with(|| g.add_node(Node::Phase))
     }
 
-    /// Every node reachable from `from` along ordering edges.
-    fn reach(&self, from: NodeIndex) -> Vec<u64> {
+    fn remote_phase(&mut self, bar: Bar, q: i64) -> NodeIndex {
+        let g = &mut self.g;
+        *self
+            .remote
+            .entry((bar, q))
+            .or_insert_with(|| g.add_node(Node::Phase))
+    }
+
+    /// Every node reachable from `from`: along ordering edges, or (with
+    /// `any`) along every edge (what must happen first in time).
+    fn reach(&self, from: NodeIndex, any: bool) -> Vec<u64> {
+        use petgraph::visit::EdgeRef;
         let mut seen = vec![0u64; self.g.node_count().div_ceil(64)];
         let mut stack = vec![from];
         while let Some(n) = stack.pop() {
             for e in self.g.edges_directed(n, Direction::Outgoing) {
-                use petgraph::visit::EdgeRef;
                 let t = e.target().index();
-                if e.weight().orders && seen[t / 64] >> (t % 64) & 1 == 0 {
+                if (any || e.weight().orders) && seen[t / 64] >> (t % 64) & 1 == 0 {
                     seen[t / 64] |= 1 << (t % 64);
                     stack.push(e.target());
                 }
@@ -1093,7 +1229,10 @@ impl Report<'_> {
                         reduce,
                         ..
                     } => {
-                        let end = self.g.done[&(r, i)];
+                        let ends = &self.g.done[&(r, i)];
+                        // A multicast write lands in each CTA with that
+                        // CTA's completion.
+                        let end = |j: usize| ends.get(j).copied().unwrap_or(ends[0]);
                         let write = if *reduce {
                             Use::AsyncReduce
                         } else {
@@ -1101,9 +1240,10 @@ impl Report<'_> {
                         };
                         let uses = writes
                             .iter()
-                            .map(|b| (b, write))
-                            .chain(reads.iter().map(|b| (b, Use::AsyncRead)));
-                        for (bytes, what) in uses {
+                            .enumerate()
+                            .map(|(j, b)| (b, write, end(j)))
+                            .chain(reads.iter().map(|b| (b, Use::AsyncRead, end(0))));
+                        for (bytes, what, end) in uses {
                             out.push(Access {
                                 role: r,
                                 event: i,
@@ -1130,7 +1270,7 @@ impl Report<'_> {
         }
         let mut reach: HashMap<NodeIndex, Vec<u64>> = HashMap::new();
         let mut before = |a: NodeIndex, b: NodeIndex| {
-            let set = reach.entry(a).or_insert_with(|| self.g.reach(a));
+            let set = reach.entry(a).or_insert_with(|| self.g.reach(a, false));
             a == b || set[b.index() / 64] >> (b.index() % 64) & 1 == 1
         };
         let overlap = |a: &Access, b: &Access| {
