@@ -46,7 +46,7 @@ use petgraph::Direction;
 use cpflow_ir::diag::{Diagnostic, Span};
 use cpflow_ir::ir::*;
 use cpflow_ir::spec::{Completion, Family};
-use cpflow_ir::types::Type;
+use cpflow_ir::types::{Scalar, Type};
 
 use crate::affine::{disjoint, Affine, Atom, Bounds};
 use crate::values::{mapa_of, Base, Sym, Syms};
@@ -55,7 +55,9 @@ use crate::values::{mapa_of, Base, Sym, Syms};
 /// a ring of up to 8 stages through two rounds.
 pub const PARAM_VALUE: i64 = 16;
 /// The longest loop that is unrolled.
-pub const MAX_TRIPS: i64 = 256;
+pub const MAX_TRIPS: i64 = 1 << 16;
+/// The most instructions run over all representative threads.
+pub const MAX_STEPS: usize = 400_000;
 /// The most events (over all roles) that are analysed.
 pub const MAX_NODES: usize = 12_000;
 /// The most CTAs of a cluster that are unrolled.
@@ -179,7 +181,8 @@ fn analyse(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Result<Vec<Diagnos
         return Err(GiveUp);
     }
     let tids = representative_tids(k, syms);
-    let max_tid = syms.bounds.max_tid.unwrap_or(1023);
+    let max_tid = syms.bounds.max_tid.unwrap_or(MAX_TID);
+    let mut budget = MAX_STEPS;
     let mut roles: Vec<(Thread, Vec<Event>)> = Vec::new();
     // The `%tid.x` ranges each role stands for: between two neighbouring
     // representatives with different runs lies a boundary of a comparison.
@@ -188,12 +191,16 @@ fn analyse(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Result<Vec<Diagnos
     for rank in 0..ctas {
         for (n, &tid) in tids.iter().enumerate() {
             let th = Thread { rank, tid };
-            let events = Tracer::new(k, syms, th, dims).run()?;
+            let (events, left) = Tracer::new(k, syms, th, dims, budget).run()?;
+            budget = left;
             total += events.len();
             if total > MAX_NODES {
                 return Err(GiveUp);
             }
-            let range = (tid, tids.get(n + 1).map_or(max_tid, |next| next - 1));
+            let range = (
+                tid,
+                tids.get(n + 1).map_or(max_tid.max(tid), |next| next - 1),
+            );
             match roles
                 .iter()
                 .position(|(t, e)| t.rank == rank && *e == events)
@@ -218,23 +225,25 @@ fn analyse(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Result<Vec<Diagnos
     if !deadlocks.is_empty() {
         return Ok(deadlocks);
     }
-    Ok(report.races(&syms.bounds))
+    let mut out = report.run_ahead();
+    out.extend(report.races(&syms.bounds));
+    Ok(out)
 }
 
+/// The largest `%tid.x` of a CTA (1024 threads).
+const MAX_TID: i64 = 1023;
+
 /// `%tid.x` values on both sides of every constant the kernel compares a
-/// thread index with, so that each side of each such condition has a
-/// representative (within the largest `%tid.x` the accesses allow).
+/// thread index, lane or warp index with, and each compared lane within
+/// each compared warp, so that each side of each such condition (and of
+/// their conjunctions) has a representative. Not bounded by the largest
+/// `%tid.x` the shared accesses allow: a thread that makes none of them
+/// (an elected producer after the consumers) is not bounded by them.
 fn representative_tids(k: &Kernel, syms: &Syms) -> Vec<i64> {
     let mut tids = BTreeSet::from([0, 1]);
+    let mut lanes = BTreeSet::new();
+    let mut warps = BTreeSet::new();
     let tid = Affine::atom(Atom::Tid(0));
-    let mut around = |t: i64, width: i64| {
-        tids.extend([
-            t.saturating_sub(1),
-            t,
-            t.saturating_add(width - 1),
-            t.saturating_add(width),
-        ]);
-    };
     k.walk(k.body, &mut |i| {
         let data = &k.insts[i];
         if !matches!(data.op, Op::Cmp(..)) || data.args.len() != 2 {
@@ -254,15 +263,37 @@ fn representative_tids(k: &Kernel, syms: &Syms) -> Vec<i64> {
                 continue;
             };
             match atom {
-                Atom::Tid(0 | 3) => around(v, 1),
-                Atom::Div(inner, d) if **inner == tid => around(v.saturating_mul(*d), *d),
-                Atom::Mod(inner, _) if **inner == tid => around(v, 1),
+                Atom::Tid(0) => {
+                    tids.extend([v.saturating_sub(1), v, v.saturating_add(1)]);
+                }
+                Atom::Tid(3) => {
+                    lanes.extend([v.saturating_sub(1), v, v.saturating_add(1)]);
+                }
+                Atom::Mod(inner, _) if **inner == tid => {
+                    lanes.extend([v.saturating_sub(1), v, v.saturating_add(1)]);
+                }
+                Atom::Div(inner, d) if **inner == tid => {
+                    let base = v.saturating_mul(*d);
+                    warps.extend([
+                        (base.saturating_sub(*d), *d),
+                        (base, *d),
+                        (base.saturating_add(*d), *d),
+                    ]);
+                }
                 _ => {}
             }
         }
     });
-    let max = syms.bounds.max_tid.unwrap_or(1023);
-    tids.into_iter().filter(|t| (0..=max).contains(t)).collect()
+    for &(base, width) in &warps {
+        tids.extend([base, base.saturating_add(width - 1)]);
+        for &lane in lanes.iter().filter(|l| (0..width).contains(*l)) {
+            tids.insert(base.saturating_add(lane));
+        }
+    }
+    tids.extend(lanes.iter().copied());
+    tids.into_iter()
+        .filter(|t| (0..=MAX_TID).contains(t))
+        .collect()
 }
 
 /// Unrolls one thread's run into its events.
@@ -273,16 +304,26 @@ struct Tracer<'a> {
     dims: [i64; 3],
     /// The value of each SSA value in the current iteration, when known.
     vals: Vec<Option<i64>>,
+    /// Values computed from a kernel parameter (whose value is assumed)
+    /// and from no loop variable: a branch on one is not taken blindly.
+    assumed: Vec<bool>,
+    /// Values that change from one loop iteration to the next (loop
+    /// variables, loop-carried and `if` results, and what uses them).
+    varying: Vec<bool>,
+    /// Instructions left to run.
+    budget: usize,
     iters: Vec<(Inst, i64)>,
     events: Vec<Event>,
 }
 
 impl<'a> Tracer<'a> {
-    fn new(k: &'a Kernel, syms: &'a Syms, th: Thread, dims: [i64; 3]) -> Self {
+    fn new(k: &'a Kernel, syms: &'a Syms, th: Thread, dims: [i64; 3], budget: usize) -> Self {
         let mut vals = vec![None; k.values.len()];
+        let mut assumed = vec![false; k.values.len()];
         for &p in &k.params {
             if matches!(k.ty(p), Type::Scalar(s) if s.is_int()) {
                 vals[p.index()] = Some(PARAM_VALUE);
+                assumed[p.index()] = true;
             }
         }
         Tracer {
@@ -291,14 +332,18 @@ impl<'a> Tracer<'a> {
             th,
             dims,
             vals,
+            assumed,
+            varying: vec![false; k.values.len()],
+            budget,
             iters: Vec::new(),
             events: Vec::new(),
         }
     }
 
-    fn run(mut self) -> Result<Vec<Event>, GiveUp> {
+    /// The events of the thread's run, and the budget left.
+    fn run(mut self) -> Result<(Vec<Event>, usize), GiveUp> {
         self.region(self.k.body)?;
-        Ok(self.events)
+        Ok((self.events, self.budget))
     }
 
     fn val(&self, a: Arg) -> Option<i64> {
@@ -312,17 +357,23 @@ impl<'a> Tracer<'a> {
     fn region(&mut self, r: Region) -> Result<Vec<Option<i64>>, GiveUp> {
         let k = self.k;
         for &inst in &k.regions[r].insts {
+            self.budget = self.budget.checked_sub(1).ok_or(GiveUp)?;
             let data = &k.insts[inst];
             match &data.op {
                 Op::Yield => return Ok(data.args.iter().map(|a| self.val(*a)).collect()),
                 Op::If => {
-                    let c = data.args.first().and_then(|a| self.val(*a)).ok_or(GiveUp)?;
+                    let c = data.args.first().ok_or(GiveUp)?;
+                    if c.value().is_some_and(|v| self.assumed[v.index()]) {
+                        return Err(GiveUp);
+                    }
+                    let c = self.val(*c).ok_or(GiveUp)?;
                     let out = match data.regions.get(usize::from(c == 0)) {
                         Some(&branch) => self.region(branch)?,
                         None => Vec::new(),
                     };
                     for (i, &res) in data.results.iter().enumerate() {
                         self.vals[res.index()] = out.get(i).copied().flatten();
+                        self.varying[res.index()] = true;
                     }
                 }
                 Op::For => self.for_loop(inst)?,
@@ -354,6 +405,9 @@ impl<'a> Tracer<'a> {
         }
         let body = data.regions[0];
         let args = &k.regions[body].args;
+        for a in args {
+            self.varying[a.index()] = true;
+        }
         let mut carried: Vec<Option<i64>> =
             data.args.iter().skip(3).map(|a| self.val(*a)).collect();
         for t in 0..trips as i64 {
@@ -371,6 +425,7 @@ impl<'a> Tracer<'a> {
         }
         for (res, v) in data.results.iter().zip(&carried) {
             self.vals[res.index()] = *v;
+            self.varying[res.index()] = true;
         }
         Ok(())
     }
@@ -387,13 +442,23 @@ impl<'a> Tracer<'a> {
         let k = self.k;
         let data = &k.insts[inst];
         let v = |i: usize| data.args.get(i).and_then(|a| self.val(*a));
+        let result_ty = data.results.first().and_then(|r| match k.ty(*r) {
+            Type::Scalar(s) if s.is_int() => Some(s),
+            _ => None,
+        });
         let out = match &data.op {
             Op::Const(Constant::Int(c)) => Some(*c),
             Op::Sreg(r) => self.sreg(*r),
-            Op::Binary(b) => binary(*b, v(0), v(1)),
-            Op::Cmp(p, _) => compare(*p, v(0), v(1)).map(i64::from),
+            Op::Binary(b) => match result_ty {
+                Some(ty) => binary(*b, ty, v(0), v(1)),
+                None => None,
+            },
+            Op::Cmp(p, ty) => compare(*p, *ty, v(0), v(1)).map(i64::from),
             Op::Select => v(0).and_then(|c| if c != 0 { v(1) } else { v(2) }),
-            Op::Cast(..) => v(0),
+            Op::Cast(op, from) => match result_ty {
+                Some(to) => cast(*op, *from, to, v(0)),
+                None => None,
+            },
             Op::Load(s) | Op::Store(s) => {
                 let write = matches!(data.op, Op::Store(_));
                 let size = i64::from(s.bits().max(8) / 8);
@@ -407,6 +472,13 @@ impl<'a> Tracer<'a> {
         };
         if let Some(&r) = data.results.first() {
             self.vals[r.index()] = out;
+            let any = |f: &[bool]| {
+                data.args
+                    .iter()
+                    .any(|a| a.value().is_some_and(|v| f[v.index()]))
+            };
+            self.varying[r.index()] = any(&self.varying);
+            self.assumed[r.index()] = any(&self.assumed) && !self.varying[r.index()];
         }
         Ok(())
     }
@@ -672,34 +744,68 @@ impl<'a> Tracer<'a> {
     }
 }
 
-fn binary(op: BinaryOp, a: Option<i64>, b: Option<i64>) -> Option<i64> {
-    let (a, b) = (a?, b?);
-    let unsigned = a >= 0 && b >= 0;
-    match op {
-        BinaryOp::Add => a.checked_add(b),
-        BinaryOp::Sub => a.checked_sub(b),
-        BinaryOp::Mul => a.checked_mul(b),
-        BinaryOp::DivU if unsigned => a.checked_div(b),
-        BinaryOp::RemU if unsigned => a.checked_rem(b),
-        BinaryOp::DivS => a.checked_div(b),
-        BinaryOp::RemS => a.checked_rem(b),
-        BinaryOp::And => Some(a & b),
-        BinaryOp::Or => Some(a | b),
-        BinaryOp::Xor => Some(a ^ b),
-        BinaryOp::Shl if (0..32).contains(&b) => a.checked_shl(b as u32),
-        BinaryOp::ShrU if unsigned && b < 63 => Some(a >> b),
-        BinaryOp::ShrS if (0..63).contains(&b) => Some(a >> b),
-        BinaryOp::MinU if unsigned => Some(a.min(b)),
-        BinaryOp::MaxU if unsigned => Some(a.max(b)),
-        BinaryOp::MinS => Some(a.min(b)),
-        BinaryOp::MaxS => Some(a.max(b)),
-        _ => None,
+/// `v` (held sign-extended) as an unsigned number of type `ty`.
+fn unsigned(v: i64, ty: Scalar) -> u64 {
+    match ty {
+        Scalar::I1 => (v & 1) as u64,
+        Scalar::I32 => u64::from(v as u32),
+        _ => v as u64,
     }
 }
 
-fn compare(p: CmpPred, a: Option<i64>, b: Option<i64>) -> Option<bool> {
+/// `v` wrapped to `ty` and sign-extended (how values are held).
+fn wrap(v: i64, ty: Scalar) -> i64 {
+    match ty {
+        Scalar::I1 => v & 1,
+        Scalar::I32 => i64::from(v as i32),
+        _ => v,
+    }
+}
+
+/// An integer operation of type `ty`, with the machine's wrap-around.
+fn binary(op: BinaryOp, ty: Scalar, a: Option<i64>, b: Option<i64>) -> Option<i64> {
     let (a, b) = (a?, b?);
-    let unsigned = a >= 0 && b >= 0;
+    let (ua, ub) = (unsigned(a, ty), unsigned(b, ty));
+    let bits = i64::from(ty.bits());
+    let shift = (0..bits).contains(&b).then_some(b as u32);
+    let v = match op {
+        BinaryOp::Add => a.wrapping_add(b),
+        BinaryOp::Sub => a.wrapping_sub(b),
+        BinaryOp::Mul => a.wrapping_mul(b),
+        BinaryOp::DivU => ua.checked_div(ub)? as i64,
+        BinaryOp::RemU => ua.checked_rem(ub)? as i64,
+        BinaryOp::DivS => a.checked_div(b)?,
+        BinaryOp::RemS => a.checked_rem(b)?,
+        BinaryOp::And => a & b,
+        BinaryOp::Or => a | b,
+        BinaryOp::Xor => a ^ b,
+        BinaryOp::Shl => a.wrapping_shl(shift?),
+        BinaryOp::ShrU => (ua >> shift?) as i64,
+        BinaryOp::ShrS => a >> shift?,
+        BinaryOp::MinU => {
+            if ua <= ub {
+                a
+            } else {
+                b
+            }
+        }
+        BinaryOp::MaxU => {
+            if ua >= ub {
+                a
+            } else {
+                b
+            }
+        }
+        BinaryOp::MinS => a.min(b),
+        BinaryOp::MaxS => a.max(b),
+        _ => return None,
+    };
+    Some(wrap(v, ty))
+}
+
+fn compare(p: CmpPred, ty: Scalar, a: Option<i64>, b: Option<i64>) -> Option<bool> {
+    let (a, b) = (a?, b?);
+    let (ua, ub) = (unsigned(a, ty), unsigned(b, ty));
     match p {
         CmpPred::Eq => Some(a == b),
         CmpPred::Ne => Some(a != b),
@@ -707,10 +813,20 @@ fn compare(p: CmpPred, a: Option<i64>, b: Option<i64>) -> Option<bool> {
         CmpPred::Sle => Some(a <= b),
         CmpPred::Sgt => Some(a > b),
         CmpPred::Sge => Some(a >= b),
-        CmpPred::Ult if unsigned => Some(a < b),
-        CmpPred::Ule if unsigned => Some(a <= b),
-        CmpPred::Ugt if unsigned => Some(a > b),
-        CmpPred::Uge if unsigned => Some(a >= b),
+        CmpPred::Ult => Some(ua < ub),
+        CmpPred::Ule => Some(ua <= ub),
+        CmpPred::Ugt => Some(ua > ub),
+        CmpPred::Uge => Some(ua >= ub),
+        _ => None,
+    }
+}
+
+/// A cast from `from` to `to` (integers only).
+fn cast(op: CastOp, from: Scalar, to: Scalar, v: Option<i64>) -> Option<i64> {
+    let v = v?;
+    match op {
+        CastOp::Zext => Some(wrap(unsigned(v, from) as i64, to)),
+        CastOp::Sext | CastOp::Trunc => Some(wrap(v, to)),
         _ => None,
     }
 }
@@ -1209,6 +1325,65 @@ impl Report<'_> {
         out.into_values().map(|(_, d)| d).collect()
     }
 
+    /// E1011 for each arrival or complete_tx on phase `q` that nothing
+    /// puts after the completion of phase `q - 1` of its barrier: it may
+    /// land in phase `q - 1`, which then completes early (and `q` never).
+    fn run_ahead(&self) -> Vec<Diagnostic> {
+        let mut after: HashMap<NodeIndex, Vec<u64>> = HashMap::new();
+        let mut out: BTreeMap<Inst, Diagnostic> = BTreeMap::new();
+        for (r, (_, events)) in self.roles.iter().enumerate() {
+            for (i, e) in events.iter().enumerate() {
+                let acts: Vec<(Bar, i64, NodeIndex)> = match &e.step {
+                    Step::Arrive { bar, phase, .. } => vec![(*bar, *phase, self.g.at[r][i])],
+                    Step::AsyncArrive { bar, phase } => {
+                        vec![(*bar, *phase, self.g.done[&(r, i)][0])]
+                    }
+                    Step::Async {
+                        done: Done::Phase(bars, q),
+                        ..
+                    } => bars
+                        .iter()
+                        .zip(&self.g.done[&(r, i)])
+                        .map(|(b, d)| (*b, *q, *d))
+                        .collect(),
+                    _ => continue,
+                };
+                for (bar, q, node) in acts {
+                    let Some(&prev) = self.g.phases.get(&(bar, q - 1)) else {
+                        continue;
+                    };
+                    if q < 1
+                        || out.contains_key(&e.inst)
+                        || self.known.contains(&self.span(r, i).start)
+                    {
+                        continue;
+                    }
+                    let set = after
+                        .entry(prev)
+                        .or_insert_with(|| self.g.reach(prev, true));
+                    if set[node.index() / 64] >> (node.index() % 64) & 1 == 1 {
+                        continue;
+                    }
+                    let what = if matches!(e.step, Step::Async { .. }) {
+                        "the copy's complete_tx"
+                    } else {
+                        "this arrival"
+                    };
+                    let d = Diagnostic::error(
+                        "E1011",
+                        format!("{what} names phase {q}, but nothing orders it after phase {} completes", q - 1),
+                        self.span(r, i),
+                    )
+                    .with_label(format!("it may land in phase {} and complete that phase early (and phase {q} then never completes)", q - 1))
+                    .with_help(format!("wait on phase {} of the barrier (or on a phase ordered after it) before this, as a ring's producer waits on `empty` before arriving on `full`", q - 1))
+                    .with_note(format!("an instance: {}", self.instance(r, i)));
+                    out.insert(e.inst, d);
+                }
+            }
+        }
+        out.into_values().collect()
+    }
+
     fn accesses(&self) -> Vec<Access<'_>> {
         let mut out = Vec::new();
         for (r, (_, events)) in self.roles.iter().enumerate() {
@@ -1523,10 +1698,31 @@ mod tests {
     }
 
     #[test]
-    fn unsigned_operations_on_negative_values_are_unknown() {
-        assert_eq!(binary(BinaryOp::DivU, Some(-1), Some(2)), None);
-        assert_eq!(binary(BinaryOp::DivS, Some(-4), Some(2)), Some(-2));
-        assert_eq!(compare(CmpPred::Ult, Some(-1), Some(0)), None);
-        assert_eq!(compare(CmpPred::Slt, Some(-1), Some(0)), Some(true));
+    fn integer_operations_wrap_as_on_the_machine() {
+        let i32 = Scalar::I32;
+        // -1 as an unsigned i32 is 2^32 - 1.
+        assert_eq!(
+            binary(BinaryOp::DivU, i32, Some(-1), Some(2)),
+            Some(i64::from(i32::MAX))
+        );
+        assert_eq!(binary(BinaryOp::DivS, i32, Some(-4), Some(2)), Some(-2));
+        assert_eq!(
+            binary(BinaryOp::Shl, i32, Some(1), Some(31)),
+            Some(i64::from(i32::MIN))
+        );
+        assert_eq!(
+            binary(BinaryOp::Add, i32, Some(i64::from(i32::MAX)), Some(1)),
+            Some(i64::from(i32::MIN))
+        );
+        assert_eq!(compare(CmpPred::Ult, i32, Some(-1), Some(0)), Some(false));
+        assert_eq!(compare(CmpPred::Slt, i32, Some(-1), Some(0)), Some(true));
+        assert_eq!(
+            cast(CastOp::Zext, i32, Scalar::I64, Some(-1)),
+            Some(i64::from(u32::MAX))
+        );
+        assert_eq!(
+            cast(CastOp::Trunc, Scalar::I64, i32, Some(1 << 32)),
+            Some(0)
+        );
     }
 }
