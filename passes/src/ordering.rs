@@ -1477,107 +1477,107 @@ impl Report<'_> {
                 _ => true,
             }
         };
-        let mut out: BTreeMap<(&'static str, Inst, Inst), Diagnostic> = BTreeMap::new();
-        for (i, a) in accesses.iter().enumerate() {
-            for b in &accesses[i + 1..] {
-                // Within a role, program order relates the accesses but not
-                // the completion of its async ops: only those pairs count.
-                let both_async = a.what.is_async() && b.what.is_async() && a.event != b.event;
-                if (a.role == b.role && !both_async)
-                    || !(a.what.writes() || b.what.writes())
-                    || (a.what == Use::AsyncReduce && b.what == Use::AsyncReduce)
-                    || (a.bytes.cta, a.bytes.alloc) != (b.bytes.cta, b.bytes.alloc)
-                    || self.known.contains(&self.span(a.role, a.event).start)
-                    || self.known.contains(&self.span(b.role, b.event).start)
-                {
-                    continue;
-                }
-                let (ab, ba) = (before(a.end, b.start), before(b.end, a.start));
-                if ab || ba {
-                    // A generic write the async proxy then reads needs the
-                    // writer's `fence.proxy.async` on the way (§4).
-                    let (w, x) = if ab { (a, b) } else { (b, a) };
-                    let proxy = matches!(
-                        self.event(x.role, x.event).step,
-                        Step::Async {
-                            async_proxy: true,
-                            ..
-                        }
-                    );
-                    if w.what == Use::Write
-                        && x.what == Use::AsyncRead
-                        && proxy
-                        && overlap(w, x)
-                        && !self.fenced(w, x, &accesses, &mut before, &overlap)
+        // Pairs meet only within one allocation of one CTA; each pair of
+        // instructions is reported once, from its first instance.
+        let mut buckets: BTreeMap<(i64, SharedId), Vec<&Access>> = BTreeMap::new();
+        for a in &accesses {
+            buckets
+                .entry((a.bytes.cta, a.bytes.alloc))
+                .or_default()
+                .push(a);
+        }
+        let fences: Vec<Vec<usize>> = self
+            .roles
+            .iter()
+            .map(|(_, events)| {
+                (0..events.len())
+                    .filter(|&i| events[i].step == Step::ProxyFence)
+                    .collect()
+            })
+            .collect();
+        let inst = |a: &Access| self.event(a.role, a.event).inst;
+        let mut seen: BTreeSet<(Inst, Inst)> = BTreeSet::new();
+        let mut out = Vec::new();
+        for bucket in buckets.values() {
+            for (i, &a) in bucket.iter().enumerate() {
+                for &b in &bucket[i + 1..] {
+                    // Within a role, program order relates the accesses but
+                    // not the completion of its async ops: only those count.
+                    let both_async = a.what.is_async() && b.what.is_async() && a.event != b.event;
+                    if (a.role == b.role && !both_async)
+                        || !(a.what.writes() || b.what.writes())
+                        || (a.what == Use::AsyncReduce && b.what == Use::AsyncReduce)
+                        || self.known.contains(&self.span(a.role, a.event).start)
+                        || self.known.contains(&self.span(b.role, b.event).start)
                     {
-                        let d = self.unfenced(w, x);
-                        let key = (
-                            d.code,
-                            self.event(x.role, x.event).inst,
-                            self.event(w.role, w.event).inst,
-                        );
-                        out.entry(key).or_insert(d);
+                        continue;
                     }
-                    continue;
+                    let (ab, ba) = (before(a.end, b.start), before(b.end, a.start));
+                    if ab || ba {
+                        // A generic write the async proxy then reads needs
+                        // the writer's `fence.proxy.async` on the way (§4):
+                        // the first one after the write is the one to check.
+                        let (w, x) = if ab { (a, b) } else { (b, a) };
+                        let proxy = matches!(
+                            self.event(x.role, x.event).step,
+                            Step::Async {
+                                async_proxy: true,
+                                ..
+                            }
+                        );
+                        if w.what != Use::Write
+                            || x.what != Use::AsyncRead
+                            || !proxy
+                            || seen.contains(&(inst(x), inst(w)))
+                        {
+                            continue;
+                        }
+                        let fence = fences[w.role]
+                            .iter()
+                            .find(|&&f| f > w.event)
+                            .is_some_and(|&f| before(self.g.at[w.role][f], x.start));
+                        // A later write between them is what `x` reads.
+                        let mut rewritten = || {
+                            bucket.iter().any(|v| {
+                                v.what.writes()
+                                    && !(v.role == w.role && v.event == w.event)
+                                    && overlap(v, w)
+                                    && before(w.end, v.start)
+                                    && before(v.end, x.start)
+                            })
+                        };
+                        if !fence && overlap(w, x) && !rewritten() {
+                            seen.insert((inst(x), inst(w)));
+                            out.push(self.unfenced(w, x));
+                        }
+                        continue;
+                    }
+                    // The read of a copy's bytes by another thread is a late
+                    // read (WAR) when an earlier write to them is ordered
+                    // before it; otherwise it reads too early (RAW).
+                    let (x, y) = if b.what.is_async() && !a.what.is_async() {
+                        (b, a)
+                    } else {
+                        (a, b)
+                    };
+                    if seen.contains(&(inst(x), inst(y))) || !overlap(a, b) {
+                        continue;
+                    }
+                    let overwrite = x.what == Use::AsyncWrite
+                        && y.what == Use::Read
+                        && bucket.iter().any(|w| {
+                            w.what.writes()
+                                && overlap(w, y)
+                                && before(w.end, y.start)
+                                && before(w.start, x.start)
+                        });
+                    seen.insert((inst(x), inst(y)));
+                    out.push(self.race(x, y, overwrite));
                 }
-                if !overlap(a, b) {
-                    continue;
-                }
-                // The read of a copy's bytes by another thread is a late
-                // read (WAR) when an earlier write to them is ordered before
-                // it; otherwise it reads too early (RAW).
-                let (x, y) = if b.what.is_async() && !a.what.is_async() {
-                    (b, a)
-                } else {
-                    (a, b)
-                };
-                let overwrite = x.what == Use::AsyncWrite
-                    && y.what == Use::Read
-                    && accesses.iter().any(|w| {
-                        w.what.writes()
-                            && (w.bytes.cta, w.bytes.alloc) == (y.bytes.cta, y.bytes.alloc)
-                            && overlap(w, y)
-                            && before(w.end, y.start)
-                            && before(w.start, x.start)
-                    });
-                let d = self.race(x, y, overwrite);
-                let key = (
-                    d.code,
-                    self.event(x.role, x.event).inst,
-                    self.event(y.role, y.event).inst,
-                );
-                out.entry(key).or_insert(d);
             }
         }
-        out.into_values().collect()
-    }
-
-    /// Is the generic write `w`, ordered before the async read `x`, fenced
-    /// for the async proxy: a `fence.proxy.async` of the writer after `w`
-    /// that is ordered before `x`, or a later write of the bytes between
-    /// them (then `x` reads that one)?
-    fn fenced(
-        &self,
-        w: &Access,
-        x: &Access,
-        accesses: &[Access],
-        before: &mut impl FnMut(NodeIndex, NodeIndex) -> bool,
-        overlap: &impl Fn(&Access, &Access) -> bool,
-    ) -> bool {
-        let fence = self.roles[w.role]
-            .1
-            .iter()
-            .enumerate()
-            .skip(w.event + 1)
-            .any(|(i, e)| e.step == Step::ProxyFence && before(self.g.at[w.role][i], x.start));
-        fence
-            || accesses.iter().any(|v| {
-                v.what.writes()
-                    && !(v.role == w.role && v.event == w.event)
-                    && overlap(v, w)
-                    && before(w.end, v.start)
-                    && before(v.end, x.start)
-            })
+        out.sort_by_key(|d| (d.span.start, d.code));
+        out
     }
 
     /// E1006 for a generic write another thread's async op reads unfenced.
