@@ -5,36 +5,42 @@
 //!
 //! The [`crate::engine`] follows one thread's path and knows other threads
 //! only as renamings of it. Here each *role* is one representative thread
-//! (a `%tid.x` next to every constant the kernel compares it with, in every
-//! CTA of the cluster) whose whole run is unrolled: every `if` decided,
-//! every loop run for its trip count. The events of all roles form one
-//! graph:
+//! (a `%tid.x` next to every constant the kernel compares a thread, lane or
+//! warp index with, in every CTA of the cluster) whose whole run is
+//! unrolled: every `if` decided, every loop run for its trip count. The
+//! events of all roles form one graph:
 //!
 //! * program order within a role; a `barrier.cta` is one node that every
 //!   role of its CTA passes, a cluster barrier one node from the cluster's
 //!   arrivals to its waits;
 //! * `arrive -> phase(b, q) -> wait`, where phase `q` of barrier `b` also
 //!   follows phase `q - 1` and the barrier's `init`, and an async op's
-//!   completion (complete_tx) feeds the phase it names;
+//!   completion (complete_tx, one per multicast destination) feeds the
+//!   phase it names; a group wait completes all but its N newest groups;
 //! * an edge *orders* memory when its ends release and acquire at a scope
-//!   that covers both threads (a peer CTA's arrival needs `.release.cluster`
-//!   and an `.acquire.cluster` wait; `.relaxed` orders nothing); every edge
-//!   is a progress dependency except the one into a poll.
+//!   that covers both threads: a peer CTA's arrival reaches only an
+//!   `.acquire.cluster` wait, and only as `.release.cluster` (readings
+//!   #22); `.relaxed` orders nothing; every edge is a progress dependency
+//!   except the one into a poll.
 //!
 //! It reports a cycle of progress dependencies through a wait (E1010: the
-//! phase's arrivals can only come after the wait), and each pair of
-//! accesses of the same shared bytes by two roles, one of them writing,
-//! that no path of ordering edges relates (E1001, E1003, E1005, E1008,
-//! E1017), or that a path orders from a generic write to an async-proxy
-//! read without the writer's `fence.proxy.async` on it (E1006).
+//! phase's arrivals can only come after the wait); an arrival or
+//! complete_tx on phase `q` that nothing puts after phase `q - 1` (E1011:
+//! it may land in `q - 1`); each pair of accesses of the same shared bytes
+//! by two roles, one of them writing, or of two async ops of one role, that
+//! no path of ordering edges relates (E1001, E1003, E1005, E1008, E1017);
+//! and a path from a generic write to another thread's async-proxy read
+//! without the writer's `fence.proxy.async` on it (E1006).
 //!
 //! Where it cannot unroll it says nothing: a condition, loop bound, barrier
-//! or phase it cannot evaluate, a loop of more than [`MAX_TRIPS`]
-//! iterations, a barrier initialised twice, roles that disagree on how many
-//! barriers they pass, or more than [`MAX_NODES`] events. Integer kernel
-//! parameters are taken to be [`PARAM_VALUE`] and polls to succeed. Where
-//! it cannot tell which wait completes an async-group, it assumes the next
-//! wait of that kind does, which only adds ordering.
+//! or phase it cannot evaluate (a branch on a value computed from kernel
+//! parameters alone included), more than [`MAX_STEPS`] instructions run, a
+//! barrier initialised twice, roles that disagree on how many barriers they
+//! pass, or more than [`MAX_NODES`] events. Integer kernel parameters are
+//! taken to be [`PARAM_VALUE`] (as trip counts) and polls to succeed.
+//! Where it cannot tell which wait completes an async-group (a wait on a
+//! group value), it assumes the wait completes every group, which only
+//! adds ordering.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
