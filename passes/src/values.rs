@@ -379,6 +379,19 @@ impl Syms {
         })
     }
 
+    /// The `%tid.x` values of the threads that can run code under the `if`
+    /// conditions `conds` (value, polarity): those not comparing `%tid.x`
+    /// with a constant (see [`Self::tid_cond`]) leave the set as it is.
+    pub fn tids_under(&self, k: &Kernel, conds: &[(Value, bool)]) -> TidSet {
+        conds.iter().fold(vec![(0, TID_INF)], |acc, &(c, pol)| {
+            match self.tid_cond(k, c) {
+                Some(t) if pol => intersect(&acc, &t),
+                Some(t) => intersect(&acc, &complement(&t)),
+                None => acc,
+            }
+        })
+    }
+
     /// Each instruction of `r` with the `%tid.x` values of the threads that
     /// run it whenever a CTA reaches `r` with the threads `path`. Under
     /// control flow that is uniform in a CTA (it may depend on the CTA's
@@ -478,7 +491,7 @@ impl Syms {
 
 /// A set of `%tid.x` values: sorted, disjoint, non-adjacent inclusive
 /// intervals of `[0, TID_INF]`.
-type TidSet = Vec<(i64, i64)>;
+pub type TidSet = Vec<(i64, i64)>;
 
 /// No upper bound on `%tid.x`.
 const TID_INF: i64 = i64::MAX;
@@ -513,7 +526,8 @@ fn complement(s: &[(i64, i64)]) -> TidSet {
     out
 }
 
-fn intersect(a: &[(i64, i64)], b: &[(i64, i64)]) -> TidSet {
+/// `a` ∩ `b`.
+pub fn intersect(a: &[(i64, i64)], b: &[(i64, i64)]) -> TidSet {
     let mut out = Vec::new();
     for &(alo, ahi) in a {
         for &(blo, bhi) in b {
