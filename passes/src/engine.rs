@@ -17,7 +17,7 @@ use cpflow_ir::types::{Scalar, Type};
 
 use crate::affine::{disjoint, Affine, Atom};
 use crate::state::{Init, Issuer, Kind, Mem, OpRec, State};
-use crate::values::{is_sreg, mapa_of, Base, Sym, Syms};
+use crate::values::{intersect, is_sreg, mapa_of, Base, Sym, Syms};
 
 const HUGE: i64 = 1 << 40;
 const MAX_ITERS: usize = 30;
@@ -731,6 +731,7 @@ impl<'a> Engine<'a> {
             }
             if let Some(c) = cond {
                 self.conds.push((c, pol));
+                self.drop_other_roles(s);
             }
             self.region(data.regions[branch], s);
             if cond.is_some() {
@@ -754,6 +755,29 @@ impl<'a> Engine<'a> {
                 st.preds.insert(res, f);
             }
         }
+    }
+
+    /// Leaves out of `st` the generic accesses and async-proxy reads of
+    /// code that no thread running the current branch ran: its `if`
+    /// conditions and the current ones compare `%tid.x` with constants that
+    /// no `%tid.x` satisfies together (a producer under `tid == 0`,
+    /// consumers under a later `if tid >= 1`). They are another role's, as
+    /// in the `else` branch of the role's own `if`, where the engine never
+    /// sees them: their hand-offs between roles (E1003, E1006, E1008 and
+    /// E1017 through mbarriers) are the cross-thread analysis's
+    /// (`ordering.rs`), which treats both forms alike. Async-op records are
+    /// kept: whether this thread observed their phase before using their
+    /// bytes is checked here. After the `if`, the join with the path around
+    /// the branch brings the entries back.
+    fn drop_other_roles(&self, st: &mut State) {
+        let here = self.syms.tids_under(self.k, &self.conds);
+        let other = |conds: &[(Value, bool)]| {
+            intersect(&here, &self.syms.tids_under(self.k, conds)).is_empty()
+        };
+        let of_inst = |i: &Inst| other(self.inst_conds.get(i).map_or(&[], Vec::as_slice));
+        st.gen_writes.retain(|(_, _, i)| !of_inst(i));
+        st.async_read.retain(|(_, _, i)| !of_inst(i));
+        st.reads.retain(|(_, i)| !of_inst(i));
     }
 
     /// What `a` says about a phase: a predicate fact, or a constant (which

@@ -2,7 +2,7 @@
 //! pointer (base allocation + affine byte offset) or an mbarrier phase
 //! (barrier pointer + affine phase index), plus the bounds the prover may
 //! assume (constant loop ranges, and the largest `%tid.x` that keeps every
-//! thread-indexed shared access in bounds).
+//! thread-indexed shared access in bounds in the threads that run it).
 //!
 //! Computed once per kernel in program order (SSA: definitions come first).
 //! Loop-carried values and anything not affine become opaque atoms.
@@ -45,6 +45,9 @@ pub struct Syms {
     pub loops: Vec<Vec<Inst>>,
     /// Values that may differ between threads.
     pub thread_dependent: Vec<bool>,
+    /// Values that may differ between the threads of one CTA: as
+    /// `thread_dependent`, less what depends only on the CTA's rank.
+    pub tid_dependent: Vec<bool>,
     pub bounds: Bounds,
 }
 
@@ -123,6 +126,7 @@ impl Syms {
             vals: vec![Sym::Unknown; n],
             loops: vec![Vec::new(); n],
             thread_dependent: vec![false; n],
+            tid_dependent: vec![false; n],
             bounds: Bounds::default(),
         };
         for (i, &p) in k.params.iter().enumerate() {
@@ -158,6 +162,8 @@ impl Syms {
                     let init = data.args.get(2 + i).and_then(|x| x.value());
                     self.thread_dependent[a.index()] =
                         init.is_none_or(|v| self.thread_dependent[v.index()]);
+                    self.tid_dependent[a.index()] =
+                        init.is_none_or(|v| self.tid_dependent[v.index()]);
                 }
                 loops.push(inst);
                 for &a in args {
@@ -188,24 +194,25 @@ impl Syms {
         let Some(&res) = data.results.first() else {
             return;
         };
-        let td = data
-            .args
-            .iter()
-            .any(|a| a.value().is_some_and(|v| self.thread_dependent[v.index()]))
+        let dep = |of: &[bool]| {
+            data.args
+                .iter()
+                .any(|a| a.value().is_some_and(|v| of[v.index()]))
+        };
+        let tid = dep(&self.tid_dependent)
             || matches!(
                 data.op,
                 Op::Load(_)
                     | Op::Sreg(
-                        SpecialReg::TidX
-                            | SpecialReg::TidY
-                            | SpecialReg::TidZ
-                            | SpecialReg::LaneId
-                            | SpecialReg::ClusterCtaRank
+                        SpecialReg::TidX | SpecialReg::TidY | SpecialReg::TidZ | SpecialReg::LaneId
                     )
             )
             || matches!(&data.op, Op::Ptx(p) if matches!(p.family, Family::MbarrierTestWaitParity | Family::MbarrierTryWaitParity));
+        let td =
+            tid || dep(&self.thread_dependent) || data.op == Op::Sreg(SpecialReg::ClusterCtaRank);
         for &r in &data.results {
             self.thread_dependent[r.index()] = td;
+            self.tid_dependent[r.index()] = tid;
         }
         let int = |i: usize| data.args.get(i).and_then(|a| self.int(*a));
         let cst = |i: usize| data.args.get(i).and_then(|a| k.const_int(*a));
@@ -331,12 +338,105 @@ impl Syms {
         }
     }
 
-    /// The largest `%tid.x` for which every `ld`/`st`/`cp.async` of shared
-    /// memory indexed by `%tid.x` stays inside its allocation (an
-    /// out-of-bounds access is a bug of its own, reported elsewhere).
+    /// The `%tid.x` values for which `c` is true, when `c` compares `%tid.x`
+    /// with a non-negative constant (either order, any integer predicate).
+    fn tid_cond(&self, k: &Kernel, c: Value) -> Option<TidSet> {
+        let data = &k.insts[k.def_inst(c)?];
+        let Op::Cmp(pred, _) = data.op else {
+            return None;
+        };
+        let tid = Affine::atom(Atom::Tid(0));
+        let (a, b) = (
+            self.int(*data.args.first()?)?,
+            self.int(*data.args.get(1)?)?,
+        );
+        let (pred, c) = if a == tid {
+            (pred, b.as_const()?)
+        } else if b == tid {
+            let swapped = match pred {
+                CmpPred::Ult | CmpPred::Slt => CmpPred::Ugt,
+                CmpPred::Ule | CmpPred::Sle => CmpPred::Uge,
+                CmpPred::Ugt | CmpPred::Sgt => CmpPred::Ult,
+                CmpPred::Uge | CmpPred::Sge => CmpPred::Ule,
+                other => other,
+            };
+            (swapped, a.as_const()?)
+        } else {
+            return None;
+        };
+        if c < 0 {
+            return None;
+        }
+        let below = |hi: i64| if hi >= 0 { vec![(0, hi)] } else { Vec::new() };
+        Some(match pred {
+            CmpPred::Eq => vec![(c, c)],
+            CmpPred::Ne => complement(&[(c, c)]),
+            CmpPred::Ult | CmpPred::Slt => below(c - 1),
+            CmpPred::Ule | CmpPred::Sle => below(c),
+            CmpPred::Ugt | CmpPred::Sgt => vec![(c + 1, TID_INF)],
+            CmpPred::Uge | CmpPred::Sge => vec![(c, TID_INF)],
+            _ => return None,
+        })
+    }
+
+    /// The `%tid.x` values of the threads that can run code under the `if`
+    /// conditions `conds` (value, polarity): those not comparing `%tid.x`
+    /// with a constant (see [`Self::tid_cond`]) leave the set as it is.
+    pub fn tids_under(&self, k: &Kernel, conds: &[(Value, bool)]) -> TidSet {
+        conds.iter().fold(vec![(0, TID_INF)], |acc, &(c, pol)| {
+            match self.tid_cond(k, c) {
+                Some(t) if pol => intersect(&acc, &t),
+                Some(t) => intersect(&acc, &complement(&t)),
+                None => acc,
+            }
+        })
+    }
+
+    /// Each instruction of `r` with the `%tid.x` values of the threads that
+    /// run it whenever a CTA reaches `r` with the threads `path`. Under
+    /// control flow that is uniform in a CTA (it may depend on the CTA's
+    /// rank) every thread or none of a CTA runs an instruction, and every
+    /// CTA has the same threads; the analysis assumes the kernel's code is
+    /// reached (as for every fact it takes from an access). A condition or
+    /// loop bound that depends on the thread in another way is run by
+    /// threads it cannot name: their set is left empty.
+    fn runners(&self, k: &Kernel, r: Region, path: &TidSet, out: &mut Vec<(Inst, TidSet)>) {
+        let dep = |a: &Arg| a.value().is_some_and(|v| self.tid_dependent[v.index()]);
+        for &inst in &k.regions[r].insts {
+            out.push((inst, path.clone()));
+            let data = &k.insts[inst];
+            let subs: Vec<TidSet> = match data.op {
+                Op::If => {
+                    let c = data.args.first().and_then(|a| a.value());
+                    match c.map(|c| (self.tid_dependent[c.index()], self.tid_cond(k, c))) {
+                        Some((false, _)) => vec![path.clone(), path.clone()],
+                        Some((true, Some(t))) => {
+                            vec![intersect(path, &t), intersect(path, &complement(&t))]
+                        }
+                        _ => Vec::new(),
+                    }
+                }
+                Op::For if data.args.iter().take(3).any(dep) => Vec::new(),
+                _ => vec![path.clone()],
+            };
+            for (&sub, p) in data.regions.iter().zip(&subs) {
+                if !p.is_empty() {
+                    self.runners(k, sub, p, out);
+                }
+            }
+        }
+    }
+
+    /// The largest `%tid.x` a thread can have if no thread makes an
+    /// out-of-bounds `ld`/`st`/`cp.async` of shared memory indexed by
+    /// `%tid.x` (that is a bug of its own, reported elsewhere). An access
+    /// bounds only the threads that run it (see [`Self::runners`]): the
+    /// result exists when every `%tid.x` above it is ruled out by some
+    /// access its thread would run.
     fn infer_max_tid(&mut self, k: &Kernel) {
-        let mut best: Option<i64> = None;
-        let mut visit = |ptr: &Sym, size: i64, syms: &Syms| {
+        // The `%tid.x` values some access rules out.
+        let mut out: Vec<(i64, i64)> = Vec::new();
+        let mut visit = |ptr: &Sym, size: i64, runners: &TidSet, syms: &Syms| {
             let Sym::Ptr(Base::Shared(id), off) = ptr else {
                 return;
             };
@@ -352,17 +452,22 @@ impl Syms {
             let total = k.shared[*id].size_bytes() as i64;
             let m = (total - size - hi).div_euclid(kt);
             if m >= 0 {
-                best = Some(best.map_or(m, |b: i64| b.min(m)));
+                out.extend(intersect(runners, &[(m + 1, TID_INF)]));
             }
         };
         let mut insts = Vec::new();
-        k.walk(k.body, &mut |i| insts.push(i));
-        for inst in insts {
+        self.runners(k, k.body, &vec![(0, TID_INF)], &mut insts);
+        for (inst, runners) in insts {
             let data = &k.insts[inst];
             match &data.op {
                 Op::Load(s) | Op::Store(s) => {
                     if let Some(a) = data.args.first() {
-                        visit(&self.arg(*a), i64::from(s.bits().max(8) / 8), self);
+                        visit(
+                            &self.arg(*a),
+                            i64::from(s.bits().max(8) / 8),
+                            &runners,
+                            self,
+                        );
                     }
                 }
                 Op::Ptx(p) if p.family == Family::CpAsync => {
@@ -370,12 +475,67 @@ impl Syms {
                         data.args.first(),
                         data.args.get(2).and_then(|a| k.const_int(*a)),
                     ) {
-                        visit(&self.arg(*d), sz, self);
+                        visit(&self.arg(*d), sz, &runners, self);
                     }
                 }
                 _ => {}
             }
         }
-        self.bounds.max_tid = best;
+        // The largest `%tid.x` not ruled out, if all above it are.
+        self.bounds.max_tid = complement(&union(out))
+            .last()
+            .filter(|&&(_, hi)| hi < TID_INF)
+            .map(|&(_, hi)| hi);
     }
+}
+
+/// A set of `%tid.x` values: sorted, disjoint, non-adjacent inclusive
+/// intervals of `[0, TID_INF]`.
+pub type TidSet = Vec<(i64, i64)>;
+
+/// No upper bound on `%tid.x`.
+const TID_INF: i64 = i64::MAX;
+
+/// The union of intervals of `[0, TID_INF]`, as a [`TidSet`].
+fn union(mut v: Vec<(i64, i64)>) -> TidSet {
+    v.sort_unstable();
+    let mut out: TidSet = Vec::new();
+    for (lo, hi) in v {
+        match out.last_mut() {
+            Some(last) if lo <= last.1.saturating_add(1) => last.1 = last.1.max(hi),
+            _ => out.push((lo, hi)),
+        }
+    }
+    out
+}
+
+/// `[0, TID_INF]` less `s`.
+fn complement(s: &[(i64, i64)]) -> TidSet {
+    let mut out = Vec::new();
+    let mut next = 0;
+    for &(lo, hi) in s {
+        if lo > next {
+            out.push((next, lo - 1));
+        }
+        if hi == TID_INF {
+            return out;
+        }
+        next = hi + 1;
+    }
+    out.push((next, TID_INF));
+    out
+}
+
+/// `a` ∩ `b`.
+pub fn intersect(a: &[(i64, i64)], b: &[(i64, i64)]) -> TidSet {
+    let mut out = Vec::new();
+    for &(alo, ahi) in a {
+        for &(blo, bhi) in b {
+            let (lo, hi) = (alo.max(blo), ahi.min(bhi));
+            if lo <= hi {
+                out.push((lo, hi));
+            }
+        }
+    }
+    union(out)
 }
