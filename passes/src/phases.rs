@@ -858,6 +858,17 @@ impl Walk<'_> {
         Some(ranks)
     }
 
+    /// The expect_tx and complete_tx sites of `on_bar` that may act on the
+    /// phase the expect_tx site `e` names.
+    fn tx_sites<'s>(&self, e: &Site, on_bar: &[&'s Site]) -> Vec<&'s Site> {
+        on_bar
+            .iter()
+            .copied()
+            .filter(|s| matches!(s.what, What::ExpectTx { .. } | What::CompleteTx { .. }))
+            .filter(|s| self.rel(e, s) != Rel::Differ)
+            .collect()
+    }
+
     /// E1009 on a barrier of a cluster kernel that multicast or peer
     /// (`mapa`) operations act on, per CTA: each CTA that runs an expect_tx
     /// site expects its bytes (times the threads running it); a complete-tx
@@ -870,12 +881,7 @@ impl Walk<'_> {
         if !(1..=16).contains(&ctas) {
             return None;
         }
-        let tx: Vec<&Site> = on_bar
-            .iter()
-            .copied()
-            .filter(|s| matches!(s.what, What::ExpectTx { .. } | What::CompleteTx { .. }))
-            .filter(|s| self.rel(e, s) != Rel::Differ)
-            .collect();
+        let tx = self.tx_sites(e, on_bar);
         let n = usize::try_from(ctas).ok()?;
         let mut expected = vec![Count::ZERO; n];
         let mut landed = vec![Count::ZERO; n];
@@ -1041,12 +1047,7 @@ impl Walk<'_> {
                 }
                 continue;
             }
-            let tx: Vec<&Site> = on_bar
-                .iter()
-                .copied()
-                .filter(|s| matches!(s.what, What::ExpectTx { .. } | What::CompleteTx { .. }))
-                .filter(|s| self.rel(e, s) != Rel::Differ)
-                .collect();
+            let tx = self.tx_sites(e, &on_bar);
             let key = |s: &Site| {
                 let mut c = s.conds.clone();
                 c.sort();
