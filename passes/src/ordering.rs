@@ -60,8 +60,6 @@ use crate::values::{mapa_of, Base, Sym, Syms};
 /// The value every integer kernel parameter takes: a trip count that runs
 /// a ring of up to 8 stages through two rounds.
 pub const PARAM_VALUE: i64 = 16;
-/// The longest loop that is unrolled.
-pub const MAX_TRIPS: i64 = 1 << 16;
 /// The most instructions run over all representative threads.
 pub const MAX_STEPS: usize = 400_000;
 /// The most events (over all roles) that are analysed.
@@ -406,7 +404,8 @@ impl<'a> Tracer<'a> {
         } else {
             0
         };
-        if trips > i128::from(MAX_TRIPS) {
+        // Each iteration runs at least one instruction of the budget.
+        if trips > self.budget as i128 {
             return Err(GiveUp);
         }
         let body = data.regions[0];
