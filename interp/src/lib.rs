@@ -35,9 +35,10 @@ use machine::{Geometry, Machine, Stop};
 use sched::Chooser;
 use value::Val;
 
-/// The grid to run: `ctas` CTAs of `threads` threads (1-D), grouped into
-/// clusters of `cluster` consecutive CTAs (`None`: the kernel's
-/// `cluster(...)` shape, or 1).
+/// The grid to run: `ctas` CTAs of `threads` threads, grouped into clusters
+/// of `cluster` consecutive CTAs (`None`: the kernel's `cluster(...)` shape,
+/// or 1). A kernel that declares `block(x, y, z)` needs `threads = x*y*z`
+/// and numbers its threads in that shape; otherwise the block is 1-D.
 #[derive(Clone, Debug)]
 pub struct Launch {
     pub kernel: String,
@@ -180,6 +181,19 @@ pub fn run_with_limit(
             "the grid needs at least one CTA and one thread, and clusters of 1 to 16 CTAs".into(),
         ));
     }
+    if let Some(block) = kernel.block {
+        let want = block.iter().map(|&d| u64::from(d)).product::<u64>();
+        if u64::from(launch.threads) != want {
+            let [x, y, z] = block;
+            return Err(launch_error(
+                module,
+                format!(
+                    "{} threads per CTA, but `@{}` requires block({x}, {y}, {z}) = {want} threads",
+                    launch.threads, kernel.name
+                ),
+            ));
+        }
+    }
     if !launch.ctas.is_multiple_of(cluster) {
         return Err(launch_error(
             module,
@@ -258,6 +272,8 @@ pub fn run_with_limit(
         ctas: launch.ctas,
         threads: launch.threads,
         cluster,
+        block: kernel.block.unwrap_or([launch.threads, 1, 1]),
+        cluster_shape: kernel.cluster.unwrap_or([cluster, 1, 1]),
     };
     let one = |choices: Schedule| -> Result<(Outcome, Vec<(u32, u32)>), Diagnostic> {
         let chooser = Chooser::new(&choices);

@@ -28,8 +28,14 @@ const MAX_FINDINGS: usize = 64;
 #[derive(Clone, Copy, Debug)]
 pub struct Geometry {
     pub ctas: u32,
+    /// Threads per CTA: the product of `block`.
     pub threads: u32,
+    /// CTAs per cluster: the product of `cluster_shape`.
     pub cluster: u32,
+    /// The CTA shape; a thread's linear id is `x + y*bx + z*bx*by`.
+    pub block: [u32; 3],
+    /// The cluster shape; a CTA's rank is `x + y*cx + z*cx*cy`.
+    pub cluster_shape: [u32; 3],
 }
 
 /// One memory object: a global buffer or one CTA's shared allocation.

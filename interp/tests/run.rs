@@ -208,3 +208,77 @@ fn codes_are_unique_and_documented() {
         );
     }
 }
+
+/// A declared `block(x, y, z)` numbers a CTA's threads in that shape (x
+/// fastest) and fixes `%ntid`; a `cluster(x, y, z)` shape numbers its CTAs
+/// the same way; a launch of another thread count is refused.
+#[test]
+fn declared_shapes_number_threads_and_ctas() {
+    let text = "module @m target sm_90a ptx 8.0
+
+kernel @ids(%dst: ptr<global> align 16) cluster(2, 2, 1) block(4, 2, 3) {
+  %x = sreg tid.x
+  %y = sreg tid.y
+  %z = sreg tid.z
+  %ny = sreg ntid.y
+  %cx = sreg cluster_ctaid.x
+  %cy = sreg cluster_ctaid.y
+  %rank = sreg cluster_ctarank
+  %yz = mul %z, 10 : i32
+  %a = add %yz, %y : i32
+  %b = mul %a, 10 : i32
+  %c = add %b, %x : i32
+  %d = mul %cy, 1000 : i32
+  %e = add %c, %d : i32
+  %f = mul %cx, 100 : i32
+  %g = add %e, %f : i32
+  %h = mul %ny, 10000 : i32
+  %v = add %g, %h : i32
+  %lin0 = mul %z, 2 : i32
+  %lin1 = add %lin0, %y : i32
+  %lin2 = mul %lin1, 4 : i32
+  %lin = add %lin2, %x : i32
+  %r24 = mul %rank, 24 : i32
+  %slot = add %r24, %lin : i32
+  %slot64 = zext %slot : i32 to i64
+  %off = mul %slot64, 4 : i64
+  %p = ptr.add %dst, %off
+  st %p, %v : i32
+}
+";
+    let module = parse(text).expect("parses");
+    assert!(verify(&module).is_empty());
+    let mut inputs = cpflow_interp::Inputs::default();
+    inputs.buffers.insert("dst".into(), vec![0; 4 * 24 * 4]);
+    let launch = |threads| cpflow_interp::Launch {
+        kernel: "ids".into(),
+        ctas: 4,
+        threads,
+        cluster: None,
+    };
+    let out = run(&module, &launch(24), &inputs, Schedule::Eager).expect("runs");
+    assert!(out.findings.is_empty(), "{:?}", out.findings);
+    let words: Vec<u32> = out.buffers[0]
+        .1
+        .chunks(4)
+        .map(|w| u32::from_le_bytes(w.try_into().unwrap()))
+        .collect();
+    for rank in 0..4u32 {
+        for lin in 0..24u32 {
+            let (x, y, z) = (lin % 4, lin / 4 % 2, lin / 8);
+            let (cx, cy) = (rank % 2, rank / 2);
+            let want = 20000 + cx * 100 + cy * 1000 + z * 100 + y * 10 + x;
+            assert_eq!(
+                words[(rank * 24 + lin) as usize],
+                want,
+                "rank {rank} thread {lin}"
+            );
+        }
+    }
+    let refused = run(&module, &launch(32), &inputs, Schedule::Eager).unwrap_err();
+    assert!(
+        refused.message.contains("requires block(4, 2, 3)"),
+        "{}",
+        refused.message
+    );
+}

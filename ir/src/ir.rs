@@ -157,6 +157,11 @@ pub struct Kernel {
     /// Cluster shape (x, y, z), when the kernel is launched as clusters.
     pub cluster: Option<[u32; 3]>,
     pub cluster_span: Span,
+    /// Required CTA shape (x, y, z) in threads (PTX `.reqntid`): every launch
+    /// has exactly this block, and every analysis reasons only about threads
+    /// that exist in it.
+    pub block: Option<[u32; 3]>,
+    pub block_span: Span,
     pub shared: Arena<SharedId, SharedAlloc>,
     pub values: Arena<Value, ValueData>,
     pub insts: Arena<Inst, InstData>,
@@ -495,6 +500,8 @@ impl Kernel {
             params: Vec::new(),
             cluster: None,
             cluster_span: Span::DUMMY,
+            block: None,
+            block_span: Span::DUMMY,
             shared: Arena::new(),
             values: Arena::new(),
             insts: Arena::new(),

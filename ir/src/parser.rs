@@ -313,17 +313,43 @@ impl Parser {
             self.skip_newlines();
         }
         self.expect(&Tok::RParen, "`,` or `)`")?;
-        if self.at_keyword("cluster") {
-            let cstart = self.bump().span;
+        loop {
+            let attr = if self.at_keyword("cluster") {
+                "cluster"
+            } else if self.at_keyword("block") {
+                "block"
+            } else {
+                break;
+            };
+            let start = self.bump().span;
+            let what = if attr == "cluster" {
+                "a cluster dimension"
+            } else {
+                "a block dimension"
+            };
             self.expect(&Tok::LParen, "`(`")?;
-            let (x, _) = self.u32_lit("a cluster dimension")?;
-            self.expect(&Tok::Comma, "`,`")?;
-            let (y, _) = self.u32_lit("a cluster dimension")?;
-            self.expect(&Tok::Comma, "`,`")?;
-            let (z, _) = self.u32_lit("a cluster dimension")?;
-            let end = self.expect(&Tok::RParen, "`)`")?;
-            kb.kernel.cluster = Some([x, y, z]);
-            kb.kernel.cluster_span = cstart.to(end);
+            let mut dims = [1u32; 3];
+            for (i, d) in dims.iter_mut().enumerate() {
+                (*d, _) = self.u32_lit(what)?;
+                if i == 2 || !self.eat(&Tok::Comma) {
+                    break;
+                }
+            }
+            let end = self.expect(&Tok::RParen, "`,` or `)`")?;
+            let span = start.to(end);
+            let (slot, slot_span) = if attr == "cluster" {
+                (&mut kb.kernel.cluster, &mut kb.kernel.cluster_span)
+            } else {
+                (&mut kb.kernel.block, &mut kb.kernel.block_span)
+            };
+            if slot.is_some() {
+                return Err(
+                    Diagnostic::error(E_SYNTAX, format!("`{attr}` given twice"), span)
+                        .with_secondary(*slot_span, "first given here"),
+                );
+            }
+            *slot = Some(dims);
+            *slot_span = span;
         }
         let body = kb.kernel.body;
         self.region_body(&mut kb, body, true)?;

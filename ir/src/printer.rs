@@ -36,6 +36,9 @@ fn print_kernel(out: &mut String, k: &Kernel) {
     if let Some([x, y, z]) = k.cluster {
         let _ = write!(out, " cluster({x}, {y}, {z})");
     }
+    if let Some([x, y, z]) = k.block {
+        let _ = write!(out, " block({x}, {y}, {z})");
+    }
     out.push_str(" {\n");
     for (_, s) in k.shared.iter() {
         let kind = match s.kind {

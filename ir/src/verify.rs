@@ -20,6 +20,9 @@ use crate::spec::{
 };
 use crate::types::{Scalar, Space, Type};
 
+/// The most threads a CTA can have (every `sm_` target cpflow knows).
+pub const MAX_BLOCK_THREADS: u64 = 1024;
+
 /// Every code the verifier emits, with a one-line summary (the docs page and
 /// a test that each code has a case are generated from this list).
 pub const CODES: &[(&str, &str)] = &[
@@ -29,7 +32,7 @@ pub const CODES: &[(&str, &str)] = &[
     ("E0104", "malformed region: misplaced or mismatched `yield`"),
     (
         "E0105",
-        "bad kernel signature, cluster shape or shared allocation",
+        "bad kernel signature, cluster or block shape, or shared allocation",
     ),
     ("E0106", "invalid conversion"),
     ("E0201", "group mixes bulk and non-bulk async operations"),
@@ -210,6 +213,29 @@ impl Verifier<'_> {
                 sm: 90,
             };
             self.gate(g, k.cluster_span, "a cluster shape (`.reqnctapercluster`)");
+        }
+        if let Some(dims) = k.block {
+            let threads = dims.iter().map(|&d| u64::from(d)).product::<u64>();
+            let problem = if dims.contains(&0) {
+                Some("block dimensions must be at least 1".to_string())
+            } else if dims[0] > 1024 || dims[1] > 1024 || dims[2] > 64 {
+                Some("a block is at most 1024 x 1024 x 64 threads".to_string())
+            } else if threads > MAX_BLOCK_THREADS {
+                Some(format!(
+                    "a block of {threads} threads; a CTA has at most {MAX_BLOCK_THREADS}"
+                ))
+            } else {
+                None
+            };
+            if let Some(msg) = problem {
+                self.push(
+                    Diagnostic::error("E0105", msg, k.block_span)
+                        .with_label("the required block shape (`.reqntid`)")
+                        .with_note(
+                            "PTX ISA 11.4.3 (`.reqntid`) and CUDA's limits: x, y <= 1024, z <= 64, x*y*z <= 1024",
+                        ),
+                );
+            }
         }
         for (_, s) in k.shared.iter() {
             if !is_pow2(s.align) {

@@ -154,6 +154,9 @@ impl<'a> KernelEmitter<'a> {
         if let Some([x, y, z]) = k.cluster {
             attrs.push(format!("nvvm.cluster_dim = array<i32: {x}, {y}, {z}>"));
         }
+        if let Some([x, y, z]) = k.block {
+            attrs.push(format!("nvvm.reqntid = array<i32: {x}, {y}, {z}>"));
+        }
         let _ = writeln!(
             self.out,
             "    llvm.func @{}({}) attributes {{{}}} {{",

@@ -227,6 +227,8 @@ pub struct Bounds {
     pub iv: BTreeMap<Inst, (i64, i64)>,
     /// Largest `%tid.x` any thread can have, when known.
     pub max_tid: Option<i64>,
+    /// Largest `%tid.y` and `%tid.z`, when the kernel declares its block.
+    pub max_tid_yz: Option<[i64; 2]>,
 }
 
 impl Bounds {
@@ -236,6 +238,9 @@ impl Bounds {
             Atom::Iv(l) | Atom::Exist(l) => self.iv.get(l).copied(),
             Atom::Tid(0) | Atom::OtherTid(0) => self.max_tid.map(|m| (0, m)),
             Atom::Tid(3) | Atom::OtherTid(3) => Some((0, 31)),
+            Atom::Tid(d @ 1..=2) | Atom::OtherTid(d @ 1..=2) => {
+                self.max_tid_yz.map(|m| (0, m[usize::from(*d) - 1]))
+            }
             Atom::Div(inner, d) => {
                 let (lo, hi) = self.interval(inner)?;
                 Some((lo.div_euclid(*d), hi.div_euclid(*d)))

@@ -295,8 +295,11 @@ fn representative_tids(k: &Kernel, syms: &Syms) -> Vec<i64> {
         }
     }
     tids.extend(lanes.iter().copied());
+    // Threads beyond a declared block do not exist; the bound inferred from
+    // accesses is not used here (a thread beyond it is a bug to find).
+    let last = k.block.map_or(MAX_TID, |[x, _, _]| i64::from(x) - 1);
     tids.into_iter()
-        .filter(|t| (0..=MAX_TID).contains(t))
+        .filter(|t| (0..=last).contains(t))
         .collect()
 }
 
@@ -494,6 +497,9 @@ impl<'a> Tracer<'a> {
         match r {
             SpecialReg::TidX => Some(self.th.tid),
             SpecialReg::LaneId => Some(self.th.tid % 32),
+            SpecialReg::NtidX => self.k.block.map(|b| i64::from(b[0])),
+            SpecialReg::NtidY => self.k.block.map(|b| i64::from(b[1])),
+            SpecialReg::NtidZ => self.k.block.map(|b| i64::from(b[2])),
             SpecialReg::ClusterCtaRank => Some(rank),
             SpecialReg::ClusterNctaRank => Some(x * y * z),
             SpecialReg::ClusterCtaidX => Some(rank % x),

@@ -28,7 +28,7 @@ use cpflow_ir::spec::{Completion, Family};
 use cpflow_ir::types::Type;
 
 use crate::affine::{Affine, Atom};
-use crate::values::{mapa_of, sreg_equals, Base, Sym, Syms};
+use crate::values::{intersect, mapa_of, sreg_equals, Base, Sym, Syms};
 
 /// What a site does to the phase it names.
 /// An arrival count `per_thread * T + fixed`, `T` the threads of a CTA.
@@ -418,6 +418,9 @@ impl Walk<'_> {
         if single.contains(&true) {
             return Some((Count::fixed(1), exact));
         }
+        if let Some(n) = self.threads_in_block(&conds) {
+            return Some((Count::fixed(n), true));
+        }
         match (exact, single.len()) {
             (true, 0) => Some((
                 Count {
@@ -435,6 +438,26 @@ impl Walk<'_> {
             )),
             _ => None,
         }
+    }
+
+    /// In a kernel with a declared block, the number of its threads that
+    /// pass `conds` when each is uniform in the CTA or compares `%tid.x`
+    /// with a constant; None otherwise.
+    fn threads_in_block(&self, conds: &[&(Value, bool)]) -> Option<i64> {
+        let [x, y, z] = self.k.block?;
+        let decidable = conds.iter().all(|(c, _)| {
+            !self.syms.thread_dependent[c.index()] || self.syms.tid_cond(self.k, *c).is_some()
+        });
+        if !decidable {
+            return None;
+        }
+        let owned: Vec<(Value, bool)> = conds.iter().map(|&&c| c).collect();
+        let xs = intersect(
+            &self.syms.tids_under(self.k, &owned),
+            &[(0, i64::from(x) - 1)],
+        );
+        let per_row: i64 = xs.iter().map(|(lo, hi)| hi - lo + 1).sum();
+        Some(per_row * i64::from(y) * i64::from(z))
     }
 
     /// A barrier operand the analysis cannot place: forget every barrier.

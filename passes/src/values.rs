@@ -218,11 +218,14 @@ impl Syms {
         let cst = |i: usize| data.args.get(i).and_then(|a| k.const_int(*a));
         let sym = match &data.op {
             Op::Const(Constant::Int(c)) => Sym::Int(Affine::constant(*c)),
-            Op::Sreg(r) => Sym::Int(match r {
-                SpecialReg::TidX => Affine::atom(Atom::Tid(0)),
-                SpecialReg::TidY => Affine::atom(Atom::Tid(1)),
-                SpecialReg::TidZ => Affine::atom(Atom::Tid(2)),
-                SpecialReg::LaneId => Affine::atom(Atom::Tid(3)),
+            Op::Sreg(r) => Sym::Int(match (r, k.block) {
+                (SpecialReg::TidX, _) => Affine::atom(Atom::Tid(0)),
+                (SpecialReg::TidY, _) => Affine::atom(Atom::Tid(1)),
+                (SpecialReg::TidZ, _) => Affine::atom(Atom::Tid(2)),
+                (SpecialReg::LaneId, _) => Affine::atom(Atom::Tid(3)),
+                (SpecialReg::NtidX, Some([x, _, _])) => Affine::constant(i64::from(x)),
+                (SpecialReg::NtidY, Some([_, y, _])) => Affine::constant(i64::from(y)),
+                (SpecialReg::NtidZ, Some([_, _, z])) => Affine::constant(i64::from(z)),
                 _ => Affine::atom(Atom::Opaque(res)),
             }),
             Op::Binary(b) => {
@@ -340,7 +343,7 @@ impl Syms {
 
     /// The `%tid.x` values for which `c` is true, when `c` compares `%tid.x`
     /// with a non-negative constant (either order, any integer predicate).
-    fn tid_cond(&self, k: &Kernel, c: Value) -> Option<TidSet> {
+    pub fn tid_cond(&self, k: &Kernel, c: Value) -> Option<TidSet> {
         let data = &k.insts[k.def_inst(c)?];
         let Op::Cmp(pred, _) = data.op else {
             return None;
@@ -481,11 +484,20 @@ impl Syms {
                 _ => {}
             }
         }
-        // The largest `%tid.x` not ruled out, if all above it are.
-        self.bounds.max_tid = complement(&union(out))
+        // The largest `%tid.x` not ruled out, if all above it are; a declared
+        // block bounds it in any case.
+        let inferred = complement(&union(out))
             .last()
             .filter(|&&(_, hi)| hi < TID_INF)
             .map(|&(_, hi)| hi);
+        let declared = k.block.map(|[x, _, _]| i64::from(x) - 1);
+        self.bounds.max_tid = match (inferred, declared) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.bounds.max_tid_yz = k
+            .block
+            .map(|[_, y, z]| [i64::from(y) - 1, i64::from(z) - 1]);
     }
 }
 

@@ -196,29 +196,29 @@ impl Machine<'_> {
         let geo = self.geo;
         let rank = t.cta % geo.cluster;
         use SpecialReg as S;
+        let [bx, by, bz] = geo.block;
+        let [cx, cy, cz] = geo.cluster_shape;
         match r {
-            S::TidX => t.tid,
-            S::NtidX => geo.threads,
+            S::TidX => t.tid % bx,
+            S::TidY => t.tid / bx % by,
+            S::TidZ => t.tid / (bx * by),
+            S::NtidX => bx,
+            S::NtidY => by,
+            S::NtidZ => bz,
             S::CtaidX => t.cta,
             S::NctaidX => geo.ctas,
             S::LaneId => t.tid % 32,
-            S::ClusterCtaRank | S::ClusterCtaidX => rank,
-            S::ClusterNctaRank | S::ClusterNctaidX => geo.cluster,
+            S::ClusterCtaRank => rank,
+            S::ClusterCtaidX => rank % cx,
+            S::ClusterCtaidY => rank / cx % cy,
+            S::ClusterCtaidZ => rank / (cx * cy),
+            S::ClusterNctaRank => geo.cluster,
+            S::ClusterNctaidX => cx,
+            S::ClusterNctaidY => cy,
+            S::ClusterNctaidZ => cz,
             S::ClusteridX => t.cta / geo.cluster,
-            S::NtidY
-            | S::NtidZ
-            | S::NctaidY
-            | S::NctaidZ
-            | S::ClusterNctaidY
-            | S::ClusterNctaidZ => 1,
-            S::TidY
-            | S::TidZ
-            | S::CtaidY
-            | S::CtaidZ
-            | S::ClusterCtaidY
-            | S::ClusterCtaidZ
-            | S::ClusteridY
-            | S::ClusteridZ => 0,
+            S::NctaidY | S::NctaidZ => 1,
+            S::CtaidY | S::CtaidZ | S::ClusteridY | S::ClusteridZ => 0,
         }
     }
 
