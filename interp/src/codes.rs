@@ -26,6 +26,7 @@ pub const CODES: &[(&str, &str, &str)] = &[
     ("U0305", "destination must be in another CTA of the cluster (READINGS.md #13, red.async)", "map the address to a peer CTA with `mapa` and a rank other than your own"),
     ("U0306", "multicast mask names a CTA outside the cluster", "only set bits below %cluster_nctarank"),
     ("U0307", "`mapa` rank outside the cluster", "use a rank below %cluster_nctarank"),
+    ("U0308", "`elect.sync` executed by a thread outside its membermask", "include every lane that executes the `elect.sync` in its membermask (0xffffffff for a whole warp)"),
     ("U0401", "access to a CTA's shared memory after it exited, or a CTA exits while peers still access it", "end with `barrier.cluster.arrive` + `barrier.cluster.wait` so no CTA exits while peers use its shared memory"),
     ("U0402", "a CTA exits while its own async op still reads its shared memory", "wait for the op (e.g. `cp.async.bulk.wait_group.read 0`) before exit"),
     ("U0403", "`barrier.cluster.arrive` twice in one phase", "pair every arrive with a wait"),

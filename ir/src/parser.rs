@@ -879,7 +879,9 @@ pub fn result_types(kernel: &Kernel, op: &PtxOp, args: &[Arg]) -> Vec<Type> {
         Family::RedAsync => vec![Type::Token],
         Family::CpAsyncCommitGroup => vec![Type::Group],
         Family::CpAsyncBulkCommitGroup => vec![Type::BulkGroup],
-        Family::MbarrierTestWaitParity | Family::MbarrierTryWaitParity => vec![Type::I1],
+        Family::MbarrierTestWaitParity | Family::MbarrierTryWaitParity | Family::ElectSync => {
+            vec![Type::I1]
+        }
         Family::MbarrierPhase => match first_ty {
             Some(Type::Mbarrier(space)) => vec![Type::Phase(space)],
             _ => vec![Type::Phase(Space::Shared)],

@@ -170,6 +170,7 @@ pub enum Family {
     BarrierClusterArrive,
     BarrierClusterWait,
     Mapa,
+    ElectSync,
     Copy,
     Await,
 }
@@ -202,6 +203,7 @@ impl Family {
         Family::BarrierClusterArrive,
         Family::BarrierClusterWait,
         Family::Mapa,
+        Family::ElectSync,
         Family::Copy,
         Family::Await,
     ];
@@ -235,6 +237,7 @@ impl Family {
             Family::BarrierClusterArrive => "barrier.cluster.arrive",
             Family::BarrierClusterWait => "barrier.cluster.wait",
             Family::Mapa => "mapa",
+            Family::ElectSync => "elect.sync",
             Family::Copy => "copy",
             Family::Await => "await",
         }
@@ -738,6 +741,7 @@ const RED: &str = "red-async.md (9.7.13.7)";
 const MBAR: &str = "mbarrier-fences-cluster.md §1-3";
 const FENCE: &str = "mbarrier-fences-cluster.md §4";
 const CLUSTER: &str = "mbarrier-fences-cluster.md §5";
+const ELECT: &str = "PTX ISA 9.7.13 (elect.sync); docs/readings.md #24";
 
 /// Sem/scope on mbarrier ops: sem+scope 8.0, `.cluster` scope sm_90,
 /// The rule that puts a peer-CTA destination outside the executing CTA, as
@@ -1242,6 +1246,14 @@ pub static VARIANTS: &[Variant] = &[
         operands: &[operand("a", K::Mappable), operand("rank", K::U32)],
         gate: gate(7, 8, 90),
         source: CLUSTER,
+        ..BASE
+    },
+    Variant {
+        family: Family::ElectSync,
+        form: "elect.sync",
+        operands: &[operand_opt("membermask", K::U32, None)],
+        gate: gate(8, 0, 90),
+        source: ELECT,
         ..BASE
     },
     Variant {

@@ -795,6 +795,13 @@ impl<'a> KernelEmitter<'a> {
                 };
                 self.line(&format!("nvvm.cluster.wait{aligned}"));
             }
+            Family::ElectSync => {
+                let mask = self
+                    .opt_arg(get("membermask"), "i32")
+                    .map_or(String::new(), |m| format!(" {}", m.name));
+                let p = self.def("i1", &format!("nvvm.elect.sync{mask} -> i1"));
+                self.define(data.results[0], vec![p]);
+            }
             Family::Mapa => {
                 let a = self.arg(data.args[0], "!llvm.ptr<3>");
                 let rank = self.arg(data.args[1], "i32");

@@ -51,11 +51,11 @@ use petgraph::Direction;
 
 use cpflow_ir::diag::{Diagnostic, Span};
 use cpflow_ir::ir::*;
-use cpflow_ir::spec::{Completion, Family};
+use cpflow_ir::spec::{Completion, Family, Qual, Role};
 use cpflow_ir::types::{Scalar, Type};
 
 use crate::affine::{disjoint, Affine, Atom, Bounds};
-use crate::values::{mapa_of, Base, Sym, Syms};
+use crate::values::{elected_lane, mapa_of, Base, Sym, Syms};
 
 /// The value every integer kernel parameter takes: a trip count that runs
 /// a ring of up to 8 stages through two rounds.
@@ -592,7 +592,8 @@ impl<'a> Tracer<'a> {
     fn ptx(&mut self, inst: Inst, p: &PtxOp) -> Result<Option<i64>, GiveUp> {
         let k = self.k;
         let data = &k.insts[inst];
-        let has = |q: &str| p.quals.iter().any(|x| x.spelling() == q);
+        let relaxed = p.has(Qual::Relaxed);
+        let cluster = p.qual(Role::Scope) == Some(Qual::Cluster);
         let first = || data.args.first().copied().ok_or(GiveUp);
         let step = match p.family {
             Family::CpAsync | Family::Copy => {
@@ -653,8 +654,8 @@ impl<'a> Tracer<'a> {
                 Step::Arrive {
                     bar,
                     phase,
-                    release: !has("relaxed"),
-                    cluster: has("cluster"),
+                    release: !relaxed,
+                    cluster,
                 }
             }
             Family::MbarrierWait
@@ -667,19 +668,26 @@ impl<'a> Tracer<'a> {
                     Step::Wait {
                         bar,
                         phase,
-                        acquire: !has("relaxed"),
-                        cluster: has("cluster"),
+                        acquire: !relaxed,
+                        cluster,
                         blocking,
                     },
                 );
                 return Ok((!blocking).then_some(1));
             }
-            Family::FenceProxyAsync if !has("global") => Step::ProxyFence,
+            Family::FenceProxyAsync if !p.has(Qual::Global) => Step::ProxyFence,
             Family::BarrierCta => Step::BarrierCta,
-            Family::BarrierClusterArrive => Step::ClusterArrive {
-                release: !has("relaxed"),
-            },
+            Family::BarrierClusterArrive => Step::ClusterArrive { release: !relaxed },
             Family::BarrierClusterWait => Step::ClusterWait,
+            Family::ElectSync => {
+                let mask = match data.args.first() {
+                    Some(a) => self.val(*a).ok_or(GiveUp)?,
+                    None => i64::from(u32::MAX),
+                };
+                return Ok(Some(i64::from(
+                    self.th.tid % 32 == i64::from(elected_lane(mask)),
+                )));
+            }
             _ => return Ok(None),
         };
         self.push(inst, step);

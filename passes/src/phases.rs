@@ -28,7 +28,7 @@ use cpflow_ir::spec::{Completion, Family};
 use cpflow_ir::types::Type;
 
 use crate::affine::{Affine, Atom};
-use crate::values::{intersect, mapa_of, sreg_equals, Base, Sym, Syms};
+use crate::values::{elect_lane, intersect, mapa_of, sreg_equals, Base, Sym, Syms};
 
 /// What a site does to the phase it names.
 /// An arrival count `per_thread * T + fixed`, `T` the threads of a CTA.
@@ -441,22 +441,36 @@ impl Walk<'_> {
     }
 
     /// In a kernel with a declared block, the number of its threads that
-    /// pass `conds` when each is uniform in the CTA or compares `%tid.x`
-    /// with a constant; None otherwise.
+    /// pass `conds` when each is uniform in the CTA, compares `%tid.x` with
+    /// a constant, or is an `elect.sync` with a known mask (true for the
+    /// lane it elects, in blocks whose rows are whole warps); None otherwise.
     fn threads_in_block(&self, conds: &[&(Value, bool)]) -> Option<i64> {
         let [x, y, z] = self.k.block?;
-        let decidable = conds.iter().all(|(c, _)| {
-            !self.syms.thread_dependent[c.index()] || self.syms.tid_cond(self.k, *c).is_some()
-        });
-        if !decidable {
-            return None;
+        let mut lanes: Option<(u32, bool)> = None;
+        let mut tid_conds = Vec::new();
+        for &&(c, pol) in conds {
+            if let Some(lane) = elect_lane(self.k, c) {
+                if lanes.is_some_and(|l| l != (lane, pol)) || (x % 32 != 0 && y * z > 1) {
+                    return None;
+                }
+                lanes = Some((lane, pol));
+            } else if !self.syms.thread_dependent[c.index()]
+                || self.syms.tid_cond(self.k, c).is_some()
+            {
+                tid_conds.push((c, pol));
+            } else {
+                return None;
+            }
         }
-        let owned: Vec<(Value, bool)> = conds.iter().map(|&&c| c).collect();
         let xs = intersect(
-            &self.syms.tids_under(self.k, &owned),
+            &self.syms.tids_under(self.k, &tid_conds),
             &[(0, i64::from(x) - 1)],
         );
-        let per_row: i64 = xs.iter().map(|(lo, hi)| hi - lo + 1).sum();
+        let elected = |t: i64| lanes.is_none_or(|(lane, pol)| (t % 32 == i64::from(lane)) == pol);
+        let per_row: i64 = xs
+            .iter()
+            .map(|&(lo, hi)| (lo..=hi).filter(|&t| elected(t)).count() as i64)
+            .sum();
         Some(per_row * i64::from(y) * i64::from(z))
     }
 

@@ -71,6 +71,25 @@ pub fn sreg_equals(k: &Kernel, c: Value, reg: SpecialReg) -> Option<i64> {
     }
 }
 
+/// The lane `elect.sync` elects from `mask` (docs/readings.md #24: the
+/// lowest lane of the mask), or 32 for an empty mask.
+pub fn elected_lane(mask: i64) -> u32 {
+    (mask as u32).trailing_zeros()
+}
+
+/// The lane `c` elects, when `c` is the result of an `elect.sync` whose
+/// membermask is known.
+pub fn elect_lane(k: &Kernel, c: Value) -> Option<u32> {
+    let data = &k.insts[k.def_inst(c)?];
+    match &data.op {
+        Op::Ptx(p) if p.family == Family::ElectSync => match data.args.first() {
+            Some(a) => k.const_int(*a).map(elected_lane),
+            None => Some(0),
+        },
+        _ => None,
+    }
+}
+
 /// The `mapa` an address or phase operand comes from, through `ptr.add`
 /// and `mbarrier.phase`.
 pub fn mapa_of(k: &Kernel, a: Arg) -> Option<&InstData> {
@@ -207,7 +226,7 @@ impl Syms {
                         SpecialReg::TidX | SpecialReg::TidY | SpecialReg::TidZ | SpecialReg::LaneId
                     )
             )
-            || matches!(&data.op, Op::Ptx(p) if matches!(p.family, Family::MbarrierTestWaitParity | Family::MbarrierTryWaitParity));
+            || matches!(&data.op, Op::Ptx(p) if matches!(p.family, Family::MbarrierTestWaitParity | Family::MbarrierTryWaitParity | Family::ElectSync));
         let td =
             tid || dep(&self.thread_dependent) || data.op == Op::Sreg(SpecialReg::ClusterCtaRank);
         for &r in &data.results {
@@ -342,20 +361,31 @@ impl Syms {
     }
 
     /// The `%tid.x` values for which `c` is true, when `c` compares `%tid.x`
-    /// with a non-negative constant (either order, any integer predicate).
+    /// or a quotient `%tid.x / d` (a warp index) with a non-negative
+    /// constant (either order, any integer predicate).
     pub fn tid_cond(&self, k: &Kernel, c: Value) -> Option<TidSet> {
         let data = &k.insts[k.def_inst(c)?];
         let Op::Cmp(pred, _) = data.op else {
             return None;
         };
-        let tid = Affine::atom(Atom::Tid(0));
         let (a, b) = (
             self.int(*data.args.first()?)?,
             self.int(*data.args.get(1)?)?,
         );
-        let (pred, c) = if a == tid {
-            (pred, b.as_const()?)
-        } else if b == tid {
+        // `%tid.x` itself (d = 1), or its warp-like quotient `%tid.x / d`.
+        let divisor = |e: &Affine| -> Option<i64> {
+            let tid = Affine::atom(Atom::Tid(0));
+            if *e == tid {
+                return Some(1);
+            }
+            let [(Atom::Div(inner, d), 1)] = e.terms.iter().collect::<Vec<_>>()[..] else {
+                return None;
+            };
+            (e.c == 0 && **inner == tid && *d > 0).then_some(*d)
+        };
+        let (d, pred, c) = if let Some(d) = divisor(&a) {
+            (d, pred, b.as_const()?)
+        } else if let Some(d) = divisor(&b) {
             let swapped = match pred {
                 CmpPred::Ult | CmpPred::Slt => CmpPred::Ugt,
                 CmpPred::Ule | CmpPred::Sle => CmpPred::Uge,
@@ -363,15 +393,17 @@ impl Syms {
                 CmpPred::Uge | CmpPred::Sge => CmpPred::Ule,
                 other => other,
             };
-            (swapped, a.as_const()?)
+            (d, swapped, a.as_const()?)
         } else {
             return None;
         };
-        if c < 0 {
+        if c < 0 || c >= TID_INF / d {
             return None;
         }
+        // The quotients for which the comparison holds, then the `%tid.x`
+        // values with those quotients.
         let below = |hi: i64| if hi >= 0 { vec![(0, hi)] } else { Vec::new() };
-        Some(match pred {
+        let quotients = match pred {
             CmpPred::Eq => vec![(c, c)],
             CmpPred::Ne => complement(&[(c, c)]),
             CmpPred::Ult | CmpPred::Slt => below(c - 1),
@@ -379,7 +411,23 @@ impl Syms {
             CmpPred::Ugt | CmpPred::Sgt => vec![(c + 1, TID_INF)],
             CmpPred::Uge | CmpPred::Sge => vec![(c, TID_INF)],
             _ => return None,
-        })
+        };
+        let scale = |q: i64| if q == TID_INF { TID_INF } else { q * d };
+        Some(
+            quotients
+                .into_iter()
+                .map(|(lo, hi)| {
+                    (
+                        scale(lo),
+                        if hi == TID_INF {
+                            TID_INF
+                        } else {
+                            scale(hi) + d - 1
+                        },
+                    )
+                })
+                .collect(),
+        )
     }
 
     /// The `%tid.x` values of the threads that can run code under the `if`

@@ -404,6 +404,33 @@ impl Machine<'_> {
                 self.bulk(g, inst, p)?;
             }
             Family::CpAsyncBulkPrefetch => {}
+            Family::ElectSync => {
+                let mask = self
+                    .operand(inst, "membermask")
+                    .map_or(u32::MAX, |a| self.u32_of(g, a));
+                let tid = self.threads[g as usize].tid;
+                let lane = tid % 32;
+                // Lanes of this warp that exist in the CTA.
+                let present = match self.geo.threads - (tid - lane) {
+                    n if n >= 32 => u32::MAX,
+                    n => (1u32 << n) - 1,
+                };
+                if mask & (1 << lane) == 0 {
+                    self.report(
+                        "U0308",
+                        format!("`elect.sync` by lane {lane}, outside membermask {mask:#010x}"),
+                        inst,
+                        Some(g),
+                        "this thread is not in the membermask".into(),
+                        None,
+                        vec![],
+                    );
+                }
+                // docs/readings.md #24: the leader is the lowest lane of the
+                // mask among the warp's threads.
+                let leader = (mask & present).trailing_zeros();
+                self.set_res(g, res, Val::Int(u64::from(lane == leader)));
+            }
             Family::RedAsync => self.red_async(g, inst, p)?,
             Family::MbarrierInit => {
                 let Some(a) = self.addr_of(g, inst, "addr") else {

@@ -93,6 +93,7 @@ fn writes_generic(k: &Kernel, i: Inst) -> bool {
                 | Family::BarrierClusterArrive
                 | Family::BarrierClusterWait
                 | Family::Mapa
+                | Family::ElectSync
                 | Family::Await
         ),
         _ => false,
