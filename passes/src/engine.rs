@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use cpflow_ir::diag::{Diagnostic, Span};
 use cpflow_ir::ir::*;
-use cpflow_ir::spec::{Completion, Family};
+use cpflow_ir::spec::{Completion, Family, Qual};
 use cpflow_ir::types::{Scalar, Type};
 
 use crate::affine::{disjoint, Affine, Atom};
@@ -960,7 +960,7 @@ impl<'a> Engine<'a> {
         let Some(variant) = p.variant() else { return };
         // A `.relaxed` wait or poll observes the phase without acquiring:
         // it orders nothing (mbarrier-fences-cluster.md).
-        let relaxed = p.quals.iter().any(|q| q.spelling() == "relaxed");
+        let relaxed = p.has(Qual::Relaxed);
         let arg = |name: &str| -> Option<Arg> {
             let b = variant.bind_operands(&p.quals, data.args.len()).ok()?;
             variant
@@ -1022,8 +1022,7 @@ impl<'a> Engine<'a> {
                                     .find(|s| matches!(s, Sym::Phase { .. }))
                             });
                         if let Some(ph) = &ph {
-                            let multicast =
-                                p.quals.iter().any(|q| q.spelling().contains("multicast"));
+                            let multicast = p.has(Qual::MulticastCluster);
                             self.use_bar(st, ph, inst, multicast);
                         }
                         (Kind::Mbar, ph)
@@ -1075,7 +1074,7 @@ impl<'a> Engine<'a> {
                 } else {
                     Kind::NonBulk
                 };
-                let read = p.quals.iter().any(|q| q.spelling().contains("read"));
+                let read = p.has(Qual::Read);
                 let a = data.args.first().copied();
                 let (n, by_value) = match a.map(|a| a.operand) {
                     Some(Operand::Imm(i)) => (u32::try_from(i).ok(), false),

@@ -714,8 +714,7 @@ impl<'a> Tracer<'a> {
         };
         let dst = data.args.first().ok_or(GiveUp)?;
         let mut writes: Vec<Bytes> = self.bytes(*dst, size).into_iter().collect();
-        let ranks: Option<Vec<i64>> = if p.quals.iter().any(|q| q.spelling().contains("multicast"))
-        {
+        let ranks: Option<Vec<i64>> = if p.has(Qual::MulticastCluster) {
             let mask = operand("ctaMask").and_then(|a| self.val(a)).ok_or(GiveUp)?;
             Some((0..16).filter(|r| mask >> r & 1 == 1).collect())
         } else {

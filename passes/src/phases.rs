@@ -24,7 +24,7 @@ use std::collections::BTreeSet;
 
 use cpflow_ir::diag::Diagnostic;
 use cpflow_ir::ir::*;
-use cpflow_ir::spec::{Completion, Family};
+use cpflow_ir::spec::{Completion, Family, Qual};
 use cpflow_ir::types::Type;
 
 use crate::affine::{Affine, Atom};
@@ -287,7 +287,6 @@ impl Walk<'_> {
         let data = &k.insts[inst];
         let cst = |i: usize| data.args.get(i).and_then(|a| k.const_int(*a));
         let first = data.args.first().map(|a| self.syms.arg(*a));
-        let has = |s: &str| p.quals.iter().any(|q| q.spelling().contains(s));
         let (what, sym) = match p.family {
             Family::MbarrierInit => (
                 What::Init(data.args.get(1).and_then(|a| self.count(*a))),
@@ -309,7 +308,7 @@ impl Walk<'_> {
             ),
             Family::CpAsyncMbarrierArrive => (
                 What::AsyncArrive {
-                    noinc: has("noinc"),
+                    noinc: p.has(Qual::Noinc),
                 },
                 first,
             ),
@@ -331,7 +330,7 @@ impl Walk<'_> {
                     .iter()
                     .map(|a| self.syms.arg(*a))
                     .find(|s| matches!(s, Sym::Phase { .. }));
-                let multicast = has("multicast");
+                let multicast = p.has(Qual::MulticastCluster);
                 let mask = if multicast {
                     variant
                         .bind_operands(&p.quals, data.args.len())
