@@ -155,10 +155,21 @@ enum Stage {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Block {
-    CtaBarrier(u32),
+    /// Barrier `id` of the CTA, generation `gen`.
+    CtaBarrier {
+        id: u32,
+        gen: u32,
+    },
     ClusterWait(u32),
-    Groups { bulk: bool, read: bool, upto: u32 },
-    Phase { slot: u32, parity: u32 },
+    Groups {
+        bulk: bool,
+        read: bool,
+        upto: u32,
+    },
+    Phase {
+        slot: u32,
+        parity: u32,
+    },
     Op(u32),
 }
 
@@ -215,10 +226,23 @@ struct Thread {
 struct Cta {
     live: u32,
     done: bool,
+    /// The CTA's 16 barriers (`barrier.cta` is barrier 0 for all threads).
+    bars: Vec<CtaBar>,
+}
+
+/// The generation in progress of one of a CTA's barriers.
+struct CtaBar {
+    /// The thread count the arrivals of this generation named (`None`:
+    /// every live thread of the CTA).
+    count: Option<u32>,
     arrived: u32,
     gen: u32,
+    /// Join of the arrivers' clocks (their releases).
     vc: Vec<u32>,
 }
+
+/// How many barriers a CTA has (`bar.sync` ids 0..15).
+pub const CTA_BARRIERS: u32 = 16;
 
 struct Cluster {
     live: u32,
@@ -428,9 +452,14 @@ impl<'a> Machine<'a> {
             .map(|_| Cta {
                 live: geo.threads,
                 done: false,
-                arrived: 0,
-                gen: 0,
-                vc: vec![0; vlen],
+                bars: (0..CTA_BARRIERS)
+                    .map(|_| CtaBar {
+                        count: None,
+                        arrived: 0,
+                        gen: 0,
+                        vc: vec![0; vlen],
+                    })
+                    .collect(),
             })
             .collect();
         let clusters = (0..geo.ctas / geo.cluster)
@@ -1288,7 +1317,9 @@ impl<'a> Machine<'a> {
         }
         self.ctas[cta as usize].live -= 1;
         self.clusters[cluster as usize].live -= 1;
-        self.check_cta_barrier(cta);
+        for id in 0..CTA_BARRIERS {
+            self.check_cta_barrier(cta, id);
+        }
         self.check_cluster_barrier(cluster);
         if self.ctas[cta as usize].live == 0 {
             self.cta_end(cta);

@@ -167,6 +167,8 @@ pub enum Family {
     FenceProxyAsync,
     FenceMbarrierInit,
     BarrierCta,
+    BarSync,
+    BarArrive,
     BarrierClusterArrive,
     BarrierClusterWait,
     Mapa,
@@ -200,6 +202,8 @@ impl Family {
         Family::FenceProxyAsync,
         Family::FenceMbarrierInit,
         Family::BarrierCta,
+        Family::BarSync,
+        Family::BarArrive,
         Family::BarrierClusterArrive,
         Family::BarrierClusterWait,
         Family::Mapa,
@@ -234,6 +238,8 @@ impl Family {
             Family::FenceProxyAsync => "fence.proxy.async",
             Family::FenceMbarrierInit => "fence.mbarrier_init",
             Family::BarrierCta => "barrier.cta",
+            Family::BarSync => "bar.sync",
+            Family::BarArrive => "bar.arrive",
             Family::BarrierClusterArrive => "barrier.cluster.arrive",
             Family::BarrierClusterWait => "barrier.cluster.wait",
             Family::Mapa => "mapa",
@@ -741,6 +747,7 @@ const RED: &str = "red-async.md (9.7.13.7)";
 const MBAR: &str = "mbarrier-fences-cluster.md §1-3";
 const FENCE: &str = "mbarrier-fences-cluster.md §4";
 const CLUSTER: &str = "mbarrier-fences-cluster.md §5";
+const BAR: &str = "PTX ISA 9.7.13.1 (bar, barrier); docs/readings.md #25";
 const ELECT: &str = "PTX ISA 9.7.13 (elect.sync); docs/readings.md #24";
 
 /// Sem/scope on mbarrier ops: sem+scope 8.0, `.cluster` scope sm_90,
@@ -1212,6 +1219,22 @@ pub static VARIANTS: &[Variant] = &[
         operands: &[],
         gate: gate(7, 0, 80),
         source: CLUSTER,
+        ..BASE
+    },
+    Variant {
+        family: Family::BarSync,
+        form: "named barrier (bar.sync a{, b})",
+        operands: &[operand("id", K::U32), operand_opt("count", K::U32, None)],
+        gate: gate(7, 0, 80),
+        source: BAR,
+        ..BASE
+    },
+    Variant {
+        family: Family::BarArrive,
+        form: "named barrier arrive (bar.arrive a, b)",
+        operands: &[operand("id", K::U32), operand("count", K::U32)],
+        gate: gate(7, 0, 80),
+        source: BAR,
         ..BASE
     },
     Variant {

@@ -779,6 +779,7 @@ impl Verifier<'_> {
                     self.count_range(a, 1, "E0701", "mbarrier expected-arrival count");
                 }
             }
+            Family::BarSync | Family::BarArrive => self.named_barrier(&operand),
             Family::MbarrierArrive => {
                 if let Some(a) = operand("count") {
                     self.count_range(a, 1, "E0701", "mbarrier arrival count");
@@ -1071,6 +1072,37 @@ impl Verifier<'_> {
             if let Some(d) = self.diags.last_mut() {
                 d.help = Some(
                     "name the phase: `%ph = mbarrier.phase %bar, N` (its parity is N & 1)".into(),
+                );
+            }
+        }
+    }
+
+    /// `bar.sync`/`bar.arrive`: an immediate id is in 0..15 and an
+    /// immediate thread count a positive multiple of 32 within the CTA
+    /// (the declared block, else 1024).
+    fn named_barrier(&mut self, operand: &dyn Fn(&str) -> Option<Arg>) {
+        if let Some(a) = operand("id") {
+            if let Some(id) = self.k.const_int(a).filter(|i| !(0..16).contains(i)) {
+                self.push(
+                    Diagnostic::error("E0103", format!("barrier id {id} is out of range"), a.span)
+                        .with_label("a CTA has barriers 0 to 15")
+                        .with_note("PTX ISA 9.7.13.1 (bar, barrier): sixteen barriers per CTA"),
+                );
+            }
+        }
+        let Some(a) = operand("count") else {
+            return;
+        };
+        let most = self.k.block.map_or(MAX_BLOCK_THREADS, |b| {
+            b.iter().map(|&d| u64::from(d)).product()
+        });
+        if let Some(n) = self.k.const_int(a) {
+            let fits = u64::try_from(n).is_ok_and(|n| n <= most);
+            if n <= 0 || n % 32 != 0 || !fits {
+                self.push(
+                    Diagnostic::error("E0103", format!("barrier thread count {n} is not allowed"), a.span)
+                        .with_label(format!("must be a positive multiple of 32, at most {most}"))
+                        .with_note("PTX ISA 9.7.13.1 (bar, barrier): the thread count is a multiple of the warp size"),
                 );
             }
         }

@@ -775,6 +775,19 @@ impl<'a> KernelEmitter<'a> {
             }
             Family::FenceMbarrierInit => self.line("nvvm.fence.mbarrier.init"),
             Family::BarrierCta => self.line("nvvm.barrier0"),
+            Family::BarSync | Family::BarArrive => {
+                let id = self.arg(get("id").expect("bound"), "i32");
+                let count = self.opt_arg(get("count"), "i32");
+                let op = if p.family == Family::BarSync {
+                    "nvvm.barrier"
+                } else {
+                    "nvvm.barrier.arrive"
+                };
+                let threads = count.map_or(String::new(), |c| {
+                    format!(" number_of_threads = {}", c.name)
+                });
+                self.line(&format!("{op} id = {}{threads}", id.name));
+            }
             Family::BarrierClusterArrive => {
                 let aligned = if p.has(Qual::Aligned) {
                     " {aligned}"

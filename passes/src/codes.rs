@@ -60,6 +60,10 @@ pub const CODES: &[(&str, &str)] = &[
         "E1017",
         "two threads access the same shared bytes, one writing, with nothing ordering them",
     ),
+    (
+        "E1018",
+        "the threads that meet at a CTA barrier are not the count it names",
+    ),
     ("W1001", "wait stronger than any use needs (lost overlap)"),
     ("W1002", "redundant `fence.proxy.async`"),
     ("W1003", "redundant wait: nothing is pending"),

@@ -1163,7 +1163,9 @@ impl<'a> Engine<'a> {
                     }
                 }
             }
-            Family::BarrierCta => self.barrier(st, false),
+            // Which threads meet at a `bar.sync`, and whether they make up
+            // its count, is the cross-thread analysis's (E1018).
+            Family::BarrierCta | Family::BarSync => self.barrier(st, false),
             Family::BarrierClusterArrive => st.cluster_release = !relaxed,
             Family::BarrierClusterWait => self.barrier(st, true),
             _ => {

@@ -156,7 +156,14 @@ enum Step {
     GroupWait(Group, Option<usize>),
     /// `fence.proxy.async` covering shared memory.
     ProxyFence,
-    BarrierCta,
+    /// `barrier.cta` (barrier 0, every thread), `bar.sync` (`wait`) or
+    /// `bar.arrive` on barrier `id` of the CTA, counting `count` threads
+    /// (`None`: every thread of the CTA).
+    CtaBarrier {
+        id: i64,
+        count: Option<i64>,
+        wait: bool,
+    },
     ClusterArrive {
         release: bool,
     },
@@ -217,7 +224,7 @@ fn analyse(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Result<Vec<Diagnos
             }
         }
     }
-    let g = Graph::build(&roles)?;
+    let g = Graph::build(&roles, &ranges, k.block)?;
     let report = Report {
         k,
         roles: &roles,
@@ -225,11 +232,16 @@ fn analyse(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Result<Vec<Diagnos
         g: &g,
         known,
     };
+    if !g.miscounts.is_empty() {
+        // Which arrivals meet is then unknown: nothing else is reliable.
+        return Ok(report.miscounts());
+    }
     let deadlocks = report.deadlocks();
     if !deadlocks.is_empty() {
         return Ok(deadlocks);
     }
     let mut out = report.run_ahead();
+    out.extend(report.barrier_run_ahead());
     out.extend(report.races(&syms.bounds));
     Ok(out)
 }
@@ -676,7 +688,19 @@ impl<'a> Tracer<'a> {
                 return Ok((!blocking).then_some(1));
             }
             Family::FenceProxyAsync if !p.has(Qual::Global) => Step::ProxyFence,
-            Family::BarrierCta => Step::BarrierCta,
+            Family::BarrierCta => Step::CtaBarrier {
+                id: 0,
+                count: None,
+                wait: true,
+            },
+            Family::BarSync | Family::BarArrive => Step::CtaBarrier {
+                id: self.val(first()?).ok_or(GiveUp)?,
+                count: match data.args.get(1) {
+                    Some(a) => Some(self.val(*a).ok_or(GiveUp)?),
+                    None => None,
+                },
+                wait: p.family == Family::BarSync,
+            },
             Family::BarrierClusterArrive => Step::ClusterArrive { release: !relaxed },
             Family::BarrierClusterWait => Step::ClusterWait,
             Family::ElectSync => {
@@ -953,16 +977,42 @@ struct Graph {
     /// Each phase's node for peer CTAs' `.release.cluster` arrivals, which
     /// only an `.acquire.cluster` wait acquires.
     remote: BTreeMap<(Bar, i64), NodeIndex>,
+    /// CTA barrier generations whose arrivals do not make up their count.
+    miscounts: Vec<Miscount>,
+    /// Each CTA barrier generation (rank, id, generation from 1): its node
+    /// and its arrivals (role, event).
+    cta_gens: BTreeMap<(i64, i64, usize), (NodeIndex, Vec<(usize, usize)>)>,
+}
+
+/// A generation of a CTA barrier (in a kernel with a declared block) at
+/// which the threads that arrive are not the count it names (E1018).
+struct Miscount {
+    /// The first arrival of the generation: (role, event).
+    at: (usize, usize),
+    id: i64,
+    /// The counts the arrivals name (more than one: they disagree).
+    named: Vec<Option<i64>>,
+    arrive: i64,
+    cta_threads: i64,
 }
 
 impl Graph {
-    fn build(roles: &[(Thread, Vec<Event>)]) -> Result<Graph, GiveUp> {
+    /// Joins the roles' events. `ranges` are the `%tid.x` ranges each role
+    /// stands for; with a declared `block` they count the threads that
+    /// meet at each CTA barrier generation.
+    fn build(
+        roles: &[(Thread, Vec<Event>)],
+        ranges: &[Vec<(i64, i64)>],
+        block: Option<[u32; 3]>,
+    ) -> Result<Graph, GiveUp> {
         let mut gr = Graph {
             g: DiGraph::new(),
             at: Vec::new(),
             done: HashMap::new(),
             phases: BTreeMap::new(),
             remote: BTreeMap::new(),
+            miscounts: Vec::new(),
+            cta_gens: BTreeMap::new(),
         };
         let mut inits: BTreeMap<Bar, usize> = BTreeMap::new();
         for e in roles.iter().flat_map(|(_, events)| events) {
@@ -973,21 +1023,54 @@ impl Graph {
         if inits.values().any(|&n| n > 1) {
             return Err(GiveUp);
         }
-        let mut cta_barriers: BTreeMap<(i64, usize), NodeIndex> = BTreeMap::new();
+        // Generation g of barrier `id` in CTA `rank` is where each thread's
+        // g-th arrival at that barrier meets the others'.
+        let mut cta_barriers: BTreeMap<(i64, i64, usize), NodeIndex> = BTreeMap::new();
+        // Who arrives at each generation: (role, event, count it names).
+        let mut arrivals: BTreeMap<(i64, i64, usize), Vec<(usize, usize, Option<i64>)>> =
+            BTreeMap::new();
         let mut cluster_barriers: BTreeMap<usize, NodeIndex> = BTreeMap::new();
         let mut counts: Vec<(i64, [usize; 3])> = Vec::new();
         for (r, (th, events)) in roles.iter().enumerate() {
             let mut prev: Option<NodeIndex> = None;
             let mut passed = [0usize; 3];
+            let mut gens: BTreeMap<i64, usize> = BTreeMap::new();
+            let mut generation = |i: usize, id: i64, count: Option<i64>| {
+                let gen = gens.entry(id).or_default();
+                *gen += 1;
+                arrivals
+                    .entry((th.rank, id, *gen))
+                    .or_default()
+                    .push((r, i, count));
+                (th.rank, id, *gen)
+            };
             let mut pending = Pending::default();
             let mut nodes = Vec::with_capacity(events.len());
             for (i, e) in events.iter().enumerate() {
                 let node = match e.step {
-                    Step::BarrierCta => {
-                        passed[0] += 1;
+                    Step::CtaBarrier {
+                        id,
+                        count,
+                        wait: true,
+                    } => {
+                        if count.is_none() {
+                            passed[0] += 1;
+                        }
                         *cta_barriers
-                            .entry((th.rank, passed[0]))
+                            .entry(generation(i, id, count))
                             .or_insert_with(|| gr.g.add_node(Node::Barrier))
+                    }
+                    Step::CtaBarrier {
+                        id,
+                        count,
+                        wait: false,
+                    } => {
+                        let ev = gr.g.add_node(Node::Event(r, i));
+                        let b = *cta_barriers
+                            .entry(generation(i, id, count))
+                            .or_insert_with(|| gr.g.add_node(Node::Barrier));
+                        gr.g.add_edge(ev, b, BOTH);
+                        ev
                     }
                     _ => gr.g.add_node(Node::Event(r, i)),
                 };
@@ -1120,7 +1203,7 @@ impl Graph {
                             .or_insert_with(|| gr.g.add_node(Node::Barrier));
                         gr.g.add_edge(c, node, BOTH);
                     }
-                    Step::Access { .. } | Step::ProxyFence | Step::BarrierCta => {}
+                    Step::Access { .. } | Step::ProxyFence | Step::CtaBarrier { .. } => {}
                 }
             }
             gr.at.push(nodes);
@@ -1133,6 +1216,36 @@ impl Graph {
             .all(|w| w[0].1[1..] == w[1].1[1..] && (w[0].0 != w[1].0 || w[0].1[0] == w[1].1[0]));
         if !agree {
             return Err(GiveUp);
+        }
+        for (key, list) in &arrivals {
+            let node = cta_barriers[key];
+            let who = list.iter().map(|&(r, i, _)| (r, i)).collect();
+            gr.cta_gens.insert(*key, (node, who));
+        }
+        // With a declared block, every generation of a CTA barrier names
+        // one count and exactly that many threads arrive (E1018 otherwise).
+        // Without one the thread counts of roles are unknown, and arrivals
+        // are taken to make up their counts.
+        if let Some([_, y, z]) = block {
+            let threads = |r: usize| -> i64 {
+                ranges[r].iter().map(|(lo, hi)| hi - lo + 1).sum::<i64>() * i64::from(y * z)
+            };
+            let cta_threads: i64 = block.iter().flatten().map(|&d| i64::from(d)).product();
+            for (&(_, id, _), list) in &arrivals {
+                let mut named: Vec<Option<i64>> = list.iter().map(|a| a.2).collect();
+                named.sort();
+                named.dedup();
+                let arrive: i64 = list.iter().map(|&(r, _, _)| threads(r)).sum();
+                if named.len() > 1 || arrive != named[0].unwrap_or(cta_threads) {
+                    gr.miscounts.push(Miscount {
+                        at: (list[0].0, list[0].1),
+                        id,
+                        named,
+                        arrive,
+                        cta_threads,
+                    });
+                }
+            }
         }
         // Phase q completes after phase q - 1, and a peer's arrival is one
         // of the arrivals the phase needs.
@@ -1341,6 +1454,122 @@ impl Report<'_> {
             out.insert(self.event(wr, wi).inst, (wi, d));
         }
         out.into_values().map(|(_, d)| d).collect()
+    }
+
+    /// E1018 for each CTA barrier instruction whose generations do not
+    /// gather the threads they count (once per instruction).
+    fn miscounts(&self) -> Vec<Diagnostic> {
+        let mut out: BTreeMap<Inst, Diagnostic> = BTreeMap::new();
+        for m in &self.g.miscounts {
+            let (r, i) = m.at;
+            let counts: Vec<String> = m
+                .named
+                .iter()
+                .map(|c| c.map_or(format!("all {}", m.cta_threads), |n| n.to_string()))
+                .collect();
+            let d = if m.named.len() > 1 {
+                Diagnostic::error(
+                    "E1018",
+                    format!(
+                        "arrivals at barrier {} name different thread counts ({})",
+                        m.id,
+                        counts.join(" and ")
+                    ),
+                    self.span(r, i),
+                )
+                .with_label("one generation of the barrier, several counts")
+                .with_help("give every `bar.sync`/`bar.arrive` that meets at this barrier the same thread count")
+            } else {
+                let named = m.named[0].unwrap_or(m.cta_threads);
+                let (label, help) = if m.arrive < named {
+                    (
+                        format!("only {} threads arrive: the barrier never completes (a hang)", m.arrive),
+                        format!("count the threads that arrive ({}), or make the missing threads arrive", m.arrive),
+                    )
+                } else {
+                    (
+                        format!("it completes after {named} of the {} arrivals; the rest count toward the next generation", m.arrive),
+                        format!("count every thread that arrives ({})", m.arrive),
+                    )
+                };
+                Diagnostic::error(
+                    "E1018",
+                    format!(
+                        "barrier {} counts {} threads, but {} arrive",
+                        m.id, counts[0], m.arrive
+                    ),
+                    self.span(r, i),
+                )
+                .with_label(label)
+                .with_help(help)
+            };
+            let d = d
+                .with_note(format!("for example {}", self.instance(r, i)))
+                .with_note("PTX ISA 9.7.13.1 (bar, barrier): a barrier completes when the number of threads it names have arrived; docs/readings.md #25");
+            out.entry(self.event(r, i).inst).or_insert(d);
+        }
+        out.into_values().collect()
+    }
+
+    /// E1018 for each arrival at generation g > 1 of a CTA barrier that
+    /// nothing orders after generation g - 1 completes: a `bar.arrive`
+    /// does not wait, so a thread can arrive again before the others have
+    /// arrived once, and the barrier counts that arrival in generation
+    /// g - 1 (which then completes early).
+    fn barrier_run_ahead(&self) -> Vec<Diagnostic> {
+        let mut out: BTreeMap<Inst, Diagnostic> = BTreeMap::new();
+        for (&(rank, id, gen), (_, who)) in &self.g.cta_gens {
+            let Some((prev, before)) = self.g.cta_gens.get(&(rank, id, gen - 1)) else {
+                continue;
+            };
+            // A thread that waited at generation g - 1 arrives at g after
+            // it completed, in program order: only the others need a path.
+            let synced = |r: usize| {
+                before.iter().any(|&(q, j)| {
+                    q == r && matches!(self.event(q, j).step, Step::CtaBarrier { wait: true, .. })
+                })
+            };
+            let mut after: Option<Vec<u64>> = None;
+            for &(r, i) in who {
+                if synced(r) {
+                    continue;
+                }
+                let after = after.get_or_insert_with(|| self.g.reach(*prev, true));
+                let e = self.event(r, i);
+                let waits = matches!(e.step, Step::CtaBarrier { wait: true, .. });
+                // The point the arrival comes after: the event before a
+                // `bar.sync` (whose node is the generation's), or the
+                // `bar.arrive` itself.
+                let from = match (waits, i.checked_sub(1)) {
+                    (false, _) => Some(self.g.at[r][i]),
+                    (true, Some(j)) => Some(self.g.at[r][j]),
+                    (true, None) => None,
+                };
+                let ordered = from.is_some_and(|n| {
+                    n == *prev || after[n.index() / 64] >> (n.index() % 64) & 1 == 1
+                });
+                if ordered
+                    || out.contains_key(&e.inst)
+                    || self.known.contains(&self.span(r, i).start)
+                {
+                    continue;
+                }
+                let d = Diagnostic::error(
+                    "E1018",
+                    format!("may arrive at barrier {id} before its previous generation completes"),
+                    self.span(r, i),
+                )
+                .with_label(format!(
+                    "nothing orders this arrival after generation {} of barrier {id}; it may be counted there",
+                    gen - 1
+                ))
+                .with_help("a thread that only arrives (`bar.arrive`) must wait for something the other threads do after the barrier before it arrives again: alternate two barrier ids, or wait on a barrier the consumers arrive at")
+                .with_note(format!("for example {}", self.instance(r, i)))
+                .with_note("PTX ISA 9.7.13.1 (bar, barrier): arrivals are counted per barrier, not per thread; docs/readings.md #25");
+                out.insert(e.inst, d);
+            }
+        }
+        out.into_values().collect()
     }
 
     /// E1011 for each arrival or complete_tx on phase `q` that nothing

@@ -589,17 +589,11 @@ impl Machine<'_> {
             Family::FenceMbarrierInit => {
                 self.threads[g as usize].init_fenced = true;
             }
-            Family::BarrierCta => {
-                let cta = self.threads[g as usize].cta;
-                let vc = std::mem::take(&mut self.threads[g as usize].vc);
-                clock::join(&mut self.ctas[cta as usize].vc, &vc);
-                self.threads[g as usize].vc = vc;
-                self.bump(g);
-                let c = &mut self.ctas[cta as usize];
-                c.arrived += 1;
-                let gen = c.gen;
-                self.threads[g as usize].state = State::Blocked(Block::CtaBarrier(gen), inst);
-                self.check_cta_barrier(cta);
+            Family::BarrierCta => self.cta_barrier(g, inst, 0, None, true),
+            Family::BarSync | Family::BarArrive => {
+                let id = self.operand(inst, "id").map_or(0, |a| self.u32_of(g, a));
+                let count = self.operand(inst, "count").map(|a| self.u32_of(g, a));
+                self.cta_barrier(g, inst, id, count, p.family == Family::BarSync);
             }
             Family::BarrierClusterArrive => {
                 let cl = (self.threads[g as usize].cta / self.geo.cluster) as usize;
@@ -1848,7 +1842,7 @@ impl Machine<'_> {
                 }
                 ok
             }
-            Block::CtaBarrier(_) | Block::ClusterWait(_) => false,
+            Block::CtaBarrier { .. } | Block::ClusterWait(_) => false,
         };
         if ok {
             self.threads[g as usize].state = State::Ready;
@@ -1859,28 +1853,85 @@ impl Machine<'_> {
     // ------------------------------------------------------------------
     // Barriers.
 
-    pub(super) fn check_cta_barrier(&mut self, cta: u32) {
-        let c = &self.ctas[cta as usize];
-        if c.arrived == 0 || c.arrived < c.live {
+    /// Thread `g` arrives at barrier `id` of its CTA with a thread count
+    /// (`None`: every thread of the CTA), releasing its accesses, and with
+    /// `wait` blocks until the generation completes (docs/readings.md #25).
+    fn cta_barrier(&mut self, g: u32, inst: Inst, id: u32, count: Option<u32>, wait: bool) {
+        let cta = self.threads[g as usize].cta;
+        let bad_count = count.is_some_and(|n| n == 0 || n % 32 != 0 || n > self.geo.threads);
+        if id >= CTA_BARRIERS || bad_count {
+            let what = if id >= CTA_BARRIERS {
+                format!("barrier id {id} is outside 0..{}", CTA_BARRIERS - 1)
+            } else {
+                format!(
+                    "thread count {} is not a positive multiple of 32 up to the CTA's {} threads",
+                    count.unwrap_or(0),
+                    self.geo.threads
+                )
+            };
+            self.report(
+                "U0404",
+                what,
+                inst,
+                Some(g),
+                "this barrier".into(),
+                None,
+                vec![],
+            );
             return;
         }
-        let gen = c.gen;
-        let vc = std::mem::take(&mut self.ctas[cta as usize].vc);
+        let bar = &self.ctas[cta as usize].bars[id as usize];
+        if let (Some(had), Some(n)) = (bar.count, count) {
+            if had != n {
+                self.report(
+                    "U0404",
+                    format!("barrier {id} arrived at with thread count {n}, but this generation counts {had}"),
+                    inst,
+                    Some(g),
+                    "a different count".into(),
+                    None,
+                    vec![],
+                );
+            }
+        }
+        let vc = std::mem::take(&mut self.threads[g as usize].vc);
+        let bar = &mut self.ctas[cta as usize].bars[id as usize];
+        clock::join(&mut bar.vc, &vc);
+        bar.count = bar.count.or(count);
+        bar.arrived += 1;
+        let gen = bar.gen;
+        self.threads[g as usize].vc = vc;
+        self.bump(g);
+        if wait {
+            self.threads[g as usize].state = State::Blocked(Block::CtaBarrier { id, gen }, inst);
+        }
+        self.check_cta_barrier(cta, id);
+    }
+
+    /// Completes the generation of barrier `id` of `cta` once its count is
+    /// reached: every waiter acquires the arrivers' releases.
+    pub(super) fn check_cta_barrier(&mut self, cta: u32, id: u32) {
+        let c = &self.ctas[cta as usize];
+        let bar = &c.bars[id as usize];
+        if bar.arrived == 0 || bar.arrived < bar.count.unwrap_or(c.live) {
+            return;
+        }
+        let gen = bar.gen;
+        let vc = std::mem::take(&mut self.ctas[cta as usize].bars[id as usize].vc);
         let first = cta * self.geo.threads;
         for g in first..first + self.geo.threads {
             let t = &mut self.threads[g as usize];
-            if let State::Blocked(Block::CtaBarrier(x), _) = t.state {
-                if x == gen {
-                    clock::join(&mut t.vc, &vc);
-                    t.state = State::Ready;
-                    self.ready.push(g);
-                }
+            if matches!(t.state, State::Blocked(b, _) if b == (Block::CtaBarrier { id, gen })) {
+                clock::join(&mut t.vc, &vc);
+                t.state = State::Ready;
+                self.ready.push(g);
             }
         }
-        let c = &mut self.ctas[cta as usize];
-        c.vc = vec![0; vc.len()];
-        c.gen += 1;
-        c.arrived = 0;
+        let bar = &mut self.ctas[cta as usize].bars[id as usize];
+        bar.vc = vec![0; vc.len()];
+        bar.gen += 1;
+        bar.arrived = 0;
+        bar.count = None;
     }
 
     pub(super) fn check_cluster_barrier(&mut self, cl: u32) {

@@ -90,6 +90,8 @@ fn writes_generic(k: &Kernel, i: Inst) -> bool {
                 | Family::FenceProxyAsync
                 | Family::FenceMbarrierInit
                 | Family::BarrierCta
+                | Family::BarSync
+                | Family::BarArrive
                 | Family::BarrierClusterArrive
                 | Family::BarrierClusterWait
                 | Family::Mapa
