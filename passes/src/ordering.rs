@@ -981,8 +981,11 @@ struct Graph {
     miscounts: Vec<Miscount>,
     /// Each CTA barrier generation (rank, id, generation from 1): its node
     /// and its arrivals (role, event).
-    cta_gens: BTreeMap<(i64, i64, usize), (NodeIndex, Vec<(usize, usize)>)>,
+    cta_gens: BTreeMap<Generation, (NodeIndex, Vec<(usize, usize)>)>,
 }
+
+/// A generation of a CTA barrier: (CTA rank, barrier id, generation from 1).
+type Generation = (i64, i64, usize);
 
 /// A generation of a CTA barrier (in a kernel with a declared block) at
 /// which the threads that arrive are not the count it names (E1018).
@@ -1025,10 +1028,9 @@ impl Graph {
         }
         // Generation g of barrier `id` in CTA `rank` is where each thread's
         // g-th arrival at that barrier meets the others'.
-        let mut cta_barriers: BTreeMap<(i64, i64, usize), NodeIndex> = BTreeMap::new();
+        let mut cta_barriers: BTreeMap<Generation, NodeIndex> = BTreeMap::new();
         // Who arrives at each generation: (role, event, count it names).
-        let mut arrivals: BTreeMap<(i64, i64, usize), Vec<(usize, usize, Option<i64>)>> =
-            BTreeMap::new();
+        let mut arrivals: BTreeMap<Generation, Vec<(usize, usize, Option<i64>)>> = BTreeMap::new();
         let mut cluster_barriers: BTreeMap<usize, NodeIndex> = BTreeMap::new();
         let mut counts: Vec<(i64, [usize; 3])> = Vec::new();
         for (r, (th, events)) in roles.iter().enumerate() {
