@@ -25,6 +25,8 @@ pub fn render(path: &Path, text: &str, diags: &[Diagnostic]) -> String {
 /// `None`); `CODE-name.cpf` must report `CODE` and returns the rendered
 /// diagnostics for the caller's snapshot. `what` says which tool ("verify",
 /// "check") the messages name.
+// Each test crate compiles this module; `tests/kernels.rs` has no use for it.
+#[allow(dead_code)]
 pub fn case_report(path: &Path, text: &str, diags: &[Diagnostic], what: &str) -> Option<String> {
     let file = path
         .file_name()
