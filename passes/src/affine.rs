@@ -102,6 +102,19 @@ impl Affine {
         Affine::atom(Atom::Mod(Box::new(inner), m))
     }
 
+    /// `self xor c` for a non-negative `self` and a constant `0 <= c < 2^32`:
+    /// flipping bit b adds `2^b` when it was clear and subtracts it when it
+    /// was set, so `x xor c = x + c - Σ_{b in c} 2^(b+1)·((x div 2^b) mod 2)`
+    /// (swizzled shared-memory layouts, `lane ^ 1` partners).
+    pub fn xor_const(&self, c: i64) -> Affine {
+        let mut out = self.add(&Affine::constant(c));
+        for b in (0..32).filter(|b| c >> b & 1 == 1) {
+            let bit = self.div(1 << b).modulo(2);
+            out = out.sub(&bit.scale(1 << (b + 1)));
+        }
+        out
+    }
+
     /// `self div d`, folded when constant.
     pub fn div(&self, d: i64) -> Affine {
         if d == 1 {
@@ -441,6 +454,23 @@ mod tests {
     }
     fn tid() -> Affine {
         Affine::atom(Atom::Tid(0))
+    }
+
+    #[test]
+    fn xor_with_a_constant_is_exact_and_bounded() {
+        for c in [0, 1, 2, 3, 5, 8, 0x70, 0xff] {
+            let e = tid().xor_const(c);
+            for t in 0..300 {
+                let v = e.subst(&Atom::Tid(0), &Affine::constant(t)).as_const();
+                assert_eq!(v, Some(t ^ c), "{t} xor {c}");
+            }
+        }
+        let b = Bounds {
+            max_tid: Some(127),
+            ..Bounds::default()
+        };
+        let (lo, hi) = b.interval(&tid().xor_const(1)).expect("bounded");
+        assert!(lo <= 0 && (127..=129).contains(&hi), "[{lo}, {hi}]");
     }
 
     #[test]

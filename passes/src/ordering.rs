@@ -246,6 +246,10 @@ fn analyse(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Result<Vec<Diagnos
     Ok(out)
 }
 
+/// The most threads of one role whose non-linear offsets [`Report::extent`]
+/// evaluates one by one.
+const EXACT_EXTENT_THREADS: i64 = 1024;
+
 /// The largest `%tid.x` of a CTA (1024 threads).
 const MAX_TID: i64 = 1023;
 
@@ -1842,22 +1846,64 @@ impl Report<'_> {
             ))
     }
 
-    /// The byte ranges an access may touch over its role's threads.
+    /// The byte ranges an access may touch over its role's threads. An
+    /// offset in which `%tid.x` appears under `mod`/`div` (a swizzle, a
+    /// `lane ^ 1` partner) is evaluated thread by thread when it can be,
+    /// since bounding its terms one by one loses their correlation.
     fn extent(&self, a: &Access) -> Option<Vec<(i64, i64)>> {
-        let off = a.bytes.off.as_ref()?;
         let tid = Affine::atom(Atom::Tid(0));
-        self.ranges[a.role]
-            .iter()
-            .map(|&(lo, hi)| {
-                let shifted = off.subst(&Atom::Tid(0), &tid.add(&Affine::constant(lo)));
-                let bounds = Bounds {
-                    max_tid: Some(hi - lo),
-                    ..Bounds::default()
-                };
-                let (l, h) = bounds.interval(&shifted)?;
-                Some((l, h.checked_add(a.bytes.size)?))
-            })
-            .collect()
+        // `%laneid` is `%tid.x mod 32` when rows of the block are whole
+        // warps (or it is 1-D).
+        let rows_are_warps = self
+            .k
+            .block
+            .is_none_or(|[x, y, z]| x % 32 == 0 || y * z == 1);
+        let off = a.bytes.off.as_ref()?;
+        let off = if rows_are_warps {
+            off.subst(&Atom::Tid(3), &tid.modulo(32))
+        } else {
+            off.clone()
+        };
+        let size = a.bytes.size;
+        let nonlinear = off.mentions(&|x| match x {
+            Atom::Mod(i, _) | Atom::Div(i, _) => i.mentions(&|y| *y == Atom::Tid(0)),
+            _ => false,
+        });
+        let mut out = Vec::new();
+        for &(lo, hi) in &self.ranges[a.role] {
+            let exact = (nonlinear && hi - lo < EXACT_EXTENT_THREADS)
+                .then(|| {
+                    (lo..=hi)
+                        .map(|t| {
+                            let v = off.subst(&Atom::Tid(0), &Affine::constant(t)).as_const()?;
+                            Some((v, v.checked_add(size)?))
+                        })
+                        .collect::<Option<Vec<_>>>()
+                })
+                .flatten();
+            match exact {
+                Some(spans) => out.extend(spans),
+                None => {
+                    let shifted = off.subst(&Atom::Tid(0), &tid.add(&Affine::constant(lo)));
+                    let bounds = Bounds {
+                        max_tid: Some(hi - lo),
+                        ..Bounds::default()
+                    };
+                    let (l, h) = bounds.interval(&shifted)?;
+                    out.push((l, h.checked_add(size)?));
+                }
+            }
+        }
+        // Coalesce: the spans of neighbouring threads usually touch.
+        out.sort_unstable();
+        let mut merged: Vec<(i64, i64)> = Vec::with_capacity(out.len());
+        for (l, h) in out {
+            match merged.last_mut() {
+                Some(last) if l <= last.1 => last.1 = last.1.max(h),
+                _ => merged.push((l, h)),
+            }
+        }
+        Some(merged)
     }
 
     /// The diagnostic for an unordered pair: `x` is the async access when

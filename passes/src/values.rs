@@ -265,6 +265,16 @@ impl Syms {
                     (BinaryOp::ShrU, Some(x), _) => cst(1)
                         .filter(|c| (0..32).contains(c))
                         .map(|c| x.div(1 << c)),
+                    (BinaryOp::Xor, Some(x), Some(y)) => {
+                        let (v, c) = match (x.as_const(), y.as_const()) {
+                            (_, Some(c)) => (x, c),
+                            (Some(c), _) => (y, c),
+                            _ => (x, -1),
+                        };
+                        (0..=i64::from(u32::MAX))
+                            .contains(&c)
+                            .then(|| v.xor_const(c))
+                    }
                     (BinaryOp::And, Some(x), _) => cst(1)
                         .filter(|c| *c > 0 && (c + 1).count_ones() == 1)
                         .map(|c| x.modulo(c + 1)),
@@ -491,16 +501,36 @@ impl Syms {
             let Sym::Ptr(Base::Shared(id), off) = ptr else {
                 return;
             };
+            let total = k.shared[*id].size_bytes() as i64;
             let kt = off.terms.get(&Atom::Tid(0)).copied().unwrap_or(0);
             if kt <= 0 {
                 return;
             }
             let mut rest = off.clone();
             rest.terms.remove(&Atom::Tid(0));
+            // A thread index also under `mod`/`div` (a swizzle) correlates
+            // with the linear term: bounding them apart proves nothing, so
+            // each `%tid.x` a CTA can have (below 1024) is tried in turn.
+            if rest.mentions(&|a| matches!(a, Atom::Tid(_))) {
+                let mut ruled = vec![(MAX_CTA_THREADS, TID_INF)];
+                for t in 0..MAX_CTA_THREADS {
+                    let at = off
+                        .subst(&Atom::Tid(3), &Affine::constant(t % 32))
+                        .subst(&Atom::Tid(0), &Affine::constant(t));
+                    if syms
+                        .bounds
+                        .interval(&at)
+                        .is_some_and(|(_, hi)| hi > total - size)
+                    {
+                        ruled.push((t, t));
+                    }
+                }
+                out.extend(intersect(runners, &union(ruled)));
+                return;
+            }
             let Some((_, hi)) = syms.bounds.interval(&rest) else {
                 return;
             };
-            let total = k.shared[*id].size_bytes() as i64;
             let m = (total - size - hi).div_euclid(kt);
             if m >= 0 {
                 out.extend(intersect(runners, &[(m + 1, TID_INF)]));
@@ -555,6 +585,9 @@ pub type TidSet = Vec<(i64, i64)>;
 
 /// No upper bound on `%tid.x`.
 const TID_INF: i64 = i64::MAX;
+
+/// No CTA has more threads than this, so `%tid.x` is below it.
+const MAX_CTA_THREADS: i64 = 1024;
 
 /// The union of intervals of `[0, TID_INF]`, as a [`TidSet`].
 fn union(mut v: Vec<(i64, i64)>) -> TidSet {
