@@ -1,0 +1,214 @@
+//! A record of one run's schedule, for timelines: which instruction each
+//! thread executed when, how long each wait blocked, each async op from
+//! issue to track, each mbarrier phase track, and each finding
+//! where it happened.
+//!
+//! The machine fills a [`Recorder`] as it steps; recording observes the
+//! machine's own transitions and never changes them. Time is logical: one
+//! tick per executed instruction and per completion event, so every event of
+//! a run has its own instant and the order is the order the machine chose.
+
+use cpflow_ir::Span;
+
+/// Events kept per run; later ones are counted in [`Trace::dropped`].
+pub const MAX_EVENTS: usize = 1 << 18;
+
+/// Where an async op's completion is observed: its completion mechanism's
+/// object, one timeline track each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Track {
+    /// An mbarrier (global slot, see [`Trace::mbarriers`]).
+    Mbarrier { slot: u32 },
+    /// The `cp.async` groups of the issuing thread (`commit_group`/`wait_group`).
+    Group { thread: u32 },
+    /// The bulk async-groups of the issuing thread.
+    BulkGroup { thread: u32 },
+    /// Completes by the end of the issuing thread's CTA (no wait exists).
+    EndOfCta { thread: u32 },
+}
+
+/// One recorded event; times are ticks, threads global thread indices.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Event {
+    /// Thread `thread` executed the instruction at `span`.
+    Step { at: u64, thread: u32, span: Span },
+    /// Thread `thread` blocked at the wait at `span` from `from` until it
+    /// ran again at `to` (or until the end of the run when `hangs`).
+    Wait {
+        from: u64,
+        to: u64,
+        thread: u32,
+        span: Span,
+        hangs: bool,
+    },
+    /// An async op issued by `thread` at `span`, in flight from `from` to
+    /// `to`; `completed` is false when the run ended first.
+    Async {
+        from: u64,
+        to: u64,
+        thread: u32,
+        span: Span,
+        track: Track,
+        completed: bool,
+    },
+    /// Mbarrier `slot` completed phase `phase` (its parity flips).
+    Phase { at: u64, slot: u32, phase: u32 },
+    /// A finding (`code`, `message`) at `span`, by `thread` when one is known.
+    Finding {
+        at: u64,
+        thread: Option<u32>,
+        code: &'static str,
+        message: String,
+        span: Span,
+    },
+}
+
+/// The schedule of one run.
+#[derive(Clone, Debug, Default)]
+pub struct Trace {
+    /// Threads per CTA (thread `g` is thread `g % threads` of CTA `g / threads`).
+    pub threads: u32,
+    /// Per mbarrier slot: its CTA and its name (allocation and index).
+    pub mbarriers: Vec<(u32, String)>,
+    /// Events in the order they ended.
+    pub events: Vec<Event>,
+    /// Events beyond [`MAX_EVENTS`], not kept.
+    pub dropped: usize,
+    /// The last tick.
+    pub end: u64,
+}
+
+/// Fills a [`Trace`] from the machine's steps.
+pub(crate) struct Recorder {
+    pub trace: Trace,
+    now: u64,
+    /// Per thread: where and since when it is blocked.
+    blocked: Vec<Option<(u64, Span)>>,
+    /// Per async op id: its issue tick.
+    issued: Vec<u64>,
+}
+
+impl Recorder {
+    pub fn new(threads: u32, total_threads: u32, mbarriers: Vec<(u32, String)>) -> Recorder {
+        Recorder {
+            trace: Trace {
+                threads,
+                mbarriers,
+                ..Trace::default()
+            },
+            now: 0,
+            blocked: vec![None; total_threads as usize],
+            issued: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, e: Event) {
+        if self.trace.events.len() < MAX_EVENTS {
+            self.trace.events.push(e);
+        } else {
+            self.trace.dropped += 1;
+        }
+    }
+
+    fn tick(&mut self) -> u64 {
+        self.now += 1;
+        self.now
+    }
+
+    /// Thread `g` runs the instruction at `span`; a wait it was blocked in ends.
+    pub fn step(&mut self, g: u32, span: Span) {
+        let at = self.tick();
+        if let Some((from, wspan)) = self.blocked[g as usize].take() {
+            self.push(Event::Wait {
+                from,
+                to: at,
+                thread: g,
+                span: wspan,
+                hangs: false,
+            });
+        }
+        self.push(Event::Step {
+            at,
+            thread: g,
+            span,
+        });
+    }
+
+    /// Thread `g` blocked at the wait at `span`.
+    pub fn block(&mut self, g: u32, span: Span) {
+        if self.blocked[g as usize].is_none() {
+            self.blocked[g as usize] = Some((self.now, span));
+        }
+    }
+
+    /// Async op `id` was issued.
+    pub fn issue(&mut self, id: u32) {
+        let i = id as usize;
+        if self.issued.len() <= i {
+            self.issued.resize(i + 1, 0);
+        }
+        self.issued[i] = self.now;
+    }
+
+    /// Async op `id` (issued by `thread` at `span`) completed.
+    pub fn complete(&mut self, id: u32, thread: u32, span: Span, track: Track) {
+        let to = self.tick();
+        let from = self.issued.get(id as usize).copied().unwrap_or(to);
+        self.push(Event::Async {
+            from,
+            to,
+            thread,
+            span,
+            track,
+            completed: true,
+        });
+    }
+
+    /// Mbarrier `slot` completed phase `phase`.
+    pub fn phase(&mut self, slot: u32, phase: u32) {
+        let at = self.now;
+        self.push(Event::Phase { at, slot, phase });
+    }
+
+    /// A finding was reported.
+    pub fn finding(&mut self, thread: Option<u32>, code: &'static str, message: &str, span: Span) {
+        let at = self.now;
+        self.push(Event::Finding {
+            at,
+            thread,
+            code,
+            message: message.to_string(),
+            span,
+        });
+    }
+
+    /// The run ended: waits still blocked hang, ops still in flight never
+    /// completed (`open`: id, thread, span, completion of each).
+    pub fn end(mut self, open: Vec<(u32, u32, Span, Track)>) -> Trace {
+        let end = self.tick();
+        for g in 0..self.blocked.len() {
+            if let Some((from, span)) = self.blocked[g].take() {
+                self.push(Event::Wait {
+                    from,
+                    to: end,
+                    thread: g as u32,
+                    span,
+                    hangs: true,
+                });
+            }
+        }
+        for (id, thread, span, track) in open {
+            let from = self.issued.get(id as usize).copied().unwrap_or(end);
+            self.push(Event::Async {
+                from,
+                to: end,
+                thread,
+                span,
+                track,
+                completed: false,
+            });
+        }
+        self.trace.end = end;
+        self.trace
+    }
+}
