@@ -111,8 +111,9 @@ impl Tracks {
     }
 }
 
+/// A thread's name within its CTA (the process names the CTA).
 fn thread_name(threads: u32, g: u32) -> String {
-    format!("thread {} (CTA {})", g % threads.max(1), g / threads.max(1))
+    format!("thread {}", g % threads.max(1))
 }
 
 /// The Chrome Trace Event Format JSON of runs of `file`, each a launch's
