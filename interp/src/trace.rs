@@ -17,48 +17,91 @@ pub const MAX_EVENTS: usize = 1 << 18;
 /// object, one timeline track each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Track {
-    /// An mbarrier (global slot, see [`Trace::mbarriers`]).
-    Mbarrier { slot: u32 },
-    /// The `cp.async` groups of the issuing thread (`commit_group`/`wait_group`).
-    Group { thread: u32 },
-    /// The bulk async-groups of the issuing thread.
-    BulkGroup { thread: u32 },
-    /// Completes by the end of the issuing thread's CTA (no wait exists).
-    EndOfCta { thread: u32 },
+    /// An mbarrier.
+    Mbarrier {
+        /// Its global slot (see [`Trace::mbarriers`]).
+        slot: u32,
+    },
+    /// The `cp.async` groups of a thread (`commit_group`/`wait_group`).
+    Group {
+        /// The issuing thread (global index).
+        thread: u32,
+    },
+    /// The bulk async-groups of a thread.
+    BulkGroup {
+        /// The issuing thread (global index).
+        thread: u32,
+    },
+    /// Ops that complete by the end of the issuing thread's CTA (no wait
+    /// exists for them).
+    EndOfCta {
+        /// The issuing thread (global index).
+        thread: u32,
+    },
 }
 
-/// One recorded event; times are ticks, threads global thread indices.
+/// One recorded event. Times are ticks; threads are global thread indices;
+/// spans are those of the kernel's instructions.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Event {
-    /// Thread `thread` executed the instruction at `span`.
-    Step { at: u64, thread: u32, span: Span },
-    /// Thread `thread` blocked at the wait at `span` from `from` until it
-    /// ran again at `to` (or until the end of the run when `hangs`).
-    Wait {
-        from: u64,
-        to: u64,
+    /// A thread executed an instruction.
+    Step {
+        /// When.
+        at: u64,
+        /// Which thread.
         thread: u32,
+        /// The instruction.
         span: Span,
+    },
+    /// A thread blocked at a wait until it ran again (or until the end of
+    /// the run, when it hangs).
+    Wait {
+        /// The step that blocked.
+        from: u64,
+        /// The step where the thread ran again, or the end of the run.
+        to: u64,
+        /// Which thread.
+        thread: u32,
+        /// The wait instruction.
+        span: Span,
+        /// Still blocked when the run ended.
         hangs: bool,
     },
-    /// An async op issued by `thread` at `span`, in flight from `from` to
-    /// `to`; `completed` is false when the run ended first.
+    /// An async op in flight.
     Async {
+        /// Its issue.
         from: u64,
+        /// Its completion, or the end of the run.
         to: u64,
+        /// The issuing thread.
         thread: u32,
+        /// The issuing instruction.
         span: Span,
+        /// Where its completion is observed.
         track: Track,
+        /// False when the run ended first.
         completed: bool,
     },
-    /// Mbarrier `slot` completed phase `phase` (its parity flips).
-    Phase { at: u64, slot: u32, phase: u32 },
-    /// A finding (`code`, `message`) at `span`, by `thread` when one is known.
-    Finding {
+    /// An mbarrier completed a phase (its parity flips).
+    Phase {
+        /// When.
         at: u64,
+        /// Its global slot.
+        slot: u32,
+        /// The phase that completed.
+        phase: u32,
+    },
+    /// A finding (undefined behaviour, a hang, a warning).
+    Finding {
+        /// When.
+        at: u64,
+        /// The thread that hit it, when one is known.
         thread: Option<u32>,
+        /// Its code (`U0202`).
         code: &'static str,
+        /// Its message.
         message: String,
+        /// Its primary span.
         span: Span,
     },
 }
