@@ -1,9 +1,9 @@
 //! A record of one run's schedule, for timelines: which instruction each
 //! thread executed when, how long each wait blocked, each async op from
-//! issue to track, each mbarrier phase track, and each finding
+//! issue to completion, each mbarrier phase completion, and each finding
 //! where it happened.
 //!
-//! The machine fills a [`Recorder`] as it steps; recording observes the
+//! The machine fills a recorder as it steps; recording observes the
 //! machine's own transitions and never changes them. Time is logical: one
 //! tick per executed instruction and per completion event, so every event of
 //! a run has its own instant and the order is the order the machine chose.
