@@ -15,6 +15,9 @@ pub use cpflow_ir as ir;
 pub use cpflow_lowering as lowering;
 pub use cpflow_passes as passes;
 
+pub mod lsp;
+pub mod timeline;
+
 use cpflow_ir::{Diagnostic, Module, Span};
 
 /// The outcome of checking one source file.

@@ -48,6 +48,9 @@ enum Command {
     /// Run the transform passes (copy selection, waits, proxy fences,
     /// cleanup) and print the IR after them.
     Opt(opt::OptArgs),
+    /// Serve the Language Server Protocol on stdin/stdout (diagnostics,
+    /// hover, go-to-definition) for editors.
+    Lsp,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -76,6 +79,13 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(args),
         Command::Bundle(args) => bundle::run_bundle(args),
         Command::Opt(args) => opt::run(args),
+        Command::Lsp => match cpflow::lsp::serve_stdio() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: language server: {e}");
+                ExitCode::from(2)
+            }
+        },
     }
 }
 

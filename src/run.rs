@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use cpflow::ir::{Module, SourceFile};
-use cpflow_interp::{runline, Inputs, Launch, ScalarArg, Schedule};
+use cpflow_interp::{runline, Inputs, Launch, ScalarArg, Schedule, Trace};
 
 use crate::input::usage;
 
@@ -46,6 +46,10 @@ pub struct RunArgs {
     /// Write a buffer's final contents to a file: `name=file.bin`.
     #[arg(long = "output", value_name = "NAME=FILE")]
     outputs: Vec<String>,
+    /// Write the schedule of the reported run(s) as a Chrome-trace/Perfetto
+    /// timeline (JSON) to this file; see docs/trace.md.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
 }
 
 fn pair(s: &str, what: &str) -> Result<(String, String), String> {
@@ -148,7 +152,26 @@ pub fn run(a: RunArgs) -> ExitCode {
         threads,
         cluster: a.cluster,
     };
-    execute(&a, &file, &module, &launch, &inputs, schedule)
+    let mut traces = Vec::new();
+    let code = execute(&a, &file, &module, &launch, &inputs, schedule, &mut traces);
+    write_trace(&a, &file, &traces).unwrap_or(code)
+}
+
+/// Writes the `--trace` file of the runs made; `Some` exit status on failure.
+fn write_trace(a: &RunArgs, file: &SourceFile, traces: &[(String, Trace)]) -> Option<ExitCode> {
+    let path = a.trace.as_ref()?;
+    let json = cpflow::timeline::chrome(traces, file);
+    let text = serde_json::to_string(&json).unwrap_or_else(|_| "{}".into());
+    match std::fs::write(path, text) {
+        Ok(()) => {
+            eprintln!(
+                "trace: wrote `{}` (open it in ui.perfetto.dev)",
+                path.display()
+            );
+            None
+        }
+        Err(e) => Some(usage(format!("cannot write `{}`: {e}", path.display()))),
+    }
 }
 
 /// Runs every `// run:` line of the file under `schedule`; the exit status
@@ -168,20 +191,29 @@ fn run_lines(a: &RunArgs, file: &SourceFile, module: &Module, schedule: &Schedul
         Err(e) => return usage(e),
     };
     let mut worst = ExitCode::SUCCESS;
+    let mut traces = Vec::new();
     for line in lines {
         let mut launch = line.launch;
         launch.cluster = a.cluster.or(launch.cluster);
         println!("run: @{} {}x{}", launch.kernel, launch.ctas, launch.threads);
-        let code = execute(a, file, module, &launch, &line.inputs, schedule.clone());
+        let code = execute(
+            a,
+            file,
+            module,
+            &launch,
+            &line.inputs,
+            schedule.clone(),
+            &mut traces,
+        );
         if code != ExitCode::SUCCESS {
             worst = code;
         }
     }
-    worst
+    write_trace(a, file, &traces).unwrap_or(worst)
 }
 
 /// One launch: runs it, writes `--output` buffers, prints the others and
-/// the findings.
+/// the findings; with `--trace`, adds the run's schedule to `traces`.
 fn execute(
     a: &RunArgs,
     file: &SourceFile,
@@ -189,8 +221,24 @@ fn execute(
     launch: &Launch,
     inputs: &Inputs,
     schedule: Schedule,
+    traces: &mut Vec<(String, Trace)>,
 ) -> ExitCode {
-    let out = match cpflow_interp::run(module, launch, inputs, schedule) {
+    let ran = if a.trace.is_some() {
+        cpflow_interp::run_traced(module, launch, inputs, schedule).map(|(o, t)| {
+            let name = format!(
+                "run {}: @{} {}x{}",
+                traces.len() + 1,
+                launch.kernel,
+                launch.ctas,
+                launch.threads
+            );
+            traces.push((name, t));
+            o
+        })
+    } else {
+        cpflow_interp::run(module, launch, inputs, schedule)
+    };
+    let out = match ran {
         Ok(o) => o,
         Err(d) => {
             print!("{}", file.render(&[d]));

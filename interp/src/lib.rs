@@ -21,6 +21,7 @@ mod codes;
 mod machine;
 pub mod runline;
 mod sched;
+pub mod trace;
 mod value;
 
 use std::collections::BTreeMap;
@@ -30,6 +31,7 @@ use cpflow_ir::{Diagnostic, Module};
 
 pub use codes::CODES;
 pub use sched::Schedule;
+pub use trace::Trace;
 
 use machine::{Geometry, Machine, Stop};
 use sched::Chooser;
@@ -146,6 +148,29 @@ pub fn run_with_limit(
     schedule: Schedule,
     max_steps: u64,
 ) -> Result<Outcome, Diagnostic> {
+    launch_run(module, launch, inputs, schedule, max_steps, false).map(|(o, _)| o)
+}
+
+/// [`run`], with the [`Trace`] of the reported run (in exhaustive mode, the
+/// search runs untraced and the reported schedule is replayed traced).
+pub fn run_traced(
+    module: &Module,
+    launch: &Launch,
+    inputs: &Inputs,
+    schedule: Schedule,
+) -> Result<(Outcome, Trace), Diagnostic> {
+    let (out, trace) = launch_run(module, launch, inputs, schedule, DEFAULT_STEP_LIMIT, true)?;
+    Ok((out, trace.unwrap_or_default()))
+}
+
+fn launch_run(
+    module: &Module,
+    launch: &Launch,
+    inputs: &Inputs,
+    schedule: Schedule,
+    max_steps: u64,
+    traced: bool,
+) -> Result<(Outcome, Option<Trace>), Diagnostic> {
     let Some(kernel) = module.kernels.iter().find(|k| k.name == launch.kernel) else {
         let names: Vec<String> = module
             .kernels
@@ -275,13 +300,18 @@ pub fn run_with_limit(
         block: kernel.block.unwrap_or([launch.threads, 1, 1]),
         cluster_shape: kernel.cluster.unwrap_or([cluster, 1, 1]),
     };
-    let one = |choices: Schedule| -> Result<(Outcome, Vec<(u32, u32)>), Diagnostic> {
+    type Run = (Outcome, Vec<(u32, u32)>, Option<Trace>);
+    let one = |choices: Schedule, traced: bool| -> Result<Run, Diagnostic> {
         let chooser = Chooser::new(&choices);
         let mut m = Machine::new(kernel, geo, buffers.clone(), &scalars, chooser, max_steps);
+        if traced {
+            m.record();
+        }
         match m.run() {
             Ok(()) => {}
             Err(Stop::Limit(d)) => return Err(*d),
         }
+        let trace = m.take_trace();
         let desc = match &choices {
             Schedule::Exhaustive { .. } | Schedule::Replay(_) => {
                 Schedule::Replay(m.chooser.choices()).to_string()
@@ -299,6 +329,7 @@ pub fn run_with_limit(
                 limit_hit: false,
             },
             record,
+            trace,
         ))
     };
     match schedule {
@@ -306,17 +337,21 @@ pub fn run_with_limit(
             let mut next = Vec::new();
             let mut runs = 0;
             loop {
-                let (mut out, record) = one(Schedule::Replay(next))?;
+                let (mut out, record, _) = one(Schedule::Replay(next.clone()), false)?;
                 runs += 1;
                 let following = sched::next_in_tree(&record);
                 if out.has_ub() || following.is_none() || runs >= limit.max(1) {
                     out.runs = runs;
                     out.limit_hit = !out.has_ub() && following.is_some();
-                    return Ok(out);
+                    let trace = match traced {
+                        true => one(Schedule::Replay(next), true)?.2,
+                        false => None,
+                    };
+                    return Ok((out, trace));
                 }
                 next = following.unwrap_or_default();
             }
         }
-        s => one(s).map(|(o, _)| o),
+        s => one(s, traced).map(|(o, _, t)| (o, t)),
     }
 }

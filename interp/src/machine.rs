@@ -17,6 +17,7 @@ use cpflow_ir::Diagnostic;
 use crate::arith;
 use crate::clock::{self, Comps, Shadow, Stamp, BULK, BULKR, CPA, NEVER, PROG};
 use crate::sched::{Chooser, Point};
+use crate::trace::{Recorder, Trace, Track};
 use crate::value::{Addr, Mem, Val};
 
 /// The largest mbarrier count and tx-count magnitude (mbarrier-fences-cluster.md §1).
@@ -289,6 +290,8 @@ pub struct Machine<'a> {
     seen: HashSet<(&'static str, u32, u32)>,
     steps: u64,
     max_steps: u64,
+    /// Observes the run for a timeline when set ([`Machine::record`]).
+    trace: Option<Recorder>,
 }
 
 fn overlap(a: (i64, u64), b: (i64, u64)) -> bool {
@@ -494,6 +497,56 @@ impl<'a> Machine<'a> {
             seen: HashSet::new(),
             steps: 0,
             max_steps,
+            trace: None,
+        }
+    }
+
+    /// Records this run's schedule from now on (see [`Machine::take_trace`]).
+    pub fn record(&mut self) {
+        let mut names = vec![(0, String::new()); self.mbars.len()];
+        for o in &self.objects {
+            if let (Some(s0), Some(cta)) = (o.slot0, o.cta) {
+                for i in 0..o.data.len() / 8 {
+                    if let Some(n) = names.get_mut(s0 as usize + i) {
+                        *n = (cta, format!("{}[{i}]", o.name));
+                    }
+                }
+            }
+        }
+        self.trace = Some(Recorder::new(
+            self.geo.threads,
+            self.geo.ctas * self.geo.threads,
+            names,
+        ));
+    }
+
+    /// The recorded schedule, ended where the run stopped: ops still in
+    /// flight never completed, threads still blocked hang.
+    pub fn take_trace(&mut self) -> Option<Trace> {
+        let r = self.trace.take()?;
+        let open = self
+            .inflight
+            .iter()
+            .map(|&id| {
+                let op = &self.ops[id as usize];
+                (id, op.thread, self.k.insts[op.inst].span, self.track(id))
+            })
+            .collect();
+        Some(r.end(open))
+    }
+
+    /// The track of an op's completion mechanism, for timelines.
+    fn track(&self, id: u32) -> Track {
+        let op = &self.ops[id as usize];
+        let thread = op.thread;
+        match op.mech {
+            Mech::Group => Track::Group { thread },
+            Mech::BulkGroup => Track::BulkGroup { thread },
+            Mech::Mbarrier | Mech::Arrive => match op.dsts.iter().find_map(|d| d.bar) {
+                Some((slot, _)) => Track::Mbarrier { slot },
+                None => Track::EndOfCta { thread },
+            },
+            Mech::EndOfCta | Mech::Abstract => Track::EndOfCta { thread },
         }
     }
 
@@ -558,6 +611,9 @@ impl<'a> Machine<'a> {
         }
         if let Some(help) = crate::codes::help(code) {
             d = d.with_help(help);
+        }
+        if let Some(r) = &mut self.trace {
+            r.finding(g, code, &d.message, d.span);
         }
         self.findings.push(d);
     }
@@ -1161,6 +1217,9 @@ impl<'a> Machine<'a> {
 
     /// Adds an op to the in-flight sets.
     fn start(&mut self, id: u32) {
+        if let Some(r) = &mut self.trace {
+            r.issue(id);
+        }
         self.inflight.insert(id);
         self.ops[id as usize].pool_pos = self.pool.len() as u32;
         self.pool.push(id);
@@ -1248,7 +1307,16 @@ impl<'a> Machine<'a> {
             }
             let inst = insts[frame.pc];
             self.threads[g as usize].seq += 1;
-            match self.step(g, inst)? {
+            if let Some(r) = &mut self.trace {
+                r.step(g, self.k.insts[inst].span);
+            }
+            let flow = self.step(g, inst)?;
+            if let (Some(r), State::Blocked(_, at)) =
+                (&mut self.trace, self.threads[g as usize].state)
+            {
+                r.block(g, self.k.insts[at].span);
+            }
+            match flow {
                 Flow::Next => {
                     if let Some(f) = self.threads[g as usize].frames.last_mut() {
                         f.pc += 1;
@@ -1465,6 +1533,9 @@ impl<'a> Machine<'a> {
         }
         if let Some(h) = crate::codes::help("U0202") {
             d = d.with_help(h);
+        }
+        if let Some(r) = &mut self.trace {
+            r.finding(threads.first().copied(), d.code, &d.message, d.span);
         }
         self.findings.push(d);
     }

@@ -89,8 +89,20 @@ pub const CODES: &[(&str, &str)] = &[
     ("W0701", "remote mbarrier arrive at `.cta` scope"),
 ];
 
-/// Verifies a module; returns all findings, errors and warnings.
+/// Verifies a module; returns all findings, errors and warnings, in source
+/// order: [`verify_target`] and then [`verify_kernel`] on every kernel.
 pub fn verify(module: &Module) -> Vec<Diagnostic> {
+    let mut diags = verify_target(module);
+    for k in &module.kernels {
+        diags.extend(verify_kernel(module, k));
+    }
+    diags.sort_by_key(|d| (d.span.start, d.code));
+    diags
+}
+
+/// The module-level findings: whether the PTX ISA version exists and is
+/// new enough for the `sm_` target.
+pub fn verify_target(module: &Module) -> Vec<Diagnostic> {
     let mut diags = Vec::new();
     let min_ptx = module.target.sm.min_ptx();
     if !module.target.ptx.exists() {
@@ -120,16 +132,21 @@ pub fn verify(module: &Module) -> Vec<Diagnostic> {
             .with_help(format!("write `ptx {min_ptx}`")),
         );
     }
-    for k in &module.kernels {
-        let facts = Facts::compute(k);
-        let mut v = Verifier {
-            module,
-            k,
-            facts,
-            diags: &mut diags,
-        };
-        v.kernel();
-    }
+    diags
+}
+
+/// The findings on one kernel of `module` (which gives the target), in
+/// source order.
+pub fn verify_kernel(module: &Module, k: &Kernel) -> Vec<Diagnostic> {
+    let mut diags = Vec::new();
+    let facts = Facts::compute(k);
+    let mut v = Verifier {
+        module,
+        k,
+        facts,
+        diags: &mut diags,
+    };
+    v.kernel();
     diags.sort_by_key(|d| (d.span.start, d.code));
     diags
 }

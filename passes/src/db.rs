@@ -1,17 +1,27 @@
-//! The salsa database that makes checking incremental per kernel.
+//! The salsa database that makes checking incremental per kernel, from the
+//! text on.
 //!
 //! * input: [`Source`], the text of one file;
-//! * tracked: [`parse`] and [`verify`] of the whole module, [`kernels`]
-//!   (one [`KernelSource`] tracked struct per kernel, identified by name,
-//!   holding the module header and the kernel's own text), [`check_kernel`]
-//!   (the checker on one kernel, spans relative to the kernel's text) and
-//!   [`diagnostics`] (everything for the file, in source order).
+//! * tracked: [`kernels`] splits the text at every line that starts with the
+//!   keyword `kernel` (a scan, no parse) into one [`KernelSource`] tracked
+//!   struct per kernel, holding the module header (the text before the first
+//!   kernel), the kernel's own text and where that text starts in the file;
+//!   [`parse_kernel`], [`verify_kernel`] and [`check_kernel`] work on one
+//!   kernel, parsed alone under the header, with spans relative to the
+//!   header-plus-kernel text; [`verify_header`] checks the target once;
+//!   [`diagnostics`] gathers everything for the file, in source order and
+//!   file positions.
 //!
-//! [`check_kernel`] reads only its kernel's header and text, so an edit to
-//! one kernel of a module re-runs the checker on that kernel alone: the
-//! others' `KernelSource` fields compare equal and their results are reused
-//! (even when the edit moved them in the file; their offset is a field the
-//! analysis never reads). The results equal `cpflow::check` on the same text.
+//! The per-kernel functions read only their kernel's header and text, so an
+//! edit to one kernel re-parses, re-verifies and re-checks that kernel
+//! alone: the others' `KernelSource` fields compare equal and their results
+//! are reused (even when the edit moved them in the file; their offset is a
+//! field those functions never read).
+//!
+//! When the split does not give one well-formed kernel per piece (a syntax
+//! error, a duplicated kernel name, a header that does not parse),
+//! [`diagnostics`] falls back to [`check_file`], the whole file parsed at
+//! once, so that the results always equal `cpflow::check` on the same text.
 
 use std::sync::{Arc, Mutex};
 
@@ -40,96 +50,210 @@ pub struct KernelSource<'db> {
     pub offset: u32,
 }
 
-/// Parses the file.
-#[salsa::tracked(returns(ref), no_eq)]
-pub fn parse(db: &dyn salsa::Database, src: Source) -> Arc<Result<Module, Diagnostic>> {
-    Arc::new(cpflow_ir::parse(src.text(db)))
-}
+impl KernelSource<'_> {
+    /// Places a span of the header-plus-kernel text in the file: header
+    /// positions are the same in the file, kernel ones move by the offset.
+    pub fn to_file(self, db: &dyn salsa::Database, s: Span) -> Span {
+        let (offset, hlen) = (*self.offset(db), self.header(db).len() as u32);
+        if s.start < hlen {
+            s
+        } else {
+            Span {
+                start: s.start - hlen + offset,
+                end: s.end.saturating_sub(hlen) + offset,
+            }
+        }
+    }
 
-/// Verifier findings for the whole module (empty when it does not parse).
-#[salsa::tracked(returns(ref))]
-pub fn verify(db: &dyn salsa::Database, src: Source) -> Vec<Diagnostic> {
-    match parse(db, src).as_ref() {
-        Ok(m) => cpflow_ir::verify(m),
-        Err(_) => Vec::new(),
+    /// The position in the header-plus-kernel text of a file position
+    /// inside this kernel.
+    pub fn to_local(self, db: &dyn salsa::Database, at: u32) -> u32 {
+        at.saturating_sub(*self.offset(db)) + self.header(db).len() as u32
     }
 }
 
-/// Splits a parsed file into its kernels.
+/// Where the kernels start: every line whose first word is `kernel`. Inside
+/// a kernel body such a line is a syntax error, which the fallback reports.
+fn kernel_starts(text: &str) -> Vec<usize> {
+    let mut starts = Vec::new();
+    let mut line = 0;
+    for l in text.split_inclusive('\n') {
+        let word = l.trim_start_matches([' ', '\t', '\r']);
+        if word.strip_prefix("kernel").is_some_and(|rest| {
+            !rest
+                .bytes()
+                .next()
+                .is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')
+        }) {
+            starts.push(line + l.len() - word.len());
+        }
+        line += l.len();
+    }
+    starts
+}
+
+/// The kernel's name as written after the keyword (`@name`), or empty.
+fn kernel_name(piece: &str) -> &str {
+    let rest = piece["kernel".len()..].trim_start_matches([' ', '\t']);
+    let end = rest
+        .find(|c: char| !(c == '@' || c == '_' || c == '.' || c == '$' || c.is_alphanumeric()))
+        .unwrap_or(rest.len());
+    &rest[..end]
+}
+
+/// The module header: the text before the first kernel.
+#[salsa::tracked(returns(ref))]
+pub fn header(db: &dyn salsa::Database, src: Source) -> String {
+    let text = src.text(db);
+    let end = kernel_starts(text).first().copied().unwrap_or(text.len());
+    text[..end].to_string()
+}
+
+/// Splits the file into its kernels, by a scan of the text.
 #[salsa::tracked(returns(ref))]
 pub fn kernels<'db>(db: &'db dyn salsa::Database, src: Source) -> Vec<KernelSource<'db>> {
-    let Ok(m) = parse(db, src).as_ref() else {
-        return Vec::new();
-    };
     let text = src.text(db);
-    let Some(first) = m.kernels.first() else {
-        return Vec::new();
-    };
-    let header = text.get(..first.span.start as usize).unwrap_or_default();
-    // A kernel's text runs from its `kernel` keyword to the next kernel's.
-    let starts: Vec<usize> = m.kernels.iter().map(|k| k.span.start as usize).collect();
-    m.kernels
+    let starts = kernel_starts(text);
+    let header = header(db, src);
+    starts
         .iter()
         .enumerate()
-        .filter_map(|(i, k)| {
+        .map(|(i, &start)| {
             let end = starts.get(i + 1).copied().unwrap_or(text.len());
-            let body = text.get(starts[i]..end)?;
-            Some(KernelSource::new(
+            let body = &text[start..end];
+            KernelSource::new(
                 db,
-                k.name.clone(),
-                header.to_string(),
+                kernel_name(body).to_string(),
+                header.clone(),
                 body.to_string(),
-                k.span.start,
-            ))
+                start as u32,
+            )
         })
         .collect()
 }
 
-/// The checker on one kernel, parsed alone under the module header; spans
-/// are offsets in that header-plus-kernel text.
+/// The header parsed alone (a module without kernels).
+#[salsa::tracked(returns(ref), no_eq)]
+pub fn parse_header(db: &dyn salsa::Database, src: Source) -> Arc<Result<Module, Diagnostic>> {
+    Arc::new(cpflow_ir::parse(header(db, src)))
+}
+
+/// The target's findings (empty when the header does not parse).
 #[salsa::tracked(returns(ref))]
-pub fn check_kernel<'db>(db: &'db dyn salsa::Database, k: KernelSource<'db>) -> Vec<Diagnostic> {
-    let text = format!("{}{}", k.header(db), k.text(db));
-    match cpflow_ir::parse(&text) {
-        Ok(m) => m.kernels.iter().flat_map(crate::check_kernel).collect(),
+pub fn verify_header(db: &dyn salsa::Database, src: Source) -> Vec<Diagnostic> {
+    match parse_header(db, src).as_ref() {
+        Ok(m) => cpflow_ir::verify::verify_target(m),
         Err(_) => Vec::new(),
     }
 }
 
-/// Every diagnostic of the file, in source order: the parse error, or the
-/// verifier's findings, and the checker's when the verifier found no error.
-#[salsa::tracked(returns(ref))]
-pub fn diagnostics(db: &dyn salsa::Database, src: Source) -> Vec<Diagnostic> {
-    if let Err(d) = parse(db, src).as_ref() {
-        return vec![d.clone()];
+/// One kernel parsed alone under the module header.
+#[salsa::tracked(returns(ref), no_eq)]
+pub fn parse_kernel<'db>(
+    db: &'db dyn salsa::Database,
+    k: KernelSource<'db>,
+) -> Arc<Result<Module, Diagnostic>> {
+    Arc::new(cpflow_ir::parse(&format!("{}{}", k.header(db), k.text(db))))
+}
+
+/// The parsed kernel, when its piece parses to exactly one kernel.
+fn single(m: &Result<Module, Diagnostic>) -> Option<(&Module, &cpflow_ir::Kernel)> {
+    match m {
+        Ok(m) if m.kernels.len() == 1 => Some((m, &m.kernels[0])),
+        _ => None,
     }
-    let mut out = verify(db, src).clone();
+}
+
+/// The verifier on one kernel, spans relative to the header-plus-kernel text.
+#[salsa::tracked(returns(ref))]
+pub fn verify_kernel<'db>(db: &'db dyn salsa::Database, k: KernelSource<'db>) -> Vec<Diagnostic> {
+    match single(parse_kernel(db, k)) {
+        Some((m, kernel)) => cpflow_ir::verify::verify_kernel(m, kernel),
+        None => Vec::new(),
+    }
+}
+
+/// The checker on one kernel, spans relative to the header-plus-kernel text.
+#[salsa::tracked(returns(ref))]
+pub fn check_kernel<'db>(db: &'db dyn salsa::Database, k: KernelSource<'db>) -> Vec<Diagnostic> {
+    match single(parse_kernel(db, k)) {
+        Some((_, kernel)) => crate::check_kernel(kernel),
+        None => Vec::new(),
+    }
+}
+
+/// The whole file parsed at once: the fallback of [`diagnostics`] (and the
+/// module of a file whose split is not well formed).
+#[salsa::tracked(returns(ref), no_eq)]
+pub fn parse_file(db: &dyn salsa::Database, src: Source) -> Arc<Result<Module, Diagnostic>> {
+    Arc::new(cpflow_ir::parse(src.text(db)))
+}
+
+/// Every diagnostic of the whole file parsed at once: the parse error, or
+/// the verifier's findings, and the checker's when the verifier found no
+/// error.
+#[salsa::tracked(returns(ref))]
+pub fn check_file(db: &dyn salsa::Database, src: Source) -> Vec<Diagnostic> {
+    let m = match parse_file(db, src).as_ref() {
+        Ok(m) => m,
+        Err(d) => return vec![d.clone()],
+    };
+    let mut out = cpflow_ir::verify(m);
     if !out.iter().any(Diagnostic::is_error) {
-        for k in kernels(db, src) {
-            let (offset, hlen) = (k.offset(db), k.header(db).len() as u32);
-            // Header positions are the same in the file; kernel ones move.
-            let place = |s: Span| {
-                if s.start < hlen {
-                    s
-                } else {
-                    Span {
-                        start: s.start - hlen + offset,
-                        end: s.end.saturating_sub(hlen) + offset,
-                    }
-                }
-            };
-            for d in check_kernel(db, *k) {
-                let mut d = d.clone();
-                d.span = place(d.span);
-                for s in &mut d.secondary {
-                    s.span = place(s.span);
-                }
-                out.push(d);
-            }
-        }
+        out.extend(crate::check(m));
         out.sort_by_key(|d| (d.span.start, d.code));
     }
     out
+}
+
+/// Whether every kernel piece parsed to one kernel, under a header that
+/// parses, with no name twice: then the per-kernel results are the file's.
+fn well_formed(db: &dyn salsa::Database, src: Source) -> bool {
+    if parse_header(db, src).is_err() {
+        return false;
+    }
+    let mut names = std::collections::HashSet::new();
+    kernels(db, src).iter().all(|k| {
+        single(parse_kernel(db, *k)).is_some_and(|(_, kernel)| names.insert(kernel.name.clone()))
+    })
+}
+
+/// Every diagnostic of the file, in source order: the parse error, or the
+/// verifier's findings, and the checker's when the verifier found no error.
+/// Equal to `cpflow::check` on the same text.
+#[salsa::tracked(returns(ref))]
+pub fn diagnostics(db: &dyn salsa::Database, src: Source) -> Vec<Diagnostic> {
+    if !well_formed(db, src) {
+        return check_file(db, src).clone();
+    }
+    let placed = |k: KernelSource<'_>, d: &Diagnostic| {
+        let mut d = d.clone();
+        d.span = k.to_file(db, d.span);
+        for s in &mut d.secondary {
+            s.span = k.to_file(db, s.span);
+        }
+        d
+    };
+    let mut out = verify_header(db, src).clone();
+    for &k in kernels(db, src) {
+        out.extend(verify_kernel(db, k).iter().map(|d| placed(k, d)));
+    }
+    if !out.iter().any(Diagnostic::is_error) {
+        for &k in kernels(db, src) {
+            out.extend(check_kernel(db, k).iter().map(|d| placed(k, d)));
+        }
+    }
+    out.sort_by_key(|d| (d.span.start, d.code));
+    out
+}
+
+/// The kernel whose text holds file position `at`, if any.
+pub fn kernel_at(db: &dyn salsa::Database, src: Source, at: u32) -> Option<KernelSource<'_>> {
+    kernels(db, src)
+        .iter()
+        .rev()
+        .find(|k| *k.offset(db) <= at)
+        .copied()
 }
 
 /// A database that can record which tracked functions ran.

@@ -1,5 +1,5 @@
-//! The salsa database re-runs the checker only for the kernel an edit
-//! touched, as salsa's own event log shows.
+//! The salsa database re-parses, re-verifies and re-checks only the kernel
+//! an edit touched, as salsa's own event log shows.
 
 use cpflow_passes::db::{diagnostics, Database, Source};
 use salsa::Setter;
@@ -42,13 +42,20 @@ fn editing_one_kernel_rechecks_only_that_kernel() {
     assert!(diagnostics(&db, src).is_empty());
     let log = db.take_log();
     assert_eq!(count(&log, "check_kernel"), 3, "{log:#?}");
+    assert_eq!(count(&log, "parse_kernel"), 3, "{log:#?}");
+    assert_eq!(count(&log, "parse_file"), 0, "{log:#?}");
 
-    // Kernel k1 now waits too weakly: only its analysis runs again.
+    // Kernel k1 now waits too weakly: only it is parsed, verified and
+    // analysed again; the header and the whole file are not parsed.
     src.set_text(&mut db).to(module([0, 1, 0]));
     let d = diagnostics(&db, src).clone();
     let log = db.take_log();
-    assert_eq!(count(&log, "check_kernel"), 1, "{log:#?}");
-    assert_eq!(count(&log, "parse"), 1, "{log:#?}");
+    for f in ["parse_kernel", "verify_kernel", "check_kernel"] {
+        assert_eq!(count(&log, f), 1, "{f}: {log:#?}");
+    }
+    for f in ["parse_header", "verify_header", "parse_file", "check_file"] {
+        assert_eq!(count(&log, f), 0, "{f}: {log:#?}");
+    }
     let codes: Vec<&str> = d.iter().map(|d| d.code).collect();
     assert_eq!(codes, ["E1015", "E1002"]);
     let d = &d[1..];
@@ -65,7 +72,8 @@ fn editing_one_kernel_rechecks_only_that_kernel() {
     let log = db.take_log();
     assert_eq!(count(&log, "check_kernel"), 0, "{log:#?}");
 
-    // Growing the first kernel moves the others: only the first re-runs.
+    // Growing the first kernel moves the others: only the first is parsed
+    // and checked again.
     let grown = module([0, 1, 0]).replace(
         "kernel @k0(%src: ptr<global> align 16) {\n",
         "kernel @k0(%src: ptr<global> align 16) {\n  %pad = const 1 : i32\n",
@@ -74,6 +82,44 @@ fn editing_one_kernel_rechecks_only_that_kernel() {
     let d = diagnostics(&db, src).clone();
     let log = db.take_log();
     assert_eq!(count(&log, "check_kernel"), 1, "{log:#?}");
+    assert_eq!(count(&log, "parse_kernel"), 1, "{log:#?}");
     let e = d.iter().find(|d| d.code == "E1002").expect("E1002");
     assert_eq!(&grown[e.span.range()], "%x = ld %d : i32");
+}
+
+#[test]
+fn a_syntax_error_falls_back_to_the_whole_file() {
+    let mut db = Database::with_log();
+    let src = Source::new(&db, module([0, 0, 0]));
+    let _ = diagnostics(&db, src);
+    let _ = db.take_log();
+
+    // A stray line inside k1 and a duplicated kernel name: the file's first
+    // error, exactly as a parse of the whole file reports it.
+    for broken in [
+        module([0, 0, 0]).replace(
+            "  %x = ld %d : i32\n}\n\nkernel @k2",
+            "  %x = ld %d : i32\n  )\n}\n\nkernel @k2",
+        ),
+        module([0, 0, 0]).replace("kernel @k2", "kernel @k0"),
+    ] {
+        src.set_text(&mut db).to(broken.clone());
+        let d = diagnostics(&db, src).clone();
+        assert_eq!(d, cpflow_passes_direct(&broken));
+        assert_eq!(d.len(), 1);
+        assert_eq!(count(&db.take_log(), "parse_file"), 1);
+    }
+}
+
+/// The diagnostics of parsing the whole text at once.
+fn cpflow_passes_direct(text: &str) -> Vec<cpflow_ir::Diagnostic> {
+    match cpflow_ir::parse(text) {
+        Ok(m) => {
+            let mut out = cpflow_ir::verify(&m);
+            out.extend(cpflow_passes::check(&m));
+            out.sort_by_key(|d| (d.span.start, d.code));
+            out
+        }
+        Err(d) => vec![d],
+    }
 }

@@ -1259,6 +1259,12 @@ impl Machine<'_> {
         self.ops[i].done = true;
         self.finish(id);
         let t = self.ops[i].thread;
+        if self.trace.is_some() {
+            let (span, track) = (self.k.insts[self.ops[i].inst].span, self.track(id));
+            if let Some(r) = &mut self.trace {
+                r.complete(id, t, span, track);
+            }
+        }
         self.try_wake(t);
     }
 
@@ -1637,6 +1643,10 @@ impl Machine<'_> {
         m.phase += 1;
         m.pending = m.expected;
         m.tx = 0;
+        let done = m.phase - 1;
+        if let Some(r) = &mut self.trace {
+            r.phase(slot, done);
+        }
         let waiters = std::mem::take(&mut m.waiters);
         for w in waiters {
             self.try_wake(w);
