@@ -31,12 +31,16 @@ import os
 import sys
 
 SMEM_LIMIT = 48 * 1024  # static shared memory per CTA (0xc000)
+STENCIL_C0, STENCIL_C1 = 0.5, 0.125  # y = C0 * x + C1 * (sum of the 4 neighbours)
 
 
 class Cfg:
-    def __init__(self, job, mech, stages, tile, threads, lookahead=None, hint=False, nobar=False):
+    def __init__(self, job, mech, stages, tile, threads, lookahead=None, hint=False, nobar=False,
+                 fullwait=False, chunk=False):
         self.hint = hint
+        self.chunk = chunk
         self.nobar = nobar
+        self.fullwait = fullwait
         self.job = job
         self.mech = mech
         self.stages = stages
@@ -52,6 +56,8 @@ class Cfg:
         assert (self.job, self.mech) in BODIES
         assert not self.hint or self.mech in ("bulk", "bulk1")
         assert not self.nobar or self.mech == "cpa"
+        assert not self.fullwait or (self.mech, self.job) == ("bulk", "copy")
+        assert not self.chunk or (self.mech in ("bulk", "cpa") and self.job in ("copy", "scale"))
         if self.mech == "bulk1":
             assert S == 1
         else:
@@ -60,14 +66,18 @@ class Cfg:
         assert self.smem() <= SMEM_LIMIT, "ring does not fit 48 KiB of static shared memory"
         if self.mech == "cpa":
             assert T % (16 * N) == 0, "tile must be a multiple of 16 bytes per thread"
-        if self.mech != "cpa" and self.job in ("scale", "rowsum"):
+        if self.mech != "cpa" and self.job in ("scale", "rowsum", "stencil"):
             assert T % (4 * N) == 0
+        if self.job == "stencil":
+            assert S >= 3, "output row r needs input rows r, r+1, r+2 resident"
         if self.mech == "bulkws":
             assert N == 64
         elif self.mech != "cpa" and self.job == "copy":
             assert N == 32
 
     def smem(self):
+        if self.job == "stencil":
+            return self.stages * (self.tile + 32) + 8 * self.stages
         return self.stages * self.tile + (8 * self.stages if self.mech != "cpa" else 0)
 
     @property
@@ -77,7 +87,7 @@ class Cfg:
             n += f"_l{self.lookahead}"
         if self.job != "copy" or self.mech == "cpa":
             n += f"_w{self.threads}"
-        return n + ("_h" if self.hint else "") + ("_nb" if self.nobar else "")
+        return n + ("_h" if self.hint else "") + ("_nb" if self.nobar else "") + ("_wf" if self.fullwait else "") + ("_c" if self.chunk else "")
 
     def module(self):
         body = BODIES[(self.job, self.mech)](self)
@@ -104,25 +114,47 @@ def hint(c):
     return (".L2::cache_hint", ", %policy") if c.hint else ("", "")
 
 
-def my_count(out):
-    """Number of tiles of this CTA: ceil((ntiles - cta) / ncta) (0 if cta >= ntiles)."""
+def my_count(out, c):
+    """Number of tiles of this CTA. Grid stride: ceil((ntiles - cta) / ncta)
+    (0 if cta >= ntiles). Chunked (`_c`): the CTA's tiles are the contiguous
+    run [cta * tpc, min(cta * tpc + tpc, ntiles)), tpc = ceil(ntiles / ncta)."""
     out += [
         "  %cta = sreg ctaid.x",
         "  %ncta = sreg nctaid.x",
-        "  %rest = sub %ntiles, %cta : i32",
         "  %ncta1 = sub %ncta, 1 : i32",
-        "  %rest1 = add %rest, %ncta1 : i32",
-        "  %has = cmp.slt %cta, %ntiles : i32",
-        "  %cnt0 = div.u %rest1, %ncta : i32",
-        "  %cnt = select %has, %cnt0, 0 : i32",
     ]
+    if c.chunk:
+        out += [
+            "  %tpc0 = add %ntiles, %ncta1 : i32",
+            "  %tpc = div.u %tpc0, %ncta : i32",
+            "  %first = mul %cta, %tpc : i32",
+            "  %has = cmp.slt %first, %ntiles : i32",
+            "  %left = sub %ntiles, %first : i32",
+            "  %short = cmp.ult %left, %tpc : i32",
+            "  %cnt0 = select %short, %left, %tpc : i32",
+            "  %cnt = select %has, %cnt0, 0 : i32",
+        ]
+    else:
+        out += [
+            "  %rest = sub %ntiles, %cta : i32",
+            "  %rest1 = add %rest, %ncta1 : i32",
+            "  %has = cmp.slt %cta, %ntiles : i32",
+            "  %cnt0 = div.u %rest1, %ncta : i32",
+            "  %cnt = select %has, %cnt0, 0 : i32",
+        ]
 
 
-def tile_src(out, ind, i, name, base, T):
-    """%name = base + (cta + i*ncta) * T  (global, i64 arithmetic)."""
+def tile_src(out, c, ind, i, name, base, T):
+    """%name = base + k * T (global, i64 arithmetic) for the CTA's tile i:
+    k = cta + i * ncta (grid stride) or first + i (chunked)."""
+    if c.chunk:
+        out.append(f"{ind}%{name}_k = add %first, %{i} : i32")
+    else:
+        out += [
+            f"{ind}%{name}_k0 = mul %{i}, %ncta : i32",
+            f"{ind}%{name}_k = add %{name}_k0, %cta : i32",
+        ]
     out += [
-        f"{ind}%{name}_k0 = mul %{i}, %ncta : i32",
-        f"{ind}%{name}_k = add %{name}_k0, %cta : i32",
         f"{ind}%{name}_k64 = zext %{name}_k : i32 to i64",
         f"{ind}%{name}_off = mul %{name}_k64, {T} : i64",
         f"{ind}%{name} = ptr.add %{base}, %{name}_off",
@@ -141,7 +173,7 @@ def issue_load(out, ind, c, j, tag):
         f"{ind}%{tag}_so = mul %{tag}_s, {T} : i32",
         f"{ind}%{tag}_slot = ptr.add %ring, %{tag}_so",
     ]
-    tile_src(out, ind, j, f"{tag}_g", "src", T)
+    tile_src(out, c, ind, j, f"{tag}_g", "src", T)
     q, pol = hint(c)
     out.append(f"{ind}%{tag}_t = cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes{q} "
                f"%{tag}_slot, %{tag}_g, {T}, %{tag}_ph{pol}")
@@ -190,7 +222,7 @@ def bulk_copy(c):
     S, T, L = c.stages, c.tile, c.lookahead
     out = [f"kernel @{c.name}({params(c)}) {{"]
     ring_decl(out, c)
-    my_count(out)
+    my_count(out, c)
     init_bars(out, c)
     prologue(out, c)
     out += [
@@ -204,7 +236,7 @@ def bulk_copy(c):
         f"      %so = mul %s, {T} : i32",
         "      %slot = ptr.add %ring, %so",
     ]
-    tile_src(out, "      ", "i", "d", "dst", T)
+    tile_src(out, c, "      ", "i", "d", "dst", T)
     out += [
         f"      %st = cp.async.bulk.global.shared::cta.bulk_group{hint(c)[0]} %d, %slot, {T}{hint(c)[1]}",
         "      %g = cp.async.bulk.commit_group %st",
@@ -213,8 +245,9 @@ def bulk_copy(c):
         "      if %more {",
         # Slot j % S last held tile j - S; the stores committed after its
         # store are those of tiles j-S+1 .. i, S - L of them: wait_group.read
-        # S-L leaves exactly those pending.
-        f"        cp.async.bulk.wait_group.read {S - L}",
+        # S-L leaves exactly those pending (`_wf`: wait for the writes too,
+        # which bounds the stores in flight to S - L).
+        f"        cp.async.bulk.wait_group{'' if c.fullwait else '.read'} {S - L}",
     ]
     issue_load(out, "        ", c, "j", "n")
     out += [
@@ -235,7 +268,7 @@ def bulk_scale(c):
     per = T // (4 * N)
     out = [f"kernel @{c.name}({params(c)}) {{"]
     ring_decl(out, c)
-    my_count(out)
+    my_count(out, c)
     out += ["  %col = mul %tid, 4 : i32"]
     init_bars(out, c)
     prologue(out, c)
@@ -266,7 +299,7 @@ def bulk_scale(c):
         "    barrier.cta",
         "    if %leader {",
     ]
-    tile_src(out, "      ", "i", "d", "dst", T)
+    tile_src(out, c, "      ", "i", "d", "dst", T)
     out += [
         f"      %st = cp.async.bulk.global.shared::cta.bulk_group{hint(c)[0]} %d, %slot, {T}{hint(c)[1]}",
         "      %g = cp.async.bulk.commit_group %st",
@@ -360,7 +393,7 @@ def cpa_kernel(c):
         "  %tid = sreg tid.x",
         "  %ring = addr @ring",
     ]
-    my_count(out)
+    my_count(out, c)
     out += [
         "  %col = mul %tid, 16 : i32",
         "  %col64 = zext %col : i32 to i64",
@@ -380,7 +413,7 @@ def cpa_kernel(c):
             # anyway so the address stays inside the buffer.
             f"{ind}%{tag}_jc = select %{tag}_in, %{j}, 0 : i32",
         ])
-        tile_src(out, ind, f"{tag}_jc", f"{tag}_g", "srct", T)
+        tile_src(out, c, ind, f"{tag}_jc", f"{tag}_g", "srct", T)
         toks = []
         for e in range(per):
             o = e * 16 * N
@@ -414,7 +447,7 @@ def cpa_kernel(c):
         f"    %so = mul %s, {T} : i32",
         "    %slot = ptr.add %mine, %so",
     ]
-    tile_src(out, "    ", "i", "d", "dstt", T)
+    tile_src(out, c, "    ", "i", "d", "dstt", T)
     for e in range(per):
         o = e * 16 * N
         for h in (0, 8):
@@ -456,7 +489,7 @@ def bulkws_copy(c):
     out = [f"kernel @{c.name}({params(c)}) {{"]
     ring_decl(out, c)
     out += [f"  shared @empty: mbarrier[{S}]"]
-    my_count(out)
+    my_count(out, c)
     out += [
         "  if %leader {",
         f"    for %b = 0 to {S} step 1 {{",
@@ -494,7 +527,7 @@ def bulkws_copy(c):
         f"      %so = mul %s, {T} : i32",
         "      %slot = ptr.add %ring, %so",
     ]
-    tile_src(out, "      ", "i", "d", "dst", T)
+    tile_src(out, c, "      ", "i", "d", "dst", T)
     out += [
         f"      %st = cp.async.bulk.global.shared::cta.bulk_group %d, %slot, {T}",
         "      %g = cp.async.bulk.commit_group %st",
@@ -642,6 +675,124 @@ def bulk_rowsum(c):
     return "\n".join(out) + "\n"
 
 
+def bulk_stencil(c):
+    """5-point stencil y = C0 * x + C1 * (4 neighbours) over a zero-padded
+    input (1 row above and below, 4 columns left and right; row pitch w + 8
+    floats, w a multiple of T/4). CTA c computes output rows [u * rb, u * rb + rb) of the column
+    strip s (T bytes wide), u = c / (w / (T/4)), s = c % (w / (T/4)): the
+    rb + 2 input rows it needs (T + 32 bytes each, halo included) stream
+    through a ring of S slots. Output row r needs input rows r, r+1, r+2:
+    every thread waits on their phases (waiting again on a completed phase
+    returns at once), computes T/(4N) outputs from shared memory and stores
+    them; after `barrier.cta` tid 0 refills row r's slot with row r + S."""
+    S, T, N = c.stages, c.tile, c.threads
+    W = T // 4
+    slot = T + 32
+    per = W // N
+    out = [f"kernel @{c.name}(%src: ptr<global> align 16, %dst: ptr<global> align 16, %w: i32, %rb: i32) {{",
+           f"  shared @ring: bytes[{S * slot}] align 128",
+           f"  shared @full: mbarrier[{S}]",
+           "  %tid = sreg tid.x",
+           "  %ring = addr @ring",
+           "  %leader = cmp.eq %tid, 0 : i32",
+           "  %cta = sreg ctaid.x",
+           f"  %nstrips = div.u %w, {W} : i32",
+           "  %sx = rem.u %cta, %nstrips : i32",
+           "  %ub = div.u %cta, %nstrips : i32",
+           "  %row0 = mul %ub, %rb : i32",
+           # row pitch (w + 8) * 4 bytes, as a multiple of 16 (w % 4 == 0)
+           "  %wq = div.u %w, 4 : i32",
+           "  %pitchq = add %wq, 2 : i32",
+           "  %pitchb = mul %pitchq, 16 : i32",
+           "  %pitchb64 = zext %pitchb : i32 to i64",
+           f"  %colb = mul %sx, {T} : i32",
+           "  %colb64 = zext %colb : i32 to i64",
+           "  %nrows = add %rb, 2 : i32",
+           f"  %c0 = const {STENCIL_C0} : f32",
+           f"  %c1 = const {STENCIL_C1} : f32"]
+    init_bars(out, c)
+
+    def load(ind, j, tag):
+        """tid 0: input row row0 + j of the strip into slot j % S (phase j / S)."""
+        out.extend([
+            f"{ind}%{tag}_s = rem.u %{j}, {S} : i32",
+            f"{ind}%{tag}_r = div.u %{j}, {S} : i32",
+            f"{ind}%{tag}_bar = addr @full[%{tag}_s]",
+            f"{ind}%{tag}_ph = mbarrier.phase %{tag}_bar, %{tag}_r",
+            f"{ind}mbarrier.arrive.expect_tx.release.cta %{tag}_ph, {slot}",
+            f"{ind}%{tag}_so = mul %{tag}_s, {slot} : i32",
+            f"{ind}%{tag}_slot = ptr.add %ring, %{tag}_so",
+            f"{ind}%{tag}_row = add %row0, %{j} : i32",
+            f"{ind}%{tag}_row64 = zext %{tag}_row : i32 to i64",
+            f"{ind}%{tag}_ro = mul %{tag}_row64, %pitchb64 : i64",
+            f"{ind}%{tag}_off = add %{tag}_ro, %colb64 : i64",
+            f"{ind}%{tag}_g = ptr.add %src, %{tag}_off",
+            f"{ind}%{tag}_t = cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
+            f"%{tag}_slot, %{tag}_g, {slot}, %{tag}_ph",
+        ])
+
+    out += ["  if %leader {",
+            f"    for %pj = 0 to {S} step 1 {{",
+            "      %pin = cmp.ult %pj, %nrows : i32",
+            "      if %pin {"]
+    load("        ", "pj", "p")
+    out += ["      }",
+            "    }",
+            "  }",
+            "  %col = mul %tid, 4 : i32",
+            "  %w4 = mul %w, 4 : i32",
+            "  %w464 = zext %w4 : i32 to i64",
+            "  %ocol = add %colb, %col : i32",
+            "  %ocol64 = zext %ocol : i32 to i64",
+            "  %dcol = ptr.add %dst, %ocol64",
+            "  for %r = 0 to %rb step 1 {"]
+    for k, nm in enumerate(("up", "mid", "dn")):
+        out += [f"    %{nm}_j = add %r, {k} : i32",
+                f"    %{nm}_s = rem.u %{nm}_j, {S} : i32",
+                f"    %{nm}_q = div.u %{nm}_j, {S} : i32",
+                f"    %{nm}_bar = addr @full[%{nm}_s]",
+                f"    %{nm}_ph = mbarrier.phase %{nm}_bar, %{nm}_q",
+                f"    mbarrier.wait %{nm}_ph",
+                f"    %{nm}_so = mul %{nm}_s, {slot} : i32",
+                f"    %{nm}_slot = ptr.add %ring, %{nm}_so",
+                f"    %{nm} = ptr.add %{nm}_slot, %col"]
+    out += ["    %orow = add %row0, %r : i32",
+            "    %orow64 = zext %orow : i32 to i64",
+            "    %oro = mul %orow64, %w464 : i64",
+            "    %drow = ptr.add %dcol, %oro"]
+    for e in range(per):
+        o = e * 4 * N + 16  # column 4 of the padded row is output column 0
+        out += [f"    %pm{e} = ptr.add %mid, {o}",
+                f"    %m{e} = ld %pm{e} : f32",
+                f"    %pl{e} = ptr.add %mid, {o - 4}",
+                f"    %l{e} = ld %pl{e} : f32",
+                f"    %pr{e} = ptr.add %mid, {o + 4}",
+                f"    %rr{e} = ld %pr{e} : f32",
+                f"    %pu{e} = ptr.add %up, {o}",
+                f"    %u{e} = ld %pu{e} : f32",
+                f"    %pd{e} = ptr.add %dn, {o}",
+                f"    %d{e} = ld %pd{e} : f32",
+                f"    %s1_{e} = fadd %u{e}, %d{e} : f32",
+                f"    %s2_{e} = fadd %l{e}, %rr{e} : f32",
+                f"    %s3_{e} = fadd %s1_{e}, %s2_{e} : f32",
+                f"    %t1_{e} = fmul %s3_{e}, %c1 : f32",
+                f"    %t0_{e} = fmul %m{e}, %c0 : f32",
+                f"    %y{e} = fadd %t0_{e}, %t1_{e} : f32",
+                f"    %po{e} = ptr.add %drow, {e * 4 * N}",
+                f"    st %po{e}, %y{e} : f32"]
+    out += ["    barrier.cta",
+            "    if %leader {",
+            f"      %k = add %r, {S} : i32",
+            "      %more = cmp.ult %k, %nrows : i32",
+            "      if %more {"]
+    load("        ", "k", "n")
+    out += ["      }",
+            "    }",
+            "  }",
+            "}"]
+    return "\n".join(out) + "\n"
+
+
 BODIES = {
     ("copy", "bulk"): bulk_copy,
     ("scale", "bulk"): bulk_scale,
@@ -651,6 +802,7 @@ BODIES = {
     ("copy", "cpa"): cpa_kernel,
     ("scale", "cpa"): cpa_kernel,
     ("rowsum", "bulk"): bulk_rowsum,
+    ("stencil", "bulk"): bulk_stencil,
 }
 
 
@@ -676,6 +828,17 @@ def sweep():
             cfgs.append(Cfg("scale", "bulk1", 1, T, N))
     cfgs.append(Cfg("copy", "bulk1", 1, 2048, 32, hint=True))
     cfgs.append(Cfg("copy", "bulk", 8, 2048, 32, 4, hint=True))
+    # bulk copy ring that waits for its stores' writes, not only their reads
+    for S, T, L in [(5, 8192, 2), (4, 8192, 2), (8, 4096, 4), (8, 2048, 4)]:
+        cfgs.append(Cfg("copy", "bulk", S, T, 32, L, fullwait=True))
+    # rings over contiguous runs of tiles (chunked order) instead of the grid stride
+    for S, T, L in [(5, 8192, 4), (4, 8192, 2), (8, 2048, 4), (8, 4096, 4)]:
+        cfgs.append(Cfg("copy", "bulk", S, T, 32, L, chunk=True))
+    for S, T, N in [(5, 8192, 256), (4, 4096, 256)]:
+        cfgs.append(Cfg("scale", "bulk", S, T, N, chunk=True))
+    for job in ("copy", "scale"):
+        for S, T, N in [(4, 2048, 128), (4, 8192, 256)]:
+            cfgs.append(Cfg(job, "cpa", S, T, N, chunk=True))
     # warp-specialised bulk copy ring
     for S, T in [(2, 16384), (4, 8192), (5, 8192), (8, 4096), (8, 2048), (16, 2048)]:
         cfgs.append(Cfg("copy", "bulkws", S, T, 64))
@@ -691,6 +854,10 @@ def sweep():
     for S, T, N in [(2, 16384, 256), (4, 8192, 256), (5, 8192, 256), (4, 8192, 512),
                     (4, 4096, 128), (8, 4096, 128), (8, 4096, 256), (11, 4096, 256)]:
         cfgs.append(Cfg("rowsum", "bulk", S, T, N))
+    # 5-point stencil: column strips of T bytes, input rows through a ring
+    for S, T, N in [(4, 4096, 256), (6, 4096, 256), (8, 4096, 256), (4, 4096, 128),
+                    (6, 2048, 128), (8, 2048, 128), (4, 8192, 256), (5, 8192, 512)]:
+        cfgs.append(Cfg("stencil", "bulk", S, T, N))
     return cfgs
 
 
@@ -701,6 +868,8 @@ def main():
                     help="bulk: ring; bulk1: one tile per CTA; bulkws: warp-specialised ring; cpa: cp.async ring")
     ap.add_argument("--hint", action="store_true", help="L2 cache-hint policy parameter on the bulk copies")
     ap.add_argument("--nobar", action="store_true", help="cpa: no barrier before each refill")
+    ap.add_argument("--chunk", action="store_true", help="ring: contiguous runs of tiles per CTA, not the grid stride")
+    ap.add_argument("--fullwait", action="store_true", help="bulk copy: wait_group (not .read) before a refill")
     ap.add_argument("--stages", type=int, default=4)
     ap.add_argument("--tile", type=int, default=8192, help="tile bytes")
     ap.add_argument("--threads", type=int, default=None, help="threads per CTA")
@@ -718,7 +887,8 @@ def main():
         return
     threads = a.threads or {"bulkws": 64}.get(a.mech, 32 if a.mech != "cpa" and a.job == "copy" else 256)
     stages = 1 if a.mech == "bulk1" else a.stages
-    c = Cfg(a.job, a.mech, stages, a.tile, threads, a.lookahead, hint=a.hint, nobar=a.nobar)
+    c = Cfg(a.job, a.mech, stages, a.tile, threads, a.lookahead, hint=a.hint, nobar=a.nobar,
+            fullwait=a.fullwait, chunk=a.chunk)
     if a.name:
         print(c.name)
         return
