@@ -62,12 +62,13 @@ STENCIL_C0, STENCIL_C1 = 0.5, 0.125  # as in gen.py
 STENCIL_RB = (32, 128, 512)  # cpflow stencil: rows per CTA (swept)
 
 CPF_RE = re.compile(
-    r"^(bulk1|bulkws|bulk|cpa)_(copy|scale|rowsum|stencil)_s(\d+)_t(\d+)k(?:_l(\d+))?(?:_w(\d+))?(_h)?(_nb)?(_wf)?(_c)?$")
+    r"^(bulk1|bulkws|bulk|cpa)_(copy|scale|rowsum|stencil)_s(\d+)_t(\d+)k(?:_l(\d+))?(?:_w(\d+))?(_h)?(_nb)?(_wf)?(_c)?(_e)?$")
 CU_RE = re.compile(r"^cu_(bulk|dyn|ws|cpa)_copy_s(\d+)_t(\d+)k(?:_l(\d+))?(?:_w(\d+))?$")
 # family of a kernel: (source, mech) -> name; the bulk ring launched with one
 # tile per CTA is its own family ("bulk-ring-1tile").
 FAMILY = {("cpf", "bulk"): "bulk-ring", ("cpf", "bulk1"): "bulk-single", ("cpf", "bulk_wf"): "bulk-ring-wf",
-          ("cpf", "bulk_c"): "bulk-ring-chunk", ("cpf", "cpa_c"): "cpasync-ring-chunk", ("cpf", "bulkws"): "bulk-ws-ring",
+          ("cpf", "bulk_c"): "bulk-ring-chunk", ("cpf", "cpa_c"): "cpasync-ring-chunk",
+          ("cpf", "bulk_e"): "bulk-ring-empty", ("cpf", "bulkws"): "bulk-ws-ring",
           ("cpf", "cpa"): "cpasync-ring", ("cpf", "cpa_nb"): "cpasync-ring-nb",
           ("cu", "bulk"): "cuda-bulk-ring", ("cu", "ws"): "cuda-ws-ring", ("cu", "dyn"): "cuda-dyn-ring", ("cu", "cpa"): "cuda-cpasync-ring"}
 
@@ -76,12 +77,12 @@ def parse_cpf(name):
     m = CPF_RE.match(name)
     if not m:
         return None
-    mech, job, S, T, L, W, H, NB, WF, CH = m.groups()
+    mech, job, S, T, L, W, H, NB, WF, CH, E = m.groups()
     S, T = int(S), int(T) * 1024
     threads = int(W) if W else (64 if mech == "bulkws" else 32)
-    bars = {"cpa": 0, "bulkws": 16 * S}.get(mech, 8 * S)
+    bars = {"cpa": 0, "bulkws": 16 * S}.get(mech, 8 * S) * (2 if E else 1)
     smem = S * (T + (32 if job == "stencil" else 0)) + bars + (4 * threads if job == "rowsum" else 0)
-    fam = FAMILY[("cpf", mech + ("_nb" if NB else "") + ("_wf" if WF else "") + ("_c" if CH else ""))]
+    fam = FAMILY[("cpf", mech + ("_nb" if NB else "") + ("_wf" if WF else "") + ("_c" if CH else "") + ("_e" if E else ""))]
     return dict(name=name, src="cpf", mech=mech, job=job, stages=S, tile=T, hint=bool(H),
                 threads=threads, smem=smem, family=fam, ring=mech in ("bulk", "bulkws", "cpa"))
 

@@ -1,25 +1,32 @@
 #!/usr/bin/env python3
-"""Emit cpflow IR (.cpf) for the streaming-bandwidth kernels of bench/gpu.
+"""Emit cpflow IR (.cpf) for the bandwidth kernels of bench/gpu.
 
-Two jobs, each with two copy mechanisms:
+Jobs and copy mechanisms (the table BODIES maps each pair to its emitter):
 
-  job copy   y = x          job scale  y = a * x   (f32)
-  mech bulk  cp.async.bulk ring (sm_90): one elected thread issues the
-             global->shared::cluster loads on mbarriers (arrive.expect_tx) and
-             the shared->global bulk stores (bulk_group, wait_group.read
-             before a slot is reused).
-  mech bulk1 one tile per CTA (grid = ntiles), same copies, no ring: the
-             "let the block scheduler pipeline" variant.
-  mech cpa   cp.async ring (sm_80 style): every thread copies 16-byte chunks
-             with cp.async.cg, one commit group per tile, wait_group N derived
-             from a window of loop-carried groups, ordinary ld/st back out.
+  job copy    y = x              job scale   y = a * x   (f32)
+  job rowsum  y[r] = sum of row r of an nrows x (tpr * T/4) f32 matrix
+  job stencil 5-point stencil over a zero-padded f32 grid (bulk_stencil)
+  mech bulk   cp.async.bulk ring (sm_90): one elected thread issues the
+              global->shared::cluster loads on mbarriers (arrive.expect_tx) and
+              the shared->global bulk stores (bulk_group, wait_group.read
+              before a slot is reused); `_wf` waits for the writes too.
+  mech bulkws warp-specialised bulk ring (copy): a producer thread waits for
+              free slots on @empty, a storer thread releases them.
+  mech bulk1  one tile per CTA (grid = ntiles), same copies, no ring: the
+              "let the block scheduler pipeline" variant.
+  mech cpa    cp.async ring (sm_80 style): every thread copies 16-byte chunks
+              with cp.async.cg, one commit group per tile, wait_group N derived
+              from a window of loop-carried groups, ordinary ld/st back out;
+              `_nb` without the barrier before each refill.
 
-Ring kernels loop with a grid stride: CTA c handles tiles c, c + nctaid,
-c + 2*nctaid..., so they run persistent (a few CTAs per SM) or with one tile
-per CTA (grid = ntiles). Parameters: (src, dst, ntiles[, a][, policy]); with
---hint the bulk copies carry .L2::cache_hint and take the 64-bit cache policy
-as the last parameter. The kernel assumes blockDim.x = threads (bulk copy
-jobs: only thread 0 works; launch them with 32 threads).
+Copy and scale rings loop with a grid stride: CTA c handles tiles c,
+c + nctaid, c + 2*nctaid... (`_c`: a contiguous run of tiles), so they run
+persistent (a few CTAs per SM), with a few tiles per CTA, or with one tile
+per CTA (grid = ntiles). Parameters: (src, dst, ntiles[, a][, policy]);
+rowsum (src, dst, nrows, tpr); stencil (src, dst, w, rb). With --hint the
+bulk copies carry .L2::cache_hint and take the 64-bit cache policy as the
+last parameter. The kernel assumes blockDim.x = threads (one-thread bulk copy
+kernels: launch them with 32 threads).
 
 Usage:
   gen.py --job copy --mech bulk --stages 4 --tile 8192 --lookahead 2 -o out.cpf
@@ -36,8 +43,9 @@ STENCIL_C0, STENCIL_C1 = 0.5, 0.125  # y = C0 * x + C1 * (sum of the 4 neighbour
 
 class Cfg:
     def __init__(self, job, mech, stages, tile, threads, lookahead=None, hint=False, nobar=False,
-                 fullwait=False, chunk=False):
+                 fullwait=False, chunk=False, emptybar=False):
         self.hint = hint
+        self.emptybar = emptybar
         self.chunk = chunk
         self.nobar = nobar
         self.fullwait = fullwait
@@ -57,6 +65,7 @@ class Cfg:
         assert not self.hint or self.mech in ("bulk", "bulk1")
         assert not self.nobar or self.mech == "cpa"
         assert not self.fullwait or (self.mech, self.job) == ("bulk", "copy")
+        assert not self.emptybar or self.job in ("rowsum", "stencil")
         assert not self.chunk or (self.mech in ("bulk", "cpa") and self.job in ("copy", "scale"))
         if self.mech == "bulk1":
             assert S == 1
@@ -87,7 +96,7 @@ class Cfg:
             n += f"_l{self.lookahead}"
         if self.job != "copy" or self.mech == "cpa":
             n += f"_w{self.threads}"
-        return n + ("_h" if self.hint else "") + ("_nb" if self.nobar else "") + ("_wf" if self.fullwait else "") + ("_c" if self.chunk else "")
+        return n + ("_h" if self.hint else "") + ("_nb" if self.nobar else "") + ("_wf" if self.fullwait else "") + ("_c" if self.chunk else "") + ("_e" if self.emptybar else "")
 
     def module(self):
         body = BODIES[(self.job, self.mech)](self)
@@ -161,18 +170,52 @@ def tile_src(out, c, ind, i, name, base, T):
     ]
 
 
-def issue_load(out, ind, c, j, tag):
-    """tid 0: arrive.expect_tx on full[j % S] phase j / S and bulk-load tile j."""
+def wait_tile(out, ind, c, i):
+    """Wait for the CTA's tile %i on full[i % S] (phase i / S); %s, %r and
+    %slot (its shared-memory slot) are defined after."""
     S, T = c.stages, c.tile
+    out += [
+        f"{ind}%s = rem.u %{i}, {S} : i32",
+        f"{ind}%r = div.u %{i}, {S} : i32",
+        f"{ind}%bar = addr @full[%s]",
+        f"{ind}%ready = mbarrier.phase %bar, %r",
+        f"{ind}mbarrier.wait %ready",
+        f"{ind}%so = mul %s, {T} : i32",
+        f"{ind}%slot = ptr.add %ring, %so",
+    ]
+
+
+def store_tile(out, ind, c):
+    """Bulk-store slot %slot to the CTA's tile %i of dst and commit it (%g)."""
+    T = c.tile
+    q, pol = hint(c)
+    tile_src(out, c, ind, "i", "d", "dst", T)
+    out += [
+        f"{ind}%st = cp.async.bulk.global.shared::cta.bulk_group{q} %d, %slot, {T}{pol}",
+        f"{ind}%g = cp.async.bulk.commit_group %st",
+    ]
+
+
+def arm_slot(out, ind, c, j, tag, nbytes):
+    """tid 0, before loading the CTA's j-th tile (nbytes) into ring slot
+    j % S: arrive.expect_tx on full[j % S] phase j / S (%TAG_ph), and the
+    slot's address (%TAG_slot)."""
+    S = c.stages
     out += [
         f"{ind}%{tag}_s = rem.u %{j}, {S} : i32",
         f"{ind}%{tag}_r = div.u %{j}, {S} : i32",
         f"{ind}%{tag}_bar = addr @full[%{tag}_s]",
         f"{ind}%{tag}_ph = mbarrier.phase %{tag}_bar, %{tag}_r",
-        f"{ind}mbarrier.arrive.expect_tx.release.cta %{tag}_ph, {T}",
-        f"{ind}%{tag}_so = mul %{tag}_s, {T} : i32",
+        f"{ind}mbarrier.arrive.expect_tx.release.cta %{tag}_ph, {nbytes}",
+        f"{ind}%{tag}_so = mul %{tag}_s, {nbytes} : i32",
         f"{ind}%{tag}_slot = ptr.add %ring, %{tag}_so",
     ]
+
+
+def issue_load(out, ind, c, j, tag):
+    """tid 0: arrive.expect_tx on full[j % S] phase j / S and bulk-load tile j."""
+    T = c.tile
+    arm_slot(out, ind, c, j, tag, T)
     tile_src(out, c, ind, j, f"{tag}_g", "src", T)
     q, pol = hint(c)
     out.append(f"{ind}%{tag}_t = cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes{q} "
@@ -191,16 +234,41 @@ def ring_decl(out, c):
 
 
 def init_bars(out, c):
+    """tid 0 initialises full[S] (one arrival each) and, for `_e`, empty[S]
+    (one arrival per thread); then a CTA barrier."""
     out += [
         "  if %leader {",
         f"    for %b = 0 to {c.stages} step 1 {{",
         "      %fb = addr @full[%b]",
         "      mbarrier.init %fb, 1",
+    ]
+    if c.emptybar:
+        out += [
+            "      %eb = addr @empty[%b]",
+            f"      mbarrier.init %eb, {c.threads}",
+        ]
+    out += [
         "    }",
         "    fence.mbarrier_init.release.cluster",
         "  }",
         "  barrier.cta",
     ]
+
+
+def release_slot(out, c, s, r):
+    """Every thread is done reading slot s (holding phase r of full[s]):
+    `barrier.cta`, or for `_e` each thread arrives on phase r of empty[s]
+    and tid 0 (below, before the refill) waits for that phase. Returns the
+    line tid 0 runs before refilling the slot ("" for the barrier)."""
+    if not c.emptybar:
+        out.append("    barrier.cta")
+        return ""
+    out += [
+        f"    %fe = addr @empty[%{s}]",
+        f"    %fph = mbarrier.phase %fe, %{r}",
+        "    mbarrier.arrive.release.cta %fph",
+    ]
+    return "        mbarrier.wait %fph"
 
 
 def prologue(out, c):
@@ -228,18 +296,10 @@ def bulk_copy(c):
     out += [
         "  if %leader {",
         "    for %i = 0 to %cnt step 1 {",
-        f"      %s = rem.u %i, {S} : i32",
-        f"      %r = div.u %i, {S} : i32",
-        "      %bar = addr @full[%s]",
-        "      %ready = mbarrier.phase %bar, %r",
-        "      mbarrier.wait %ready",
-        f"      %so = mul %s, {T} : i32",
-        "      %slot = ptr.add %ring, %so",
     ]
-    tile_src(out, c, "      ", "i", "d", "dst", T)
+    wait_tile(out, "      ", c, "i")
+    store_tile(out, "      ", c)
     out += [
-        f"      %st = cp.async.bulk.global.shared::cta.bulk_group{hint(c)[0]} %d, %slot, {T}{hint(c)[1]}",
-        "      %g = cp.async.bulk.commit_group %st",
         f"      %j = add %i, {L} : i32",
         "      %more = cmp.ult %j, %cnt : i32",
         "      if %more {",
@@ -274,15 +334,9 @@ def bulk_scale(c):
     prologue(out, c)
     out += [
         "  for %i = 0 to %cnt step 1 {",
-        f"    %s = rem.u %i, {S} : i32",
-        f"    %r = div.u %i, {S} : i32",
-        "    %bar = addr @full[%s]",
-        "    %ready = mbarrier.phase %bar, %r",
-        "    mbarrier.wait %ready",
-        f"    %so = mul %s, {T} : i32",
-        "    %slot = ptr.add %ring, %so",
-        "    %mine = ptr.add %slot, %col",
     ]
+    wait_tile(out, "    ", c, "i")
+    out.append("    %mine = ptr.add %slot, %col")
     for e in range(per):
         o = e * 4 * N
         out += [
@@ -299,10 +353,8 @@ def bulk_scale(c):
         "    barrier.cta",
         "    if %leader {",
     ]
-    tile_src(out, c, "      ", "i", "d", "dst", T)
+    store_tile(out, "      ", c)
     out += [
-        f"      %st = cp.async.bulk.global.shared::cta.bulk_group{hint(c)[0]} %d, %slot, {T}{hint(c)[1]}",
-        "      %g = cp.async.bulk.commit_group %st",
         f"      %j = add %i, {L} : i32",
         "      %more = cmp.ult %j, %cnt : i32",
         "      if %more {",
@@ -519,18 +571,10 @@ def bulkws_copy(c):
         "  %storer = cmp.eq %tid, 32 : i32",
         "  if %storer {",
         "    for %i = 0 to %cnt step 1 {",
-        f"      %s = rem.u %i, {S} : i32",
-        f"      %r = div.u %i, {S} : i32",
-        "      %bar = addr @full[%s]",
-        "      %ready = mbarrier.phase %bar, %r",
-        "      mbarrier.wait %ready",
-        f"      %so = mul %s, {T} : i32",
-        "      %slot = ptr.add %ring, %so",
     ]
-    tile_src(out, c, "      ", "i", "d", "dst", T)
+    wait_tile(out, "      ", c, "i")
+    store_tile(out, "      ", c)
     out += [
-        f"      %st = cp.async.bulk.global.shared::cta.bulk_group %d, %slot, {T}",
-        "      %g = cp.async.bulk.commit_group %st",
         "      cp.async.bulk.wait_group.read 0",
         "      %fr = addr @empty[%s]",
         "      %free = mbarrier.phase %fr, %r",
@@ -554,6 +598,8 @@ def bulk_rowsum(c):
     per = T // (4 * N)
     out = [f"kernel @{c.name}({params(c)}) {{"]
     ring_decl(out, c)
+    if c.emptybar:
+        out.append(f"  shared @empty: mbarrier[{S}]")
     out += [
         f"  shared @part: bytes[{4 * N}] align 16",
         "  %part = addr @part",
@@ -576,14 +622,8 @@ def bulk_rowsum(c):
     def load(ind, j, tag):
         """tid 0: arrive.expect_tx on full[j % S] phase j / S and load tile
         j of this CTA (row cta + (j / tpr) * ncta, column tile j % tpr)."""
+        arm_slot(out, ind, c, j, tag, T)
         out.extend([
-            f"{ind}%{tag}_s = rem.u %{j}, {S} : i32",
-            f"{ind}%{tag}_r = div.u %{j}, {S} : i32",
-            f"{ind}%{tag}_bar = addr @full[%{tag}_s]",
-            f"{ind}%{tag}_ph = mbarrier.phase %{tag}_bar, %{tag}_r",
-            f"{ind}mbarrier.arrive.expect_tx.release.cta %{tag}_ph, {T}",
-            f"{ind}%{tag}_so = mul %{tag}_s, {T} : i32",
-            f"{ind}%{tag}_slot = ptr.add %ring, %{tag}_so",
             f"{ind}%{tag}_lr = div.u %{j}, %tpr : i32",
             f"{ind}%{tag}_ct = rem.u %{j}, %tpr : i32",
             f"{ind}%{tag}_row0 = mul %{tag}_lr, %ncta : i32",
@@ -612,15 +652,9 @@ def bulk_rowsum(c):
         "  %zero = const 0.0 : f32",
         "  %tpr1 = sub %tpr, 1 : i32",
         "  %acc = for %k = 0 to %cnt step 1 iter(%a = %zero) {",
-        f"    %s = rem.u %k, {S} : i32",
-        f"    %r = div.u %k, {S} : i32",
-        "    %bar = addr @full[%s]",
-        "    %ready = mbarrier.phase %bar, %r",
-        "    mbarrier.wait %ready",
-        f"    %so = mul %s, {T} : i32",
-        "    %slot = ptr.add %ring, %so",
-        "    %mine = ptr.add %slot, %col",
     ]
+    wait_tile(out, "    ", c, "k")
+    out.append("    %mine = ptr.add %slot, %col")
     prev = "%a"
     for e in range(per):
         out += [
@@ -630,14 +664,14 @@ def bulk_rowsum(c):
     for e in range(per):
         out.append(f"    %a{e} = fadd {prev}, %x{e} : f32")
         prev = f"%a{e}"
+    # Every thread has read slot s: tid 0 refills it with tile k + S.
+    before = release_slot(out, c, "s", "r")
     out += [
-        # Every thread has read slot s: tid 0 refills it with tile k + S.
-        "    barrier.cta",
         "    if %leader {",
         f"      %j = add %k, {S} : i32",
         "      %more = cmp.ult %j, %cnt : i32",
         "      if %more {",
-    ]
+    ] + ([before] if before else [])
     load("        ", "j", "n")
     out += [
         "      }",
@@ -691,7 +725,7 @@ def bulk_stencil(c):
     per = W // N
     out = [f"kernel @{c.name}(%src: ptr<global> align 16, %dst: ptr<global> align 16, %w: i32, %rb: i32) {{",
            f"  shared @ring: bytes[{S * slot}] align 128",
-           f"  shared @full: mbarrier[{S}]",
+           f"  shared @full: mbarrier[{S}]"] + ([f"  shared @empty: mbarrier[{S}]"] if c.emptybar else []) + [
            "  %tid = sreg tid.x",
            "  %ring = addr @ring",
            "  %leader = cmp.eq %tid, 0 : i32",
@@ -714,14 +748,8 @@ def bulk_stencil(c):
 
     def load(ind, j, tag):
         """tid 0: input row row0 + j of the strip into slot j % S (phase j / S)."""
+        arm_slot(out, ind, c, j, tag, slot)
         out.extend([
-            f"{ind}%{tag}_s = rem.u %{j}, {S} : i32",
-            f"{ind}%{tag}_r = div.u %{j}, {S} : i32",
-            f"{ind}%{tag}_bar = addr @full[%{tag}_s]",
-            f"{ind}%{tag}_ph = mbarrier.phase %{tag}_bar, %{tag}_r",
-            f"{ind}mbarrier.arrive.expect_tx.release.cta %{tag}_ph, {slot}",
-            f"{ind}%{tag}_so = mul %{tag}_s, {slot} : i32",
-            f"{ind}%{tag}_slot = ptr.add %ring, %{tag}_so",
             f"{ind}%{tag}_row = add %row0, %{j} : i32",
             f"{ind}%{tag}_row64 = zext %{tag}_row : i32 to i64",
             f"{ind}%{tag}_ro = mul %{tag}_row64, %pitchb64 : i64",
@@ -780,11 +808,11 @@ def bulk_stencil(c):
                 f"    %y{e} = fadd %t0_{e}, %t1_{e} : f32",
                 f"    %po{e} = ptr.add %drow, {e * 4 * N}",
                 f"    st %po{e}, %y{e} : f32"]
-    out += ["    barrier.cta",
-            "    if %leader {",
+    before = release_slot(out, c, "up_s", "up_q")
+    out += ["    if %leader {",
             f"      %k = add %r, {S} : i32",
             "      %more = cmp.ult %k, %nrows : i32",
-            "      if %more {"]
+            "      if %more {"] + ([before] if before else [])
     load("        ", "k", "n")
     out += ["      }",
             "    }",
@@ -869,6 +897,7 @@ def main():
     ap.add_argument("--hint", action="store_true", help="L2 cache-hint policy parameter on the bulk copies")
     ap.add_argument("--nobar", action="store_true", help="cpa: no barrier before each refill")
     ap.add_argument("--chunk", action="store_true", help="ring: contiguous runs of tiles per CTA, not the grid stride")
+    ap.add_argument("--emptybar", action="store_true", help="rowsum/stencil: free slots through empty mbarriers, not barrier.cta")
     ap.add_argument("--fullwait", action="store_true", help="bulk copy: wait_group (not .read) before a refill")
     ap.add_argument("--stages", type=int, default=4)
     ap.add_argument("--tile", type=int, default=8192, help="tile bytes")
@@ -888,7 +917,8 @@ def main():
     threads = a.threads or {"bulkws": 64}.get(a.mech, 32 if a.mech != "cpa" and a.job == "copy" else 256)
     stages = 1 if a.mech == "bulk1" else a.stages
     c = Cfg(a.job, a.mech, stages, a.tile, threads, a.lookahead, hint=a.hint, nobar=a.nobar,
-            fullwait=a.fullwait, chunk=a.chunk)
+            fullwait=a.fullwait, chunk=a.chunk,
+            emptybar=a.emptybar)
     if a.name:
         print(c.name)
         return

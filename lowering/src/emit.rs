@@ -865,16 +865,7 @@ impl<'a> KernelEmitter<'a> {
             ops.push(self.arg(a, "i64"));
             text.push(format!("${}", ops.len() - 1));
         }
-        let spelled = PtxOp {
-            family: p.family,
-            quals: p
-                .quals
-                .iter()
-                .copied()
-                .filter(|&q| hint || q != Qual::L2CacheHint)
-                .collect(),
-        };
-        self.asm(&format!("{spelled} {};", text.join(", ")), &ops);
+        self.asm(&format!("{p} {};", text.join(", ")), &ops);
     }
 
     /// `cp.async` with both `ignore-src` and `.L2::cache_hint`, as two

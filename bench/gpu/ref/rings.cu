@@ -72,6 +72,12 @@ template <int N> __device__ __forceinline__ void bulk_wait_read() {
 
 __device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
 
+template <int S> __device__ __forceinline__ void init_full(uint64_t *full) {
+  for (int s = 0; s < S; ++s)
+    mbar_init(&full[s], 1);
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
 __device__ __forceinline__ uint32_t my_count(int ntiles) {
   int c = blockIdx.x, n = gridDim.x;
   return c < ntiles ? (ntiles - c + n - 1) / n : 0;
@@ -84,9 +90,7 @@ __device__ __forceinline__ void bulk_copy_ring(const char *src, char *dst, int n
   uint32_t cnt = my_count(ntiles);
   if (threadIdx.x != 0)
     return;
-  for (int s = 0; s < S; ++s)
-    mbar_init(&full[s], 1);
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  init_full<S>(full);
   const size_t stride = size_t(gridDim.x) * T;
   const char *g = src + size_t(blockIdx.x) * T;
   char *d = dst + size_t(blockIdx.x) * T;
@@ -119,9 +123,7 @@ __device__ __forceinline__ void dyn_copy_ring(const char *src, char *dst, int nt
   __shared__ alignas(8) uint64_t full[S];
   if (threadIdx.x != 0)
     return;
-  for (int s = 0; s < S; ++s)
-    mbar_init(&full[s], 1);
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  init_full<S>(full);
   uint32_t tile[S];
   uint32_t cnt = 0;
   bool more = true;
