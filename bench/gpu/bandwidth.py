@@ -63,14 +63,15 @@ STENCIL_RB = (32, 128, 512)  # cpflow stencil: rows per CTA (swept)
 
 CPF_RE = re.compile(
     r"^(bulk1|bulkws|bulk|cpa)_(copy|scale|rowsum|stencil)_s(\d+)_t(\d+)k(?:_l(\d+))?(?:_w(\d+))?(_h)?(_nb)?(_wf)?(_c)?(_e)?$")
-CU_RE = re.compile(r"^cu_(bulk|dyn|ws|cpa)_copy_s(\d+)_t(\d+)k(?:_l(\d+))?(?:_w(\d+))?$")
+CU_RE = re.compile(r"^cu_(bulk|dyn|ws|cpadyn|cpa)_copy_s(\d+)_t(\d+)k(?:_l(\d+))?(?:_w(\d+))?$")
 # family of a kernel: (source, mech) -> name; the bulk ring launched with one
 # tile per CTA is its own family ("bulk-ring-1tile").
 FAMILY = {("cpf", "bulk"): "bulk-ring", ("cpf", "bulk1"): "bulk-single", ("cpf", "bulk_wf"): "bulk-ring-wf",
           ("cpf", "bulk_c"): "bulk-ring-chunk", ("cpf", "cpa_c"): "cpasync-ring-chunk",
           ("cpf", "bulk_e"): "bulk-ring-empty", ("cpf", "bulkws"): "bulk-ws-ring",
           ("cpf", "cpa"): "cpasync-ring", ("cpf", "cpa_nb"): "cpasync-ring-nb",
-          ("cu", "bulk"): "cuda-bulk-ring", ("cu", "ws"): "cuda-ws-ring", ("cu", "dyn"): "cuda-dyn-ring", ("cu", "cpa"): "cuda-cpasync-ring"}
+          ("cu", "bulk"): "cuda-bulk-ring", ("cu", "ws"): "cuda-ws-ring", ("cu", "dyn"): "cuda-dyn-ring",
+          ("cu", "cpadyn"): "cuda-cpasync-dyn-ring", ("cu", "cpa"): "cuda-cpasync-ring"}
 
 
 def parse_cpf(name):
@@ -94,7 +95,7 @@ def parse_cu(name):
     mech, S, T, L, W = m.groups()
     S, T = int(S), int(T) * 1024
     threads = {"bulk": 32, "dyn": 32, "ws": 64}.get(mech) or int(W)
-    smem = S * T + {"bulk": 8 * S, "dyn": 8 * S, "ws": 16 * S, "cpa": 0}[mech]
+    smem = S * T + {"bulk": 8 * S, "dyn": 8 * S, "ws": 16 * S, "cpa": 0, "cpadyn": 8 * S}[mech]
     return dict(name=name, src="cu", mech=mech, job="copy", stages=S, tile=T, hint=False,
                 threads=threads, smem=smem, family=FAMILY[("cu", mech)], ring=mech in ("bulk", "ws", "cpa"))
 
@@ -128,10 +129,11 @@ def cuda_kernels(only=None, build=True):
         subprocess.run([nvcc, "-arch=sm_90a", "-cubin", "-O3", "-o", cubin, RINGS_CU], check=True)
     if not os.path.exists(cubin):
         return []
-    spell = {"BULK": "cu_bulk_copy_s{}_t{}k_l{}", "DYN": "cu_dyn_copy_s{}_t{}k_l{}", "WS": "cu_ws_copy_s{}_t{}k", "CPA": "cu_cpa_copy_s{}_t{}k_w{}"}
+    spell = {"BULK": "cu_bulk_copy_s{}_t{}k_l{}", "DYN": "cu_dyn_copy_s{}_t{}k_l{}", "WS": "cu_ws_copy_s{}_t{}k", "CPA": "cu_cpa_copy_s{}_t{}k_w{}",
+             "CPADYN": "cu_cpadyn_copy_s{}_t{}k_w{}"}
     out = []
     with open(RINGS_CU) as f:
-        for macro, args in re.findall(r"^(BULK|DYN|WS|CPA)\(([^)]*)\)$", f.read(), re.M):
+        for macro, args in re.findall(r"^(BULK|DYN|WS|CPADYN|CPA)\(([^)]*)\)$", f.read(), re.M):
             name = spell[macro].format(*(int(v) for v in args.split(",")))
             if only and not re.search(only, name):
                 continue
@@ -181,7 +183,7 @@ class Loaded:
             a.append(np.float32(SCALE_A))
         if k["hint"]:
             a.append(np.uint64(EVICT_FIRST))
-        if k["mech"] == "dyn":
+        if k["mech"] in ("dyn", "cpadyn"):
             a.append(np.uint64(tile_counter().data_ptr()))
         return a
 

@@ -13,6 +13,7 @@
 //                          thread waits on empty[s] and loads on full[s]; a
 //                          consumer thread (warp 1) waits on full[s], stores,
 //                          `wait_group.read 0`, arrives on empty[s]. 64 threads.
+//  cu_cpadyn_copy_sS_tTk_wN  the cp.async ring with tiles from the counter.
 //  cu_cpa_copy_sS_tTk_wN   the shape of gen.py's `cpa` ring: each thread
 //                          copies its 16-byte chunks with cp.async.cg, one
 //                          group per tile, S-1 tiles ahead, ld.shared.v4 +
@@ -225,6 +226,65 @@ __device__ __forceinline__ void cpa_copy_ring(const char *src, char *dst, int nt
   asm volatile("cp.async.wait_all;" ::: "memory");
 }
 
+// The cp.async ring with tiles from a global counter: thread 0 takes the
+// tile of the slot it is about to refill before the per-tile barrier, every thread copies its chunks of it; a CTA stops at the first
+// tile >= ntiles. counter as in dyn_copy_ring.
+template <int S, int T, int N>
+__device__ __forceinline__ void cpa_dyn_copy_ring(const char *src, char *dst, int ntiles, unsigned *counter) {
+  constexpr int PER = T / (16 * N);
+  __shared__ alignas(128) char ring[S * T];
+  // tile of the CTA's j-th tile at j % 2S: the entry written for tile
+  // i + S - 1 is not the one other threads may still read for tile i - 1
+  __shared__ uint32_t tile_of[2 * S];
+  const int col = threadIdx.x * 16;
+  char *mine = ring + col;
+  auto grab = [&](uint32_t j) {
+    if (threadIdx.x == 0)
+      tile_of[j % (2 * S)] = atomicAdd(counter, 1u);
+  };
+  auto issue = [&](uint32_t j) {
+    uint32_t t = tile_of[j % (2 * S)];
+    bool in = t < uint32_t(ntiles);
+    const char *g = src + size_t(in ? t : 0) * T + col;
+    for (int e = 0; e < PER; ++e)
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(
+                       smem_addr(mine + (j % S) * T + e * 16 * N)),
+                   "l"(g + e * 16 * N), "r"(in ? 16 : 0)
+                   : "memory");
+    asm volatile("cp.async.commit_group;" ::: "memory");
+  };
+  for (uint32_t j = 0; j < S - 1; ++j)
+    grab(j);
+  __syncthreads();
+  for (uint32_t j = 0; j < S - 1; ++j)
+    issue(j);
+  for (uint32_t i = 0;; ++i) {
+    // slot (i + S - 1) % S held tile i - 1, read back by every thread in
+    // the previous iteration: the barrier orders those reads (and the
+    // tile_of entry) before the refill
+    grab(i + S - 1);
+    __syncthreads();
+    uint32_t t = tile_of[i % (2 * S)];
+    if (t >= uint32_t(ntiles))
+      break;
+    issue(i + S - 1);
+    asm volatile("cp.async.wait_group %0;" ::"n"(S - 1) : "memory");
+    char *d = dst + size_t(t) * T + col;
+    for (int e = 0; e < PER; ++e) {
+      int4 v = *reinterpret_cast<const int4 *>(mine + (i % S) * T + e * 16 * N);
+      *reinterpret_cast<int4 *>(d + e * 16 * N) = v;
+    }
+  }
+  asm volatile("cp.async.wait_all;" ::: "memory");
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(counter + 1, 1u) == gridDim.x - 1) {
+      counter[0] = 0;
+      counter[1] = 0;
+    }
+  }
+}
+
 #define BULK(S, T, L)                                                                                     \
   extern "C" __global__ void cu_bulk_copy_s##S##_t##T##k_l##L(const char *src, char *dst, int ntiles) {  \
     bulk_copy_ring<S, T * 1024, L>(src, dst, ntiles);                                                    \
@@ -233,6 +293,11 @@ __device__ __forceinline__ void cpa_copy_ring(const char *src, char *dst, int nt
   extern "C" __global__ void cu_dyn_copy_s##S##_t##T##k_l##L(const char *src, char *dst, int ntiles,      \
                                                              unsigned *counter) {                        \
     dyn_copy_ring<S, T * 1024, L>(src, dst, ntiles, counter);                                            \
+  }
+#define CPADYN(S, T, N)                                                                                   \
+  extern "C" __global__ void cu_cpadyn_copy_s##S##_t##T##k_w##N(const char *src, char *dst, int ntiles,   \
+                                                                unsigned *counter) {                     \
+    cpa_dyn_copy_ring<S, T * 1024, N>(src, dst, ntiles, counter);                                        \
   }
 #define WS(S, T)                                                                                          \
   extern "C" __global__ void cu_ws_copy_s##S##_t##T##k(const char *src, char *dst, int ntiles) {         \
@@ -257,6 +322,9 @@ WS(8, 4)
 WS(8, 2)
 WS(16, 2)
 CPA(4, 2, 128)
+CPADYN(4, 2, 128)
+CPADYN(8, 2, 128)
+CPADYN(4, 8, 256)
 CPA(8, 2, 128)
 CPA(4, 4, 256)
 CPA(4, 8, 256)
