@@ -73,6 +73,17 @@ template <int N> __device__ __forceinline__ void bulk_wait_read() {
 
 __device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
 
+// One thread per CTA, after the CTA's last tile: counts the CTA done; the
+// last CTA zeroes the tile counter (counter[0]) and itself (counter[1]) for
+// the next launch (every CTA has taken its last tile by then).
+__device__ __forceinline__ void reset_counter(unsigned *counter) {
+  __threadfence();
+  if (atomicAdd(counter + 1, 1u) == gridDim.x - 1) {
+    counter[0] = 0;
+    counter[1] = 0;
+  }
+}
+
 template <int S> __device__ __forceinline__ void init_full(uint64_t *full) {
   for (int s = 0; s < S; ++s)
     mbar_init(&full[s], 1);
@@ -150,11 +161,7 @@ __device__ __forceinline__ void dyn_copy_ring(const char *src, char *dst, int nt
     }
   }
   bulk_wait_all();
-  __threadfence();
-  if (atomicAdd(counter + 1, 1u) == gridDim.x - 1) {
-    counter[0] = 0;
-    counter[1] = 0;
-  }
+  reset_counter(counter);
 }
 
 template <int S, int T>
@@ -276,13 +283,8 @@ __device__ __forceinline__ void cpa_dyn_copy_ring(const char *src, char *dst, in
     }
   }
   asm volatile("cp.async.wait_all;" ::: "memory");
-  if (threadIdx.x == 0) {
-    __threadfence();
-    if (atomicAdd(counter + 1, 1u) == gridDim.x - 1) {
-      counter[0] = 0;
-      counter[1] = 0;
-    }
-  }
+  if (threadIdx.x == 0)
+    reset_counter(counter);
 }
 
 #define BULK(S, T, L)                                                                                     \
@@ -322,9 +324,9 @@ WS(8, 4)
 WS(8, 2)
 WS(16, 2)
 CPA(4, 2, 128)
-CPADYN(4, 2, 128)
-CPADYN(8, 2, 128)
-CPADYN(4, 8, 256)
 CPA(8, 2, 128)
 CPA(4, 4, 256)
 CPA(4, 8, 256)
+CPADYN(4, 2, 128)
+CPADYN(8, 2, 128)
+CPADYN(4, 8, 256)
