@@ -7,8 +7,11 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out="$root/bench/gpu/build"
 cd "$root"
-cargo build -q --release 2>/dev/null
-cpflow="$root/target/release/cpflow"
+# CPFLOW=path/to/cpflow uses that binary instead of building the release one.
+if [ -z "${CPFLOW:-}" ]; then
+  cargo build -q --release 2>/dev/null
+fi
+cpflow="${CPFLOW:-$root/target/release/cpflow}"
 rm -rf "$out"
 mkdir -p "$out/cpf" "$out/ptx"
 python3 bench/gpu/gen.py --all "$out/cpf" >/dev/null

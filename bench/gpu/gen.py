@@ -1,25 +1,32 @@
 #!/usr/bin/env python3
-"""Emit cpflow IR (.cpf) for the streaming-bandwidth kernels of bench/gpu.
+"""Emit cpflow IR (.cpf) for the bandwidth kernels of bench/gpu.
 
-Two jobs, each with two copy mechanisms:
+Jobs and copy mechanisms (the table BODIES maps each pair to its emitter):
 
-  job copy   y = x          job scale  y = a * x   (f32)
-  mech bulk  cp.async.bulk ring (sm_90): one elected thread issues the
-             global->shared::cluster loads on mbarriers (arrive.expect_tx) and
-             the shared->global bulk stores (bulk_group, wait_group.read
-             before a slot is reused).
-  mech bulk1 one tile per CTA (grid = ntiles), same copies, no ring: the
-             "let the block scheduler pipeline" variant.
-  mech cpa   cp.async ring (sm_80 style): every thread copies 16-byte chunks
-             with cp.async.cg, one commit group per tile, wait_group N derived
-             from a window of loop-carried groups, ordinary ld/st back out.
+  job copy    y = x              job scale   y = a * x   (f32)
+  job rowsum  y[r] = sum of row r of an nrows x (tpr * T/4) f32 matrix
+  job stencil 5-point stencil over a zero-padded f32 grid (bulk_stencil)
+  mech bulk   cp.async.bulk ring (sm_90): one elected thread issues the
+              global->shared::cluster loads on mbarriers (arrive.expect_tx) and
+              the shared->global bulk stores (bulk_group, wait_group.read
+              before a slot is reused); `_wf` waits for the writes too.
+  mech bulkws warp-specialised bulk ring (copy): a producer thread waits for
+              free slots on @empty, a storer thread releases them.
+  mech bulk1  one tile per CTA (grid = ntiles), same copies, no ring: the
+              "let the block scheduler pipeline" variant.
+  mech cpa    cp.async ring (sm_80 style): every thread copies 16-byte chunks
+              with cp.async.cg, one commit group per tile, wait_group N derived
+              from a window of loop-carried groups, ordinary ld/st back out;
+              `_nb` without the barrier before each refill.
 
-Ring kernels loop with a grid stride: CTA c handles tiles c, c + nctaid,
-c + 2*nctaid..., so they run persistent (a few CTAs per SM) or with one tile
-per CTA (grid = ntiles). Parameters: (src, dst, ntiles[, a][, policy]); with
---hint the bulk copies carry .L2::cache_hint and take the 64-bit cache policy
-as the last parameter. The kernel assumes blockDim.x = threads (bulk copy
-jobs: only thread 0 works; launch them with 32 threads).
+Copy and scale rings loop with a grid stride: CTA c handles tiles c,
+c + nctaid, c + 2*nctaid... (`_c`: a contiguous run of tiles), so they run
+persistent (a few CTAs per SM), with a few tiles per CTA, or with one tile
+per CTA (grid = ntiles). Parameters: (src, dst, ntiles[, a][, policy]);
+rowsum (src, dst, nrows, tpr); stencil (src, dst, w, rb). With --hint the
+bulk copies carry .L2::cache_hint and take the 64-bit cache policy as the
+last parameter. The kernel assumes blockDim.x = threads (one-thread bulk copy
+kernels: launch them with 32 threads).
 
 Usage:
   gen.py --job copy --mech bulk --stages 4 --tile 8192 --lookahead 2 -o out.cpf
@@ -31,25 +38,35 @@ import os
 import sys
 
 SMEM_LIMIT = 48 * 1024  # static shared memory per CTA (0xc000)
+STENCIL_C0, STENCIL_C1 = 0.5, 0.125  # y = C0 * x + C1 * (sum of the 4 neighbours)
 
 
 class Cfg:
-    def __init__(self, job, mech, stages, tile, threads, lookahead=None, hint=False):
+    def __init__(self, job, mech, stages, tile, threads, lookahead=None, hint=False, nobar=False,
+                 fullwait=False, chunk=False, emptybar=False):
         self.hint = hint
+        self.emptybar = emptybar
+        self.chunk = chunk
+        self.nobar = nobar
+        self.fullwait = fullwait
         self.job = job
         self.mech = mech
         self.stages = stages
         self.tile = tile
         self.threads = threads
         if lookahead is None:
-            lookahead = stages - 1 if mech == "cpa" or job == "scale" else max(1, stages // 2)
+            lookahead = stages - 1 if mech == "cpa" or job != "copy" else max(1, stages // 2)
         self.lookahead = lookahead
         self.check()
 
     def check(self):
         S, T, L, N = self.stages, self.tile, self.lookahead, self.threads
-        assert self.job in ("copy", "scale") and self.mech in ("bulk", "bulk1", "cpa")
-        assert not self.hint or self.mech != "cpa"
+        assert (self.job, self.mech) in BODIES
+        assert not self.hint or self.mech in ("bulk", "bulk1")
+        assert not self.nobar or self.mech == "cpa"
+        assert not self.fullwait or (self.mech, self.job) == ("bulk", "copy")
+        assert not self.emptybar or self.job in ("rowsum", "stencil")
+        assert not self.chunk or (self.mech in ("bulk", "cpa") and self.job in ("copy", "scale"))
         if self.mech == "bulk1":
             assert S == 1
         else:
@@ -58,12 +75,18 @@ class Cfg:
         assert self.smem() <= SMEM_LIMIT, "ring does not fit 48 KiB of static shared memory"
         if self.mech == "cpa":
             assert T % (16 * N) == 0, "tile must be a multiple of 16 bytes per thread"
-        if self.mech != "cpa" and self.job == "scale":
+        if self.mech != "cpa" and self.job in ("scale", "rowsum", "stencil"):
             assert T % (4 * N) == 0
-        if self.mech != "cpa" and self.job == "copy":
+        if self.job == "stencil":
+            assert S >= 3, "output row r needs input rows r, r+1, r+2 resident"
+        if self.mech == "bulkws":
+            assert N == 64
+        elif self.mech != "cpa" and self.job == "copy":
             assert N == 32
 
     def smem(self):
+        if self.job == "stencil":
+            return self.stages * (self.tile + 32) + 8 * self.stages
         return self.stages * self.tile + (8 * self.stages if self.mech != "cpa" else 0)
 
     @property
@@ -71,19 +94,12 @@ class Cfg:
         n = f"{self.mech}_{self.job}_s{self.stages}_t{self.tile // 1024}k"
         if self.mech == "bulk" and (self.job == "copy" or self.lookahead != self.stages - 1):
             n += f"_l{self.lookahead}"
-        if self.job == "scale" or self.mech == "cpa":
+        if self.job != "copy" or self.mech == "cpa":
             n += f"_w{self.threads}"
-        return n + ("_h" if self.hint else "")
+        return n + ("_h" if self.hint else "") + ("_nb" if self.nobar else "") + ("_wf" if self.fullwait else "") + ("_c" if self.chunk else "") + ("_e" if self.emptybar else "")
 
     def module(self):
-        body = {
-            ("bulk", "copy"): bulk_copy,
-            ("bulk", "scale"): bulk_scale,
-            ("bulk1", "copy"): single_tile,
-            ("bulk1", "scale"): single_tile,
-            ("cpa", "copy"): cpa_kernel,
-            ("cpa", "scale"): cpa_kernel,
-        }[(self.mech, self.job)](self)
+        body = BODIES[(self.job, self.mech)](self)
         head = (f"// Generated by bench/gpu/gen.py: job={self.job} mech={self.mech} "
                 f"stages={self.stages} tile={self.tile} lookahead={self.lookahead} "
                 f"threads={self.threads} hint={int(self.hint)}\n")
@@ -92,6 +108,8 @@ class Cfg:
 
 
 def params(c):
+    if c.job == "rowsum":
+        return "%src: ptr<global> align 16, %dst: ptr<global> align 16, %nrows: i32, %tpr: i32"
     p = "%src: ptr<global> align 16, %dst: ptr<global> align 16, %ntiles: i32"
     if c.job == "scale":
         p += ", %a: f32"
@@ -105,44 +123,100 @@ def hint(c):
     return (".L2::cache_hint", ", %policy") if c.hint else ("", "")
 
 
-def my_count(out):
-    """Number of tiles of this CTA: ceil((ntiles - cta) / ncta) (0 if cta >= ntiles)."""
+def my_count(out, c):
+    """Number of tiles of this CTA. Grid stride: ceil((ntiles - cta) / ncta)
+    (0 if cta >= ntiles). Chunked (`_c`): the CTA's tiles are the contiguous
+    run [cta * tpc, min(cta * tpc + tpc, ntiles)), tpc = ceil(ntiles / ncta)."""
     out += [
         "  %cta = sreg ctaid.x",
         "  %ncta = sreg nctaid.x",
-        "  %rest = sub %ntiles, %cta : i32",
         "  %ncta1 = sub %ncta, 1 : i32",
-        "  %rest1 = add %rest, %ncta1 : i32",
-        "  %has = cmp.slt %cta, %ntiles : i32",
-        "  %cnt0 = div.u %rest1, %ncta : i32",
-        "  %cnt = select %has, %cnt0, 0 : i32",
     ]
+    if c.chunk:
+        out += [
+            "  %tpc0 = add %ntiles, %ncta1 : i32",
+            "  %tpc = div.u %tpc0, %ncta : i32",
+            "  %first = mul %cta, %tpc : i32",
+            "  %has = cmp.slt %first, %ntiles : i32",
+            "  %left = sub %ntiles, %first : i32",
+            "  %short = cmp.ult %left, %tpc : i32",
+            "  %cnt0 = select %short, %left, %tpc : i32",
+            "  %cnt = select %has, %cnt0, 0 : i32",
+        ]
+    else:
+        out += [
+            "  %rest = sub %ntiles, %cta : i32",
+            "  %rest1 = add %rest, %ncta1 : i32",
+            "  %has = cmp.slt %cta, %ntiles : i32",
+            "  %cnt0 = div.u %rest1, %ncta : i32",
+            "  %cnt = select %has, %cnt0, 0 : i32",
+        ]
 
 
-def tile_src(out, ind, i, name, base, T):
-    """%name = base + (cta + i*ncta) * T  (global, i64 arithmetic)."""
+def tile_src(out, c, ind, i, name, base, T):
+    """%name = base + k * T (global, i64 arithmetic) for the CTA's tile i:
+    k = cta + i * ncta (grid stride) or first + i (chunked)."""
+    if c.chunk:
+        out.append(f"{ind}%{name}_k = add %first, %{i} : i32")
+    else:
+        out += [
+            f"{ind}%{name}_k0 = mul %{i}, %ncta : i32",
+            f"{ind}%{name}_k = add %{name}_k0, %cta : i32",
+        ]
     out += [
-        f"{ind}%{name}_k0 = mul %{i}, %ncta : i32",
-        f"{ind}%{name}_k = add %{name}_k0, %cta : i32",
         f"{ind}%{name}_k64 = zext %{name}_k : i32 to i64",
         f"{ind}%{name}_off = mul %{name}_k64, {T} : i64",
         f"{ind}%{name} = ptr.add %{base}, %{name}_off",
     ]
 
 
-def issue_load(out, ind, c, j, tag):
-    """tid 0: arrive.expect_tx on full[j % S] phase j / S and bulk-load tile j."""
+def wait_tile(out, ind, c, i):
+    """Wait for the CTA's tile %i on full[i % S] (phase i / S); %s, %r and
+    %slot (its shared-memory slot) are defined after."""
     S, T = c.stages, c.tile
+    out += [
+        f"{ind}%s = rem.u %{i}, {S} : i32",
+        f"{ind}%r = div.u %{i}, {S} : i32",
+        f"{ind}%bar = addr @full[%s]",
+        f"{ind}%ready = mbarrier.phase %bar, %r",
+        f"{ind}mbarrier.wait %ready",
+        f"{ind}%so = mul %s, {T} : i32",
+        f"{ind}%slot = ptr.add %ring, %so",
+    ]
+
+
+def store_tile(out, ind, c):
+    """Bulk-store slot %slot to the CTA's tile %i of dst and commit it (%g)."""
+    T = c.tile
+    q, pol = hint(c)
+    tile_src(out, c, ind, "i", "d", "dst", T)
+    out += [
+        f"{ind}%st = cp.async.bulk.global.shared::cta.bulk_group{q} %d, %slot, {T}{pol}",
+        f"{ind}%g = cp.async.bulk.commit_group %st",
+    ]
+
+
+def arm_slot(out, ind, c, j, tag, nbytes):
+    """tid 0, before loading the CTA's j-th tile (nbytes) into ring slot
+    j % S: arrive.expect_tx on full[j % S] phase j / S (%TAG_ph), and the
+    slot's address (%TAG_slot)."""
+    S = c.stages
     out += [
         f"{ind}%{tag}_s = rem.u %{j}, {S} : i32",
         f"{ind}%{tag}_r = div.u %{j}, {S} : i32",
         f"{ind}%{tag}_bar = addr @full[%{tag}_s]",
         f"{ind}%{tag}_ph = mbarrier.phase %{tag}_bar, %{tag}_r",
-        f"{ind}mbarrier.arrive.expect_tx.release.cta %{tag}_ph, {T}",
-        f"{ind}%{tag}_so = mul %{tag}_s, {T} : i32",
+        f"{ind}mbarrier.arrive.expect_tx.release.cta %{tag}_ph, {nbytes}",
+        f"{ind}%{tag}_so = mul %{tag}_s, {nbytes} : i32",
         f"{ind}%{tag}_slot = ptr.add %ring, %{tag}_so",
     ]
-    tile_src(out, ind, j, f"{tag}_g", "src", T)
+
+
+def issue_load(out, ind, c, j, tag):
+    """tid 0: arrive.expect_tx on full[j % S] phase j / S and bulk-load tile j."""
+    T = c.tile
+    arm_slot(out, ind, c, j, tag, T)
+    tile_src(out, c, ind, j, f"{tag}_g", "src", T)
     q, pol = hint(c)
     out.append(f"{ind}%{tag}_t = cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes{q} "
                f"%{tag}_slot, %{tag}_g, {T}, %{tag}_ph{pol}")
@@ -160,16 +234,41 @@ def ring_decl(out, c):
 
 
 def init_bars(out, c):
+    """tid 0 initialises full[S] (one arrival each) and, for `_e`, empty[S]
+    (one arrival per thread); then a CTA barrier."""
     out += [
         "  if %leader {",
         f"    for %b = 0 to {c.stages} step 1 {{",
         "      %fb = addr @full[%b]",
         "      mbarrier.init %fb, 1",
+    ]
+    if c.emptybar:
+        out += [
+            "      %eb = addr @empty[%b]",
+            f"      mbarrier.init %eb, {c.threads}",
+        ]
+    out += [
         "    }",
         "    fence.mbarrier_init.release.cluster",
         "  }",
         "  barrier.cta",
     ]
+
+
+def release_slot(out, c, s, r):
+    """Every thread is done reading slot s (holding phase r of full[s]):
+    `barrier.cta`, or for `_e` each thread arrives on phase r of empty[s]
+    and tid 0 (below, before the refill) waits for that phase. Returns the
+    line tid 0 runs before refilling the slot ("" for the barrier)."""
+    if not c.emptybar:
+        out.append("    barrier.cta")
+        return ""
+    out += [
+        f"    %fe = addr @empty[%{s}]",
+        f"    %fph = mbarrier.phase %fe, %{r}",
+        "    mbarrier.arrive.release.cta %fph",
+    ]
+    return "        mbarrier.wait %fph"
 
 
 def prologue(out, c):
@@ -191,31 +290,24 @@ def bulk_copy(c):
     S, T, L = c.stages, c.tile, c.lookahead
     out = [f"kernel @{c.name}({params(c)}) {{"]
     ring_decl(out, c)
-    my_count(out)
+    my_count(out, c)
     init_bars(out, c)
     prologue(out, c)
     out += [
         "  if %leader {",
         "    for %i = 0 to %cnt step 1 {",
-        f"      %s = rem.u %i, {S} : i32",
-        f"      %r = div.u %i, {S} : i32",
-        "      %bar = addr @full[%s]",
-        "      %ready = mbarrier.phase %bar, %r",
-        "      mbarrier.wait %ready",
-        f"      %so = mul %s, {T} : i32",
-        "      %slot = ptr.add %ring, %so",
     ]
-    tile_src(out, "      ", "i", "d", "dst", T)
+    wait_tile(out, "      ", c, "i")
+    store_tile(out, "      ", c)
     out += [
-        f"      %st = cp.async.bulk.global.shared::cta.bulk_group{hint(c)[0]} %d, %slot, {T}{hint(c)[1]}",
-        "      %g = cp.async.bulk.commit_group %st",
         f"      %j = add %i, {L} : i32",
         "      %more = cmp.ult %j, %cnt : i32",
         "      if %more {",
         # Slot j % S last held tile j - S; the stores committed after its
         # store are those of tiles j-S+1 .. i, S - L of them: wait_group.read
-        # S-L leaves exactly those pending.
-        f"        cp.async.bulk.wait_group.read {S - L}",
+        # S-L leaves exactly those pending (`_wf`: wait for the writes too,
+        # which bounds the stores in flight to S - L).
+        f"        cp.async.bulk.wait_group{'' if c.fullwait else '.read'} {S - L}",
     ]
     issue_load(out, "        ", c, "j", "n")
     out += [
@@ -236,21 +328,15 @@ def bulk_scale(c):
     per = T // (4 * N)
     out = [f"kernel @{c.name}({params(c)}) {{"]
     ring_decl(out, c)
-    my_count(out)
+    my_count(out, c)
     out += ["  %col = mul %tid, 4 : i32"]
     init_bars(out, c)
     prologue(out, c)
     out += [
         "  for %i = 0 to %cnt step 1 {",
-        f"    %s = rem.u %i, {S} : i32",
-        f"    %r = div.u %i, {S} : i32",
-        "    %bar = addr @full[%s]",
-        "    %ready = mbarrier.phase %bar, %r",
-        "    mbarrier.wait %ready",
-        f"    %so = mul %s, {T} : i32",
-        "    %slot = ptr.add %ring, %so",
-        "    %mine = ptr.add %slot, %col",
     ]
+    wait_tile(out, "    ", c, "i")
+    out.append("    %mine = ptr.add %slot, %col")
     for e in range(per):
         o = e * 4 * N
         out += [
@@ -267,10 +353,8 @@ def bulk_scale(c):
         "    barrier.cta",
         "    if %leader {",
     ]
-    tile_src(out, "      ", "i", "d", "dst", T)
+    store_tile(out, "      ", c)
     out += [
-        f"      %st = cp.async.bulk.global.shared::cta.bulk_group{hint(c)[0]} %d, %slot, {T}{hint(c)[1]}",
-        "      %g = cp.async.bulk.commit_group %st",
         f"      %j = add %i, {L} : i32",
         "      %more = cmp.ult %j, %cnt : i32",
         "      if %more {",
@@ -352,7 +436,7 @@ def cpa_kernel(c):
     that every iteration commits one group; the window of pending groups is
     carried through the loop so wait_group N is derived. Each thread reads
     back only the bytes it copied itself; a CTA barrier before each refill
-    still orders the slot's reads before its overwrite (the checker needs it)."""
+    orders the slot's reads before its overwrite unless `nobar` (`_nb`)."""
     S, T, L, N = c.stages, c.tile, c.lookahead, c.threads
     per = T // (16 * N)
     out = [f"kernel @{c.name}({params(c)}) {{"]
@@ -361,7 +445,7 @@ def cpa_kernel(c):
         "  %tid = sreg tid.x",
         "  %ring = addr @ring",
     ]
-    my_count(out)
+    my_count(out, c)
     out += [
         "  %col = mul %tid, 16 : i32",
         "  %col64 = zext %col : i32 to i64",
@@ -381,7 +465,7 @@ def cpa_kernel(c):
             # anyway so the address stays inside the buffer.
             f"{ind}%{tag}_jc = select %{tag}_in, %{j}, 0 : i32",
         ])
-        tile_src(out, ind, f"{tag}_jc", f"{tag}_g", "srct", T)
+        tile_src(out, c, ind, f"{tag}_jc", f"{tag}_g", "srct", T)
         toks = []
         for e in range(per):
             o = e * 16 * N
@@ -402,10 +486,12 @@ def cpa_kernel(c):
     res = ", ".join(f"%h{q}" for q in range(L))
     out.append(f"  {res} = for %i = 0 to %cnt step 1 iter({win}) {{")
     out.append(f"    %j = add %i, {L} : i32")
-    # Slot (i+L) % S held tile i+L-S, read back in an earlier iteration:
-    # the barrier orders those reads before the copies that overwrite it
-    # (each thread reads only its own chunks, but the checker cannot see that).
-    out.append("    barrier.cta")
+    # Slot (i+L) % S held tile i+L-S, read back in an earlier iteration by
+    # this thread only (each thread reads back the chunks it copied). The
+    # barrier variant orders every thread's reads before any refill; `_nb`
+    # leaves it out, so warps run apart as in a load-to-register kernel.
+    if not c.nobar:
+        out.append("    barrier.cta")
     g = issue("    ", "j", "n")
     out += [
         "    cp.async.wait_group %w0",
@@ -413,7 +499,7 @@ def cpa_kernel(c):
         f"    %so = mul %s, {T} : i32",
         "    %slot = ptr.add %mine, %so",
     ]
-    tile_src(out, "    ", "i", "d", "dstt", T)
+    tile_src(out, c, "    ", "i", "d", "dstt", T)
     for e in range(per):
         o = e * 16 * N
         for h in (0, 8):
@@ -445,6 +531,309 @@ def cpa_kernel(c):
     return "\n".join(out) + "\n"
 
 
+def bulkws_copy(c):
+    """Warp-specialised ring (two warps): tid 0 produces (waits until a slot
+    is free on @empty, arrive.expect_tx + bulk load on @full), tid 32 stores
+    (waits on @full, bulk store, `wait_group.read 0`, arrives on @empty).
+    The producer waits only for free slots, never on a load or a store, so
+    S loads are in flight whenever the stores keep up."""
+    S, T = c.stages, c.tile
+    out = [f"kernel @{c.name}({params(c)}) {{"]
+    ring_decl(out, c)
+    out += [f"  shared @empty: mbarrier[{S}]"]
+    my_count(out, c)
+    out += [
+        "  if %leader {",
+        f"    for %b = 0 to {S} step 1 {{",
+        "      %fb = addr @full[%b]",
+        "      mbarrier.init %fb, 1",
+        "      %eb = addr @empty[%b]",
+        "      mbarrier.init %eb, 1",
+        "    }",
+        "    fence.mbarrier_init.release.cluster",
+        "  }",
+        "  barrier.cta",
+        "  if %leader {",
+        "    for %j = 0 to %cnt step 1 {",
+        f"      %e_s = rem.u %j, {S} : i32",
+        f"      %e_r = div.u %j, {S} : i32",
+        # Phase r-1 of empty[s]: the store of tile j - S has read the slot
+        # (phase -1 counts as complete: the first pass waits for nothing).
+        "      %e_r1 = sub %e_r, 1 : i32",
+        "      %e_bar = addr @empty[%e_s]",
+        "      %e_ph = mbarrier.phase %e_bar, %e_r1",
+        "      mbarrier.wait %e_ph",
+    ]
+    issue_load(out, "      ", c, "j", "n")
+    out += [
+        "    }",
+        "  }",
+        "  %storer = cmp.eq %tid, 32 : i32",
+        "  if %storer {",
+        "    for %i = 0 to %cnt step 1 {",
+    ]
+    wait_tile(out, "      ", c, "i")
+    store_tile(out, "      ", c)
+    out += [
+        "      cp.async.bulk.wait_group.read 0",
+        "      %fr = addr @empty[%s]",
+        "      %free = mbarrier.phase %fr, %r",
+        "      mbarrier.arrive.release.cta %free",
+        "    }",
+        "    cp.async.bulk.wait_group 0",
+        "  }",
+        "}",
+    ]
+    return "\n".join(out) + "\n"
+
+
+def bulk_rowsum(c):
+    """Row sums of an nrows x (tpr * T/4) f32 matrix: CTA c takes rows c,
+    c + nctaid, ...; its tiles (tpr per row) stream through a ring of S slots
+    as one sequence across rows. Every thread waits for tile k and adds its
+    T/(4N) words to a register sum; after `barrier.cta` tid 0 refills the
+    slot with tile k + S. At a row's end the threads' sums meet in @part,
+    and tid 0 adds them and stores the row's sum."""
+    S, T, N = c.stages, c.tile, c.threads
+    per = T // (4 * N)
+    out = [f"kernel @{c.name}({params(c)}) {{"]
+    ring_decl(out, c)
+    if c.emptybar:
+        out.append(f"  shared @empty: mbarrier[{S}]")
+    out += [
+        f"  shared @part: bytes[{4 * N}] align 16",
+        "  %part = addr @part",
+        "  %cta = sreg ctaid.x",
+        "  %ncta = sreg nctaid.x",
+        "  %rest = sub %nrows, %cta : i32",
+        "  %ncta1 = sub %ncta, 1 : i32",
+        "  %rest1 = add %rest, %ncta1 : i32",
+        "  %has = cmp.slt %cta, %nrows : i32",
+        "  %myrows0 = div.u %rest1, %ncta : i32",
+        "  %myrows = select %has, %myrows0, 0 : i32",
+        "  %cnt = mul %myrows, %tpr : i32",
+        "  %col = mul %tid, 4 : i32",
+        "  %mypart = ptr.add %part, %col",
+        f"  %rowbytes = mul %tpr, {T} : i32",
+        "  %rowbytes64 = zext %rowbytes : i32 to i64",
+    ]
+    init_bars(out, c)
+
+    def load(ind, j, tag):
+        """tid 0: arrive.expect_tx on full[j % S] phase j / S and load tile
+        j of this CTA (row cta + (j / tpr) * ncta, column tile j % tpr)."""
+        arm_slot(out, ind, c, j, tag, T)
+        out.extend([
+            f"{ind}%{tag}_lr = div.u %{j}, %tpr : i32",
+            f"{ind}%{tag}_ct = rem.u %{j}, %tpr : i32",
+            f"{ind}%{tag}_row0 = mul %{tag}_lr, %ncta : i32",
+            f"{ind}%{tag}_row = add %{tag}_row0, %cta : i32",
+            f"{ind}%{tag}_row64 = zext %{tag}_row : i32 to i64",
+            f"{ind}%{tag}_ro = mul %{tag}_row64, %rowbytes64 : i64",
+            f"{ind}%{tag}_co = mul %{tag}_ct, {T} : i32",
+            f"{ind}%{tag}_co64 = zext %{tag}_co : i32 to i64",
+            f"{ind}%{tag}_off = add %{tag}_ro, %{tag}_co64 : i64",
+            f"{ind}%{tag}_g = ptr.add %src, %{tag}_off",
+            f"{ind}%{tag}_t = cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
+            f"%{tag}_slot, %{tag}_g, {T}, %{tag}_ph",
+        ])
+
+    out += [
+        "  if %leader {",
+        f"    for %pj = 0 to {S} step 1 {{",
+        "      %pin = cmp.ult %pj, %cnt : i32",
+        "      if %pin {",
+    ]
+    load("        ", "pj", "p")
+    out += [
+        "      }",
+        "    }",
+        "  }",
+        "  %zero = const 0.0 : f32",
+        "  %tpr1 = sub %tpr, 1 : i32",
+        "  %acc = for %k = 0 to %cnt step 1 iter(%a = %zero) {",
+    ]
+    wait_tile(out, "    ", c, "k")
+    out.append("    %mine = ptr.add %slot, %col")
+    prev = "%a"
+    for e in range(per):
+        out += [
+            f"    %p{e} = ptr.add %mine, {e * 4 * N}",
+            f"    %x{e} = ld %p{e} : f32",
+        ]
+    for e in range(per):
+        out.append(f"    %a{e} = fadd {prev}, %x{e} : f32")
+        prev = f"%a{e}"
+    # Every thread has read slot s: tid 0 refills it with tile k + S.
+    before = release_slot(out, c, "s", "r")
+    out += [
+        "    if %leader {",
+        f"      %j = add %k, {S} : i32",
+        "      %more = cmp.ult %j, %cnt : i32",
+        "      if %more {",
+    ] + ([before] if before else [])
+    load("        ", "j", "n")
+    out += [
+        "      }",
+        "    }",
+        # The row's last tile: the threads' sums meet in @part.
+        "    %t = rem.u %k, %tpr : i32",
+        "    %last = cmp.eq %t, %tpr1 : i32",
+        "    if %last {",
+        f"      st %mypart, {prev} : f32",
+        "      barrier.cta",
+        "      if %leader {",
+        f"        %tot = for %q = 0 to {N} step 1 iter(%sb = %zero) {{",
+        "          %qo = mul %q, 4 : i32",
+        "          %qp = ptr.add %part, %qo",
+        "          %y = ld %qp : f32",
+        "          %sb2 = fadd %sb, %y : f32",
+        "          yield %sb2",
+        "        }",
+        "        %lr = div.u %k, %tpr : i32",
+        "        %orow0 = mul %lr, %ncta : i32",
+        "        %orow = add %orow0, %cta : i32",
+        "        %orow4 = mul %orow, 4 : i32",
+        "        %orow64 = zext %orow4 : i32 to i64",
+        "        %op = ptr.add %dst, %orow64",
+        "        st %op, %tot : f32",
+        "      }",
+        # tid 0's reads of @part come before the next row's writes to it.
+        "      barrier.cta",
+        "    }",
+        f"    %next = select %last, %zero, {prev} : f32",
+        "    yield %next",
+        "  }",
+        "}",
+    ]
+    return "\n".join(out) + "\n"
+
+
+def bulk_stencil(c):
+    """5-point stencil y = C0 * x + C1 * (4 neighbours) over a zero-padded
+    input (1 row above and below, 4 columns left and right; row pitch w + 8
+    floats, w a multiple of T/4). CTA c computes output rows [u * rb, u * rb + rb) of the column
+    strip s (T bytes wide), u = c / (w / (T/4)), s = c % (w / (T/4)): the
+    rb + 2 input rows it needs (T + 32 bytes each, halo included) stream
+    through a ring of S slots. Output row r needs input rows r, r+1, r+2:
+    every thread waits on their phases (waiting again on a completed phase
+    returns at once), computes T/(4N) outputs from shared memory and stores
+    them; after `barrier.cta` tid 0 refills row r's slot with row r + S."""
+    S, T, N = c.stages, c.tile, c.threads
+    W = T // 4
+    slot = T + 32
+    per = W // N
+    out = [f"kernel @{c.name}(%src: ptr<global> align 16, %dst: ptr<global> align 16, %w: i32, %rb: i32) {{",
+           f"  shared @ring: bytes[{S * slot}] align 128",
+           f"  shared @full: mbarrier[{S}]"] + ([f"  shared @empty: mbarrier[{S}]"] if c.emptybar else []) + [
+           "  %tid = sreg tid.x",
+           "  %ring = addr @ring",
+           "  %leader = cmp.eq %tid, 0 : i32",
+           "  %cta = sreg ctaid.x",
+           f"  %nstrips = div.u %w, {W} : i32",
+           "  %sx = rem.u %cta, %nstrips : i32",
+           "  %ub = div.u %cta, %nstrips : i32",
+           "  %row0 = mul %ub, %rb : i32",
+           # row pitch (w + 8) * 4 bytes, as a multiple of 16 (w % 4 == 0)
+           "  %wq = div.u %w, 4 : i32",
+           "  %pitchq = add %wq, 2 : i32",
+           "  %pitchb = mul %pitchq, 16 : i32",
+           "  %pitchb64 = zext %pitchb : i32 to i64",
+           f"  %colb = mul %sx, {T} : i32",
+           "  %colb64 = zext %colb : i32 to i64",
+           "  %nrows = add %rb, 2 : i32",
+           f"  %c0 = const {STENCIL_C0} : f32",
+           f"  %c1 = const {STENCIL_C1} : f32"]
+    init_bars(out, c)
+
+    def load(ind, j, tag):
+        """tid 0: input row row0 + j of the strip into slot j % S (phase j / S)."""
+        arm_slot(out, ind, c, j, tag, slot)
+        out.extend([
+            f"{ind}%{tag}_row = add %row0, %{j} : i32",
+            f"{ind}%{tag}_row64 = zext %{tag}_row : i32 to i64",
+            f"{ind}%{tag}_ro = mul %{tag}_row64, %pitchb64 : i64",
+            f"{ind}%{tag}_off = add %{tag}_ro, %colb64 : i64",
+            f"{ind}%{tag}_g = ptr.add %src, %{tag}_off",
+            f"{ind}%{tag}_t = cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
+            f"%{tag}_slot, %{tag}_g, {slot}, %{tag}_ph",
+        ])
+
+    out += ["  if %leader {",
+            f"    for %pj = 0 to {S} step 1 {{",
+            "      %pin = cmp.ult %pj, %nrows : i32",
+            "      if %pin {"]
+    load("        ", "pj", "p")
+    out += ["      }",
+            "    }",
+            "  }",
+            "  %col = mul %tid, 4 : i32",
+            "  %w4 = mul %w, 4 : i32",
+            "  %w464 = zext %w4 : i32 to i64",
+            "  %ocol = add %colb, %col : i32",
+            "  %ocol64 = zext %ocol : i32 to i64",
+            "  %dcol = ptr.add %dst, %ocol64",
+            "  for %r = 0 to %rb step 1 {"]
+    for k, nm in enumerate(("up", "mid", "dn")):
+        out += [f"    %{nm}_j = add %r, {k} : i32",
+                f"    %{nm}_s = rem.u %{nm}_j, {S} : i32",
+                f"    %{nm}_q = div.u %{nm}_j, {S} : i32",
+                f"    %{nm}_bar = addr @full[%{nm}_s]",
+                f"    %{nm}_ph = mbarrier.phase %{nm}_bar, %{nm}_q",
+                f"    mbarrier.wait %{nm}_ph",
+                f"    %{nm}_so = mul %{nm}_s, {slot} : i32",
+                f"    %{nm}_slot = ptr.add %ring, %{nm}_so",
+                f"    %{nm} = ptr.add %{nm}_slot, %col"]
+    out += ["    %orow = add %row0, %r : i32",
+            "    %orow64 = zext %orow : i32 to i64",
+            "    %oro = mul %orow64, %w464 : i64",
+            "    %drow = ptr.add %dcol, %oro"]
+    for e in range(per):
+        o = e * 4 * N + 16  # column 4 of the padded row is output column 0
+        out += [f"    %pm{e} = ptr.add %mid, {o}",
+                f"    %m{e} = ld %pm{e} : f32",
+                f"    %pl{e} = ptr.add %mid, {o - 4}",
+                f"    %l{e} = ld %pl{e} : f32",
+                f"    %pr{e} = ptr.add %mid, {o + 4}",
+                f"    %rr{e} = ld %pr{e} : f32",
+                f"    %pu{e} = ptr.add %up, {o}",
+                f"    %u{e} = ld %pu{e} : f32",
+                f"    %pd{e} = ptr.add %dn, {o}",
+                f"    %d{e} = ld %pd{e} : f32",
+                f"    %s1_{e} = fadd %u{e}, %d{e} : f32",
+                f"    %s2_{e} = fadd %l{e}, %rr{e} : f32",
+                f"    %s3_{e} = fadd %s1_{e}, %s2_{e} : f32",
+                f"    %t1_{e} = fmul %s3_{e}, %c1 : f32",
+                f"    %t0_{e} = fmul %m{e}, %c0 : f32",
+                f"    %y{e} = fadd %t0_{e}, %t1_{e} : f32",
+                f"    %po{e} = ptr.add %drow, {e * 4 * N}",
+                f"    st %po{e}, %y{e} : f32"]
+    before = release_slot(out, c, "up_s", "up_q")
+    out += ["    if %leader {",
+            f"      %k = add %r, {S} : i32",
+            "      %more = cmp.ult %k, %nrows : i32",
+            "      if %more {"] + ([before] if before else [])
+    load("        ", "k", "n")
+    out += ["      }",
+            "    }",
+            "  }",
+            "}"]
+    return "\n".join(out) + "\n"
+
+
+BODIES = {
+    ("copy", "bulk"): bulk_copy,
+    ("scale", "bulk"): bulk_scale,
+    ("copy", "bulk1"): single_tile,
+    ("scale", "bulk1"): single_tile,
+    ("copy", "bulkws"): bulkws_copy,
+    ("copy", "cpa"): cpa_kernel,
+    ("scale", "cpa"): cpa_kernel,
+    ("rowsum", "bulk"): bulk_rowsum,
+    ("stencil", "bulk"): bulk_stencil,
+}
+
+
 def sweep():
     cfgs = []
     # bulk copy: one thread; stages x tile x lookahead
@@ -460,32 +849,56 @@ def sweep():
                 cfgs.append(Cfg("scale", "bulk", S, T, N))
                 if S >= 4:
                     cfgs.append(Cfg("scale", "bulk", S, T, N, S // 2))
-    # one tile per CTA (no ring), with and without an L2 evict-first hint
-    for T in (2048, 4096, 8192, 16384, 32768):
-        for h in (False, True):
-            cfgs.append(Cfg("copy", "bulk1", 1, T, 32, hint=h))
-            for N in (128, 256):
-                cfgs.append(Cfg("scale", "bulk1", 1, T, N, hint=h))
-    # hinted variants of a few rings
-    for S, T, L in [(4, 8192, 2), (4, 8192, 3), (8, 2048, 4)]:
-        cfgs.append(Cfg("copy", "bulk", S, T, 32, L, hint=True))
-    for S, T, N, L in [(5, 8192, 256, 2), (4, 8192, 128, 2), (2, 16384, 128, 1)]:
-        cfgs.append(Cfg("scale", "bulk", S, T, N, L, hint=True))
-    # cp.async ring
+    # one tile per CTA (no ring); one with an L2 evict-first hint
+    for T in (2048, 4096, 8192, 16384):
+        cfgs.append(Cfg("copy", "bulk1", 1, T, 32))
+        for N in (128, 256):
+            cfgs.append(Cfg("scale", "bulk1", 1, T, N))
+    cfgs.append(Cfg("copy", "bulk1", 1, 2048, 32, hint=True))
+    cfgs.append(Cfg("copy", "bulk", 8, 2048, 32, 4, hint=True))
+    # bulk copy ring that waits for its stores' writes, not only their reads
+    for S, T, L in [(5, 8192, 2), (4, 8192, 2), (8, 4096, 4), (8, 2048, 4)]:
+        cfgs.append(Cfg("copy", "bulk", S, T, 32, L, fullwait=True))
+    # rings over contiguous runs of tiles (chunked order) instead of the grid stride
+    for S, T, L in [(5, 8192, 4), (4, 8192, 2), (8, 2048, 4), (8, 4096, 4)]:
+        cfgs.append(Cfg("copy", "bulk", S, T, 32, L, chunk=True))
+    for S, T, N in [(5, 8192, 256), (4, 4096, 256)]:
+        cfgs.append(Cfg("scale", "bulk", S, T, N, chunk=True))
+    for job in ("copy", "scale"):
+        for S, T, N in [(4, 2048, 128), (4, 8192, 256)]:
+            cfgs.append(Cfg(job, "cpa", S, T, N, chunk=True))
+    # warp-specialised bulk copy ring
+    for S, T in [(2, 16384), (4, 8192), (5, 8192), (8, 4096), (8, 2048), (16, 2048)]:
+        cfgs.append(Cfg("copy", "bulkws", S, T, 64))
+    # cp.async ring, with and without the barrier before each refill
     for job in ("copy", "scale"):
         for S, T, N in [(2, 8192, 256), (3, 8192, 256), (4, 8192, 256), (4, 4096, 256),
-                        (4, 8192, 512), (4, 16384, 512), (3, 16384, 512), (4, 2048, 128)]:
+                        (4, 8192, 512), (4, 16384, 512), (3, 16384, 512), (4, 2048, 128),
+                        (8, 2048, 128), (8, 4096, 256)]:
             if S * T <= SMEM_LIMIT:
-                cfgs.append(Cfg(job, "cpa", S, T, N))
+                for nb in (False, True):
+                    cfgs.append(Cfg(job, "cpa", S, T, N, nobar=nb))
+    # row sums through a bulk ring
+    for S, T, N in [(2, 16384, 256), (4, 8192, 256), (5, 8192, 256), (4, 8192, 512),
+                    (4, 4096, 128), (8, 4096, 128), (8, 4096, 256), (11, 4096, 256)]:
+        cfgs.append(Cfg("rowsum", "bulk", S, T, N))
+    # 5-point stencil: column strips of T bytes, input rows through a ring
+    for S, T, N in [(4, 4096, 256), (6, 4096, 256), (8, 4096, 256), (4, 4096, 128),
+                    (6, 2048, 128), (8, 2048, 128), (4, 8192, 256), (5, 8192, 512)]:
+        cfgs.append(Cfg("stencil", "bulk", S, T, N))
     return cfgs
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--job", choices=["copy", "scale"], default="copy")
-    ap.add_argument("--mech", choices=["bulk", "bulk1", "cpa"], default="bulk",
-                    help="bulk: ring; bulk1: one tile per CTA; cpa: cp.async ring")
+    ap.add_argument("--job", choices=sorted({j for j, _ in BODIES}), default="copy")
+    ap.add_argument("--mech", choices=sorted({m for _, m in BODIES}), default="bulk",
+                    help="bulk: ring; bulk1: one tile per CTA; bulkws: warp-specialised ring; cpa: cp.async ring")
     ap.add_argument("--hint", action="store_true", help="L2 cache-hint policy parameter on the bulk copies")
+    ap.add_argument("--nobar", action="store_true", help="cpa: no barrier before each refill")
+    ap.add_argument("--chunk", action="store_true", help="ring: contiguous runs of tiles per CTA, not the grid stride")
+    ap.add_argument("--emptybar", action="store_true", help="rowsum/stencil: free slots through empty mbarriers, not barrier.cta")
+    ap.add_argument("--fullwait", action="store_true", help="bulk copy: wait_group (not .read) before a refill")
     ap.add_argument("--stages", type=int, default=4)
     ap.add_argument("--tile", type=int, default=8192, help="tile bytes")
     ap.add_argument("--threads", type=int, default=None, help="threads per CTA")
@@ -501,9 +914,11 @@ def main():
                 f.write(c.module())
             print(c.name)
         return
-    threads = a.threads or (32 if a.mech != "cpa" and a.job == "copy" else 256)
+    threads = a.threads or {"bulkws": 64}.get(a.mech, 32 if a.mech != "cpa" and a.job == "copy" else 256)
     stages = 1 if a.mech == "bulk1" else a.stages
-    c = Cfg(a.job, a.mech, stages, a.tile, threads, a.lookahead, hint=a.hint)
+    c = Cfg(a.job, a.mech, stages, a.tile, threads, a.lookahead, hint=a.hint, nobar=a.nobar,
+            fullwait=a.fullwait, chunk=a.chunk,
+            emptybar=a.emptybar)
     if a.name:
         print(c.name)
         return

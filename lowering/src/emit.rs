@@ -873,6 +873,10 @@ impl<'a> KernelEmitter<'a> {
         }
         // Qualifiers the NVVM op lacks: inline PTX, spelled as the IR spells it.
         let dst32 = self.ptr32(&dst);
+        if hint && is_ignore {
+            self.cp_async_hint_ignore(p, dst32, src, size, get);
+            return;
+        }
         let mut ops = vec![dst32, src];
         let mut text = vec!["[$0]".to_string(), "[$1]".to_string(), size.to_string()];
         if let Some(a) = extra {
@@ -884,16 +888,39 @@ impl<'a> KernelEmitter<'a> {
             ops.push(self.arg(a, "i64"));
             text.push(format!("${}", ops.len() - 1));
         }
-        let spelled = PtxOp {
+        self.asm(&format!("{p} {};", text.join(", ")), &ops);
+    }
+
+    /// `cp.async` with both `ignore-src` and `.L2::cache_hint`, as two
+    /// predicated copies of which exactly one runs: `@ignore` a zero-fill
+    /// (`src-size` 0, which reads no source, so the hint is moot) and
+    /// `@!ignore` the hinted copy. ptxas (CUDA 12.9 to 13.0, sm_80 to sm_90a)
+    /// miscompiles the single instruction: the policy's 64-bit descriptor is
+    /// placed in an odd uniform register (`LDGSTS ... desc[UR1]`) and the
+    /// kernel faults with an illegal instruction on every launch.
+    fn cp_async_hint_ignore(
+        &mut self,
+        p: &PtxOp,
+        dst32: MVal,
+        src: MVal,
+        size: i64,
+        get: &dyn Fn(&str) -> Option<Arg>,
+    ) {
+        let ignore = self.arg(get("src-size").expect("bound"), "i1");
+        let policy = self.arg(get("cache-policy").expect("bound"), "i64");
+        let unhinted = PtxOp {
             family: p.family,
             quals: p
                 .quals
                 .iter()
                 .copied()
-                .filter(|&q| hint || q != Qual::L2CacheHint)
+                .filter(|&q| q != Qual::L2CacheHint)
                 .collect(),
         };
-        self.asm(&format!("{spelled} {};", text.join(", ")), &ops);
+        self.asm(
+            &format!("@$2 {unhinted} [$0], [$1], {size}, 0; @!$2 {p} [$0], [$1], {size}, $3;"),
+            &[dst32, src, ignore, policy],
+        );
     }
 
     fn bulk(&mut self, p: &PtxOp, get: &dyn Fn(&str) -> Option<Arg>) {
