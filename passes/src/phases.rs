@@ -516,6 +516,9 @@ impl Walk<'_> {
         s.conds
             .iter()
             .any(|(c, pol)| *pol && self.syms.single_thread(self.k, *c))
+            || self
+                .threads(s)
+                .is_some_and(|(n, exact)| exact && n == Count::fixed(1))
     }
 
     /// How many times site `s` may act on one phase (None: unbounded).
@@ -881,11 +884,13 @@ impl Walk<'_> {
 
     /// The ranks of the cluster's CTAs that run site `s` (its conditions
     /// on `cluster_ctarank == r`, either polarity); None when a condition
-    /// other than those and `tid.x == C` decides who runs it.
+    /// other than those and the ones choosing threads within every CTA
+    /// alike (`%tid.x` or a warp index against a constant, `elect.sync`)
+    /// decides who runs it.
     fn issuing_ranks(&self, s: &Site, ctas: i64) -> Option<Vec<i64>> {
         let mut ranks: Vec<i64> = (0..ctas).collect();
         for &(c, pol) in &s.conds {
-            if self.syms.single_thread(self.k, c) {
+            if self.syms.tid_cond(self.k, c).is_some() || elect_lane(self.k, c).is_some() {
                 continue;
             }
             let r = rank_cond(self.k, c)?;
