@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeSet, HashSet};
 
+use cpflow_ir::cite;
 use cpflow_ir::diag::Severity;
 use cpflow_ir::ir::{
     Constant, EntityId, Inst, InstData, Kernel, Op, Operand, PtxOp, Region, SharedKind, SpecialReg,
@@ -19,7 +20,7 @@ use crate::clock::{self, Comps, Shadow, Stamp, BULK, BULKR, CPA, NEVER, PROG};
 use crate::sched::{Chooser, Point};
 use crate::value::{Addr, Mem, Val};
 
-/// The largest mbarrier count and tx-count magnitude (mbarrier-fences-cluster.md §1).
+/// The largest mbarrier count and tx-count magnitude (PTX ISA 9.7.13.15).
 const COUNT_MAX: i64 = (1 << 20) - 1;
 /// Findings kept per run; later ones are counted, not stored.
 const MAX_FINDINGS: usize = 64;
@@ -56,7 +57,7 @@ enum Life {
 }
 
 /// The scope of a release or an acquire: `.cta` unless `.cluster` is
-/// written (mbarrier-fences-cluster.md §2: "scope defaults to `.cta`").
+/// written (PTX ISA 9.7.13.15: "scope defaults to `.cta`").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Scope {
     Cta,
@@ -829,7 +830,7 @@ impl<'a> Machine<'a> {
                 format!("{what} of bytes an async op wrote, without observing its completion")
             };
             let other = other.map(|o| (o, "written by this async op".to_string()));
-            let note = "async-copy-overview-and-cp-async.md 9.7.9.25.1: a thread must wait for the completion of an async op (and order it by a barrier for other threads) to access its result".into();
+            let note = format!("{}: a thread must wait for the completion of an async op (and order it by a barrier for other threads) to access its result", cite::COMPLETION);
             self.report(
                 "U0105",
                 msg,
@@ -863,7 +864,7 @@ impl<'a> Machine<'a> {
         }
         let cta = self.threads[(other.comp / 4) as usize].cta;
         (cta != self.threads[g as usize].cta).then(|| {
-            format!("the other access is by a thread of CTA {cta}: only cluster-scope synchronisation orders it (`barrier.cluster`, or a `.release.cluster` arrive and an `.acquire.cluster` wait); a `.cta` release or acquire does not synchronise threads of two CTAs (mbarrier-fences-cluster.md §6, scope too narrow)")
+            format!("the other access is by a thread of CTA {cta}: only cluster-scope synchronisation orders it (`barrier.cluster`, or a `.release.cluster` arrive and an `.acquire.cluster` wait); a `.cta` release or acquire does not synchronise threads of two CTAs ({}: scopes)", cite::MEMORY_MODEL)
         })
     }
 
@@ -890,7 +891,7 @@ impl<'a> Machine<'a> {
                     Some(g),
                     format!("accesses mbarrier {i} of `{}`", self.objects[obj].name),
                     other,
-                    vec!["mbarrier-fences-cluster.md §1: any non-mbarrier access to a valid mbarrier is UB; `mbarrier.inval` it first".into()],
+                    vec![format!("{}: any non-mbarrier access to a valid mbarrier is UB; `mbarrier.inval` it first", cite::MBARRIER)],
                 );
                 return;
             }
@@ -1290,7 +1291,7 @@ impl<'a> Machine<'a> {
     }
 
     /// All threads of `cta` exited: its red.async release ops complete
-    /// (READINGS.md #12), ops still using its shared memory are UB, and ops
+    /// (docs/readings.md #12), ops still using its shared memory are UB, and ops
     /// whose completion nobody observed are reported as warnings.
     fn cta_end(&mut self, cta: u32) {
         let ids: Vec<u32> = self.inflight.iter().copied().collect();
@@ -1311,17 +1312,25 @@ impl<'a> Machine<'a> {
                     Some(thread),
                     "this op's source is still being read".into(),
                     None,
-                    vec!["async-copy-overview-and-cp-async.md 9.7.9.25.1: modifying (here: freeing) the source before the op completes is UB".into()],
+                    vec![format!(
+                        "{}: modifying (here: freeing) the source before the op completes is UB",
+                        cite::COMPLETION
+                    )],
                 );
             } else if issuer_cta != cta && (reads_here || writes_here) {
                 self.report(
                     "U0401",
-                    format!("CTA {cta} exits while a peer's async op still accesses its shared memory"),
+                    format!(
+                        "CTA {cta} exits while a peer's async op still accesses its shared memory"
+                    ),
                     inst,
                     Some(thread),
                     format!("issued by CTA {issuer_cta}, still in flight"),
                     None,
-                    vec!["mbarrier-fences-cluster.md §5, §2.2.2: keep the peer alive with a cluster barrier before exit".into()],
+                    vec![format!(
+                        "{}: keep the peer alive with a cluster barrier before exit",
+                        cite::BARRIER_CLUSTER
+                    )],
                 );
             }
             if issuer_cta == cta || reads_here || writes_here {
