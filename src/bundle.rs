@@ -16,6 +16,8 @@ use cpflow::ir::types::{Scalar, Type};
 use cpflow::ir::{Module, SourceFile};
 use serde_json::json;
 
+use crate::report::Reporter;
+
 #[derive(clap::Args)]
 pub struct BundleArgs {
     /// Output directory (created).
@@ -29,7 +31,7 @@ pub struct BundleArgs {
     files: Vec<PathBuf>,
 }
 
-pub fn run_bundle(args: BundleArgs) -> ExitCode {
+pub fn run_bundle(args: BundleArgs, rep: &mut Reporter) -> ExitCode {
     if let Err(e) = std::fs::create_dir_all(&args.output) {
         eprintln!("error: cannot create `{}`: {e}", args.output.display());
         return ExitCode::from(2);
@@ -57,7 +59,7 @@ pub fn run_bundle(args: BundleArgs) -> ExitCode {
             Ok(mut l) => launches.append(&mut l),
             Err(msg) => {
                 refused += 1;
-                eprintln!("skipped {}: {msg}", path.display());
+                rep.note(format!("skipped {}: {msg}", path.display()));
             }
         }
     }
