@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use cpflow::ir::types::Scalar;
 use cpflow::ir::{Module, SourceFile};
-use cpflow_interp::{runline, Inputs, Launch, Outcome, ScalarArg, Schedule};
+use cpflow_interp::{runline, Inputs, Launch, ScalarArg, Schedule};
 
 use crate::input::{usage, Source};
 use crate::report::Reporter;
@@ -317,11 +317,7 @@ fn run_lines(
 /// Runs the interpreter; after a second, shows on stderr that it is still
 /// running (a ticking line on a terminal, a line every ten seconds
 /// otherwise), unless `-q`.
-fn with_progress(
-    rep: &Reporter,
-    what: &str,
-    work: impl FnOnce() -> Result<Outcome, cpflow::ir::Diagnostic>,
-) -> Result<Outcome, cpflow::ir::Diagnostic> {
+fn with_progress<T>(rep: &Reporter, what: &str, work: impl FnOnce() -> T) -> T {
     if rep.quiet() {
         return work();
     }
@@ -367,11 +363,11 @@ fn execute(
 ) -> ExitCode {
     let what = format!("@{} under {schedule}", launch.kernel);
     let out = match with_progress(rep, &what, || {
-        cpflow_interp::run(module, launch, inputs, schedule)
+        cpflow_interp::run(module, launch, inputs, schedule).map_err(Box::new)
     }) {
         Ok(o) => o,
         Err(d) => {
-            rep.report(file, vec![d]);
+            rep.report(file, vec![*d]);
             return ExitCode::from(2);
         }
     };

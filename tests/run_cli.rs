@@ -4,16 +4,25 @@
 use std::path::Path;
 use std::process::Command;
 
-fn cpflow(args: &[&str]) -> (i32, String) {
+/// Runs cpflow and keeps stdout and stderr apart.
+fn cpflow_split(args: &[&str]) -> (i32, String, String) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = Command::new(env!("CARGO_BIN_EXE_cpflow"))
         .current_dir(root)
         .args(args)
         .output()
         .expect("runs cpflow");
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    (out.status.code().unwrap_or(-1), text)
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Runs cpflow; stdout and stderr together.
+fn cpflow(args: &[&str]) -> (i32, String) {
+    let (code, stdout, stderr) = cpflow_split(args);
+    (code, stdout + &stderr)
 }
 
 const CASE: &str = "interp/tests/ub/U0101-load-in-flight.cpf";
@@ -155,21 +164,6 @@ fn run_lines_are_the_default_launches() {
     let (code, out) = cpflow(&["run", FIXED, "--size", "dst=64"]);
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("need --kernel and --grid"), "{out}");
-}
-
-/// Runs cpflow and keeps stdout and stderr apart.
-fn cpflow_split(args: &[&str]) -> (i32, String, String) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = Command::new(env!("CARGO_BIN_EXE_cpflow"))
-        .current_dir(root)
-        .args(args)
-        .output()
-        .expect("runs cpflow");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 /// A name that is not a parameter of the kernel is refused, with the

@@ -634,9 +634,10 @@ impl Machine<'_> {
                         Some(g),
                         "no CTA has this rank".into(),
                         None,
-                        vec![
-                            format!("{}: `b` out of range is unspecified [gap]", cite::MAPA).into(),
-                        ],
+                        vec![format!(
+                            "{}: `b` out of range is unspecified [gap]",
+                            cite::MAPA
+                        )],
                     );
                     me
                 } else {
