@@ -29,18 +29,7 @@ pub struct Source {
 impl Source {
     /// Reads a file, or standard input for `-` (named `<stdin>`).
     pub fn read(path: &Path) -> Result<Source, ExitCode> {
-        let (name, bytes) = if path == Path::new("-") {
-            let mut bytes = Vec::new();
-            std::io::stdin()
-                .read_to_end(&mut bytes)
-                .map_err(|e| usage(format!("cannot read standard input: {e}")))?;
-            ("<stdin>".to_string(), bytes)
-        } else {
-            let name = path.display().to_string();
-            let bytes =
-                std::fs::read(path).map_err(|e| usage(format!("cannot read `{name}`: {e}")))?;
-            (name, bytes)
-        };
+        let (name, bytes) = read_bytes(path).map_err(usage)?;
         let text = String::from_utf8_lossy(&bytes).into_owned();
         Ok(Source { name, bytes, text })
     }
@@ -60,6 +49,21 @@ impl Source {
             ExitCode::from(1)
         })
     }
+}
+
+/// The name and bytes of a file, or of standard input for `-` (named
+/// `<stdin>`).
+pub fn read_bytes(path: &Path) -> Result<(String, Vec<u8>), String> {
+    if path == Path::new("-") {
+        let mut bytes = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut bytes)
+            .map_err(|e| format!("cannot read standard input: {e}"))?;
+        return Ok(("<stdin>".to_string(), bytes));
+    }
+    let name = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read `{name}`: {e}"))?;
+    Ok((name, bytes))
 }
 
 /// Writes a command's result to `path` (`-` or none: standard output).

@@ -91,6 +91,24 @@ fn json_has_version_codes_positions_and_urls() {
     assert_eq!(v["summary"]["files"], 2);
     assert_eq!(v["summary"]["errors"], 1);
     assert_eq!(v["summary"]["warnings"], 1);
+    // Exactly the fields `docs/json-output.md` documents for version 1.
+    let keys = |o: &Value| -> Vec<String> {
+        o.as_object()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default()
+    };
+    assert_eq!(keys(&v), ["diagnostics", "summary", "tool", "version"]);
+    let page =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/json-output.md"))
+            .expect("the schema page");
+    for d in v["diagnostics"].as_array().into_iter().flatten() {
+        for key in keys(d) {
+            assert!(
+                page.contains(&format!("| `{key}`")) || page.contains(&format!(", `{key}`")),
+                "`{key}` is not in docs/json-output.md"
+            );
+        }
+    }
 }
 
 /// The fields SARIF 2.1.0 consumers (GitHub code scanning) rely on.
@@ -383,4 +401,21 @@ fn version_and_completions() {
     assert_eq!(out.code, 0);
     assert!(out.stdout.contains("_cpflow()"), "{}", out.stdout);
     assert!(out.stdout.contains("--no-check"), "{}", out.stdout);
+}
+
+/// `bundle` reads `-` too, tagging its launches `stdin`.
+#[test]
+fn bundle_reads_stdin() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join("examples/double_buffer.cpf"))
+        .expect("reads the example");
+    let dir = temp("bundle");
+    let out = cpflow_with(
+        &["bundle", "-o", dir.to_str().unwrap_or_default(), "-"],
+        &text,
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("bundled 1 launches"), "{}", out.stdout);
+    assert!(dir.join("stdin.0.ptx").exists());
 }
