@@ -170,3 +170,49 @@ impl Allows {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use cpflow_ir::Span;
+
+    use super::*;
+
+    /// A W1003 warning on the line that contains `needle`.
+    fn warning_at(text: &str, needle: &str) -> Diagnostic {
+        let at = text.find(needle).expect("needle in text");
+        Diagnostic::warning("W1003", "redundant wait", Span::new(at, at + needle.len()))
+    }
+
+    const TEXT: &str = "kernel @a() {\n  cp.async.wait_all // cpflow: allow(W1003)\n  // cpflow: allow(w1001, W1003)\n  cp.async.wait_group 0\n  cp.async.wait_group 1\n}\n// cpflow: allow(W1003)\nkernel @b() {\n  cp.async.wait_group 2\n}\n";
+
+    #[test]
+    fn allow_comments_cover_their_line_the_next_line_or_the_kernel() {
+        let lints = Lints::default();
+        for (needle, allowed) in [
+            ("cp.async.wait_all", true),
+            ("cp.async.wait_group 0", true),
+            ("cp.async.wait_group 1", false),
+            ("cp.async.wait_group 2", true),
+        ] {
+            let kept = lints.apply(TEXT, vec![warning_at(TEXT, needle)]);
+            assert_eq!(kept.is_empty(), allowed, "{needle}");
+        }
+    }
+
+    #[test]
+    fn levels_named_codes_beat_warnings_and_errors_stand() {
+        let mut lints = Lints::default();
+        lints.set("warnings", Level::Deny).expect("warnings");
+        lints.set("W1003", Level::Allow).expect("a warning code");
+        let d = warning_at(TEXT, "cp.async.wait_group 1");
+        assert!(lints.apply(TEXT, vec![d.clone()]).is_empty());
+        lints.set("w1003", Level::Warn).expect("a warning code");
+        let kept = lints.apply(TEXT, vec![d]);
+        assert_eq!(kept.len(), 1);
+        assert!(!kept[0].is_error());
+        assert!(lints.set("E1002", Level::Allow).is_err());
+        assert!(lints.set("W9999", Level::Deny).is_err());
+        let error = Diagnostic::error("E1002", "too weak", Span::new(0, 1));
+        assert_eq!(lints.apply(TEXT, vec![error]).len(), 1);
+    }
+}
