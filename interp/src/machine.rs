@@ -87,9 +87,9 @@ struct Mbar {
     prev_vc: Vec<u32>,
     /// Releasing arrives of threads of peer CTAs at `.cluster` scope, which
     /// only a `.cluster` acquire joins. A peer's `.cta` release is in
-    /// neither: only threads of the mbarrier's own CTA can wait on it (§2),
+    /// neither: only threads of the mbarrier's own CTA can wait on it (PTX ISA 9.7.13.15),
     /// and a `.cta` release and acquire of threads of two CTAs are not
-    /// morally strong (§6 "scope too narrow").
+    /// morally strong (a scope too narrow orders nothing, PTX ISA 8).
     cur_peer_vc: Vec<u32>,
     prev_peer_vc: Vec<u32>,
     /// Ops whose completion the current / previous phase tracks.
@@ -701,7 +701,10 @@ impl<'a> Machine<'a> {
                 Some(g),
                 "this CTA's shared memory no longer exists".into(),
                 None,
-                vec!["§2.2.2: a peer must not exit before the access completes".into()],
+                vec![format!(
+                    "{}: a peer must not exit before the access completes",
+                    cite::CLUSTER
+                )],
             );
         }
         self.live_mbar_overlap(g, inst, obj, start, len);

@@ -35,6 +35,8 @@ const fn section(number: &'static str, anchor: &'static str) -> Section {
     Section { number, anchor }
 }
 
+/// Clusters of CTAs (a peer CTA's shared memory and lifetime).
+pub const CLUSTER: Section = section("2.2.2", "cluster-of-cooperative-thread-arrays");
 /// The asynchronous copy overview (async operations and their ordering).
 pub const ASYNC_COPY: Section = section(
     "9.7.9.25",

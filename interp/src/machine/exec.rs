@@ -546,7 +546,7 @@ impl Machine<'_> {
                         );
                         // Re-executed when woken: a wait is a try_wait loop,
                         // so it observes the barrier as it is then (and a
-                        // waiter that lags two phases is caught, §2).
+                        // waiter that lags two phases is caught, PTX ISA 9.7.13.15).
                         return Ok(Flow::Stay);
                     }
                 } else {
@@ -1197,7 +1197,10 @@ impl Machine<'_> {
             Some(g),
             "this CTA's shared memory no longer exists".into(),
             None,
-            vec!["§2.2.2: a peer must not exit before the access completes".into()],
+            vec![format!(
+                "{}: a peer must not exit before the access completes",
+                cite::CLUSTER
+            )],
         );
     }
 
