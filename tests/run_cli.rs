@@ -90,29 +90,31 @@ fn usage_errors_exit_2() {
     assert_eq!(code, 2, "{out}");
 }
 
+/// Runs `FIXED`'s kernel on a 1x2 grid with `src` read from a file holding
+/// `src` and a 64-byte `dst`, plus `extra` flags.
+fn run_fixed(dir: &Path, src: &[u8], extra: &[String]) -> (i32, String, String) {
+    std::fs::create_dir_all(dir).expect("temp dir");
+    let input = dir.join("src.bin");
+    std::fs::write(&input, src).expect("writes input");
+    let input = format!("src={}", input.display());
+    let mut args = vec![
+        "run", FIXED, "--kernel", "k", "--grid", "1x2", "--input", &input, "--size", "dst=64",
+    ];
+    args.extend(extra.iter().map(String::as_str));
+    cpflow_split(&args)
+}
+
 #[test]
 fn outputs_are_written_to_files() {
     let dir = std::env::temp_dir().join(format!("cpflow-run-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let input = dir.join("src.bin");
     let output = dir.join("dst.bin");
     let src: Vec<u8> = (0..=255u8).collect();
-    std::fs::write(&input, &src).expect("writes input");
-    let (code, out) = cpflow(&[
-        "run",
-        FIXED,
-        "--kernel",
-        "k",
-        "--grid",
-        "1x2",
-        "--input",
-        &format!("src={}", input.display()),
-        "--size",
-        "dst=64",
-        "--output",
-        &format!("dst={}", output.display()),
-    ]);
-    assert_eq!(code, 0, "{out}");
+    let (code, _, err) = run_fixed(
+        &dir,
+        &src,
+        &["--output".into(), format!("dst={}", output.display())],
+    );
+    assert_eq!(code, 0, "{err}");
     let dst = std::fs::read(&output).expect("output written");
     // Thread t copies src[16t..16t+16] and stores its first word at dst[16t].
     assert_eq!(&dst[0..4], &src[0..4]);
@@ -198,26 +200,10 @@ fn findings_on_stderr_buffers_on_stdout_floats_readable() {
     assert!(stderr.contains("error[U0101]"), "{stderr}");
     assert!(stderr.contains("cpflow run: "), "{stderr}");
     let dir = std::env::temp_dir().join(format!("cpflow-view-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let input = dir.join("src.bin");
     let floats: Vec<u8> = (0..64)
         .flat_map(|i| (i as f32 * 0.5).to_le_bytes())
         .collect();
-    std::fs::write(&input, &floats).expect("writes input");
-    let (code, stdout, stderr) = cpflow_split(&[
-        "run",
-        FIXED,
-        "--kernel",
-        "k",
-        "--grid",
-        "1x2",
-        "--input",
-        &format!("src={}", input.display()),
-        "--size",
-        "dst=64",
-        "--view",
-        "src=f32",
-    ]);
+    let (code, stdout, stderr) = run_fixed(&dir, &floats, &["--view".into(), "src=f32".into()]);
     assert_eq!(code, 0, "{stderr}");
     assert!(
         stdout.contains("  00000000  0 0.5 1 1.5 2 2.5 3 3.5\n"),
