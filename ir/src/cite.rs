@@ -31,83 +31,49 @@ impl fmt::Display for Section {
     }
 }
 
-const fn section(number: &'static str, anchor: &'static str) -> Section {
-    Section { number, anchor }
+/// One `pub const` per section: `NAME = "number", "anchor";`.
+macro_rules! sections {
+    ($($(#[$doc:meta])* $name:ident = $number:literal, $anchor:literal;)*) => {
+        $($(#[$doc])* pub const $name: Section = Section { number: $number, anchor: $anchor };)*
+    };
 }
 
-/// Clusters of CTAs (a peer CTA's shared memory and lifetime).
-pub const CLUSTER: Section = section("2.2.2", "cluster-of-cooperative-thread-arrays");
-/// The asynchronous copy overview (async operations and their ordering).
-pub const ASYNC_COPY: Section = section(
-    "9.7.9.25",
-    "data-movement-and-conversion-instructions-asynchronous-copy",
-);
-/// Completion mechanisms: async-groups and mbarriers.
-pub const COMPLETION: Section = section(
-    "9.7.9.25.1",
-    "data-movement-and-conversion-instructions-asynchronous-copy-completion-mechanisms",
-);
-/// The async proxy and the fences between it and the generic proxy.
-pub const ASYNC_PROXY: Section = section("9.7.9.25.2", "async-proxy");
-/// Non-bulk copies: `cp.async`, `commit_group`, `wait_group`/`wait_all`.
-pub const CP_ASYNC: Section = section(
-    "9.7.9.25.3",
-    "data-movement-and-conversion-instructions-non-bulk-copy",
-);
-/// `cp.async.bulk`.
-pub const BULK: Section = section(
-    "9.7.9.25.4.1",
-    "data-movement-and-conversion-instructions-cp-async-bulk",
-);
-/// `cp.reduce.async.bulk`.
-pub const REDUCE: Section = section(
-    "9.7.9.25.4.2",
-    "data-movement-and-conversion-instructions-cp-reduce-async-bulk",
-);
-/// `cp.async.bulk.prefetch`.
-pub const PREFETCH: Section = section(
-    "9.7.9.25.4.3",
-    "data-movement-and-conversion-instructions-cp-async-bulk-prefetch",
-);
-/// `mapa`.
-pub const MAPA: Section = section("9.7.9.23", "data-movement-and-conversion-instructions-mapa");
-/// `bar`/`barrier` (`barrier.cta`).
-pub const BARRIER: Section = section(
-    "9.7.13.1",
-    "parallel-synchronization-and-communication-instructions-bar-barrier",
-);
-/// `barrier.cluster`.
-pub const BARRIER_CLUSTER: Section = section(
-    "9.7.13.3",
-    "parallel-synchronization-and-communication-instructions-barrier-cluster",
-);
-/// `membar`/`fence`, the proxy fences and `fence.mbarrier_init` included.
-pub const FENCE: Section = section(
-    "9.7.13.4",
-    "parallel-synchronization-and-communication-instructions-membar",
-);
-/// `red.async`.
-pub const RED_ASYNC: Section = section(
-    "9.7.13.7",
-    "parallel-synchronization-and-communication-instructions-red-async",
-);
-/// The mbarrier object and its instructions.
-pub const MBARRIER: Section = section(
-    "9.7.13.15",
-    "parallel-synchronization-and-communication-instructions-mbarrier",
-);
-/// `mbarrier.test_wait` / `mbarrier.try_wait`.
-pub const MBARRIER_WAIT: Section = section(
-    "9.7.13.15",
-    "parallel-synchronization-and-communication-instructions-mbarrier-test-wait-try-wait",
-);
-/// `cp.async.mbarrier.arrive`.
-pub const MBARRIER_CP_ASYNC_ARRIVE: Section = section(
-    "9.7.13.15",
-    "parallel-synchronization-and-communication-instructions-cp-async-mbarrier-arrive",
-);
-/// The memory consistency model (scopes, proxies, release/acquire).
-pub const MEMORY_MODEL: Section = section("8", "memory-consistency-model");
+sections! {
+    /// Clusters of CTAs (a peer CTA's shared memory and lifetime).
+    CLUSTER = "2.2.2", "cluster-of-cooperative-thread-arrays";
+    /// The asynchronous copy overview (async operations and their ordering).
+    ASYNC_COPY = "9.7.9.25", "data-movement-and-conversion-instructions-asynchronous-copy";
+    /// Completion mechanisms: async-groups and mbarriers.
+    COMPLETION = "9.7.9.25.1", "data-movement-and-conversion-instructions-asynchronous-copy-completion-mechanisms";
+    /// The async proxy and the fences between it and the generic proxy.
+    ASYNC_PROXY = "9.7.9.25.2", "async-proxy";
+    /// Non-bulk copies: `cp.async`, `commit_group`, `wait_group`/`wait_all`.
+    CP_ASYNC = "9.7.9.25.3", "data-movement-and-conversion-instructions-non-bulk-copy";
+    /// `cp.async.bulk`.
+    BULK = "9.7.9.25.4.1", "data-movement-and-conversion-instructions-cp-async-bulk";
+    /// `cp.reduce.async.bulk`.
+    REDUCE = "9.7.9.25.4.2", "data-movement-and-conversion-instructions-cp-reduce-async-bulk";
+    /// `cp.async.bulk.prefetch`.
+    PREFETCH = "9.7.9.25.4.3", "data-movement-and-conversion-instructions-cp-async-bulk-prefetch";
+    /// `mapa`.
+    MAPA = "9.7.9.23", "data-movement-and-conversion-instructions-mapa";
+    /// `bar`/`barrier` (`barrier.cta`).
+    BARRIER = "9.7.13.1", "parallel-synchronization-and-communication-instructions-bar-barrier";
+    /// `barrier.cluster`.
+    BARRIER_CLUSTER = "9.7.13.3", "parallel-synchronization-and-communication-instructions-barrier-cluster";
+    /// `membar`/`fence`, the proxy fences and `fence.mbarrier_init` included.
+    FENCE = "9.7.13.4", "parallel-synchronization-and-communication-instructions-membar";
+    /// `red.async`.
+    RED_ASYNC = "9.7.13.7", "parallel-synchronization-and-communication-instructions-red-async";
+    /// The mbarrier object and its instructions.
+    MBARRIER = "9.7.13.15", "parallel-synchronization-and-communication-instructions-mbarrier";
+    /// `mbarrier.test_wait` / `mbarrier.try_wait`.
+    MBARRIER_WAIT = "9.7.13.15", "parallel-synchronization-and-communication-instructions-mbarrier-test-wait-try-wait";
+    /// `cp.async.mbarrier.arrive`.
+    MBARRIER_CP_ASYNC_ARRIVE = "9.7.13.15", "parallel-synchronization-and-communication-instructions-cp-async-mbarrier-arrive";
+    /// The memory consistency model (scopes, proxies, release/acquire).
+    MEMORY_MODEL = "8", "memory-consistency-model";
+}
 
 /// cpflow's reading number `n` of an ambiguous spot: `docs/readings.md #n`.
 pub fn reading(n: u32) -> String {
