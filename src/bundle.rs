@@ -16,6 +16,8 @@ use cpflow::ir::types::{Scalar, Type};
 use cpflow::ir::{Module, SourceFile};
 use serde_json::json;
 
+use crate::report::Reporter;
+
 #[derive(clap::Args)]
 pub struct BundleArgs {
     /// Output directory (created).
@@ -24,12 +26,12 @@ pub struct BundleArgs {
     /// The GPU's architecture: programs for newer targets are skipped.
     #[arg(long, default_value = "sm_90a")]
     arch: String,
-    /// Programs with `// run:` lines.
+    /// Programs with `// run:` lines (`-`: standard input).
     #[arg(required = true)]
     files: Vec<PathBuf>,
 }
 
-pub fn run_bundle(args: BundleArgs) -> ExitCode {
+pub fn run_bundle(args: BundleArgs, rep: &mut Reporter) -> ExitCode {
     if let Err(e) = std::fs::create_dir_all(&args.output) {
         eprintln!("error: cannot create `{}`: {e}", args.output.display());
         return ExitCode::from(2);
@@ -57,7 +59,7 @@ pub fn run_bundle(args: BundleArgs) -> ExitCode {
             Ok(mut l) => launches.append(&mut l),
             Err(msg) => {
                 refused += 1;
-                eprintln!("skipped {}: {msg}", path.display());
+                rep.note(format!("skipped {}: {msg}", path.display()));
             }
         }
     }
@@ -75,7 +77,11 @@ pub fn run_bundle(args: BundleArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// The launch tag of a file: its stem (`stdin` for `-`).
 fn stem(path: &Path) -> String {
+    if path == Path::new("-") {
+        return "stdin".to_string();
+    }
     path.file_stem()
         .unwrap_or_default()
         .to_string_lossy()
@@ -89,8 +95,10 @@ fn bundle_file(
     out: &Path,
     arch: Sm,
 ) -> Result<Vec<serde_json::Value>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
-    let name = path.display().to_string();
+    let (name, bytes) = crate::input::read_bytes(path)?;
+    let text = cpflow::decode(&bytes)
+        .map_err(|_| format!("`{name}` is not UTF-8 text"))?
+        .to_string();
     let file = SourceFile {
         name: &name,
         text: &text,

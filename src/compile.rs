@@ -1,22 +1,27 @@
 //! `cpflow compile`: IR to MLIR or PTX.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use cpflow::ir::{Diagnostic, Span};
 
-use crate::input::{retarget, usage, Source};
+use crate::input::{retarget, write_output, Source};
+use crate::report::Reporter;
 
 #[derive(clap::Args)]
 pub struct CompileArgs {
-    /// The IR file.
+    /// The IR file (`-`: standard input).
     file: PathBuf,
     /// What to write: the MLIR handed to MLIR's pipeline, or the PTX it produces.
     #[arg(long, value_enum, default_value_t = Emit::Ptx)]
     emit: Emit,
-    /// Output file (default: standard output).
+    /// Output file (default, or `-`: standard output).
     #[arg(short, long)]
     output: Option<PathBuf>,
+    /// Compile even when the checker reports errors (the verifier still
+    /// runs: only verified IR lowers).
+    #[arg(long)]
+    no_check: bool,
     /// Compile for this target instead of the module's (re-verified).
     #[arg(long)]
     target: Option<String>,
@@ -31,27 +36,23 @@ enum Emit {
     Ptx,
 }
 
-pub fn run(args: CompileArgs) -> ExitCode {
+pub fn run(args: CompileArgs, rep: &mut Reporter) -> ExitCode {
     let source = match Source::read(&args.file) {
         Ok(s) => s,
         Err(code) => return code,
     };
-    let mut module = match source.parse() {
+    let mut module = match source.parse(rep) {
         Ok(m) => m,
         Err(code) => return code,
     };
     if let Err(code) = retarget(&mut module, args.target.as_deref(), args.ptx.as_deref()) {
         return code;
     }
-    if let Err(diags) = crate::opt::lower_abstract(&mut module) {
-        return source.report(&diags);
+    if let Err(code) = gate(&source, &module, args.no_check, "compile", rep) {
+        return code;
     }
-    let warnings: Vec<Diagnostic> = cpflow::ir::verify(&module)
-        .into_iter()
-        .filter(|d| !d.is_error())
-        .collect();
-    if !warnings.is_empty() {
-        eprint!("{}", source.file().render(&warnings));
+    if let Err(diags) = crate::opt::lower_abstract(&mut module) {
+        return fail(&source, diags, "compile", rep);
     }
     let result = match args.emit {
         Emit::Mlir => cpflow::lowering::lower(&module),
@@ -61,15 +62,52 @@ pub fn run(args: CompileArgs) -> ExitCode {
     };
     let out = match result {
         Ok(out) => out,
-        Err(diags) => return source.report(&with_spans(diags)),
+        Err(diags) => return fail(&source, with_spans(diags), "compile", rep),
     };
-    match &args.output {
-        Some(path) => write(path, &out),
-        None => {
-            print!("{out}");
-            ExitCode::SUCCESS
+    rep.summary("compile", 1);
+    write_output(args.output.as_deref(), &out)
+}
+
+/// The safe default of `compile` and `opt`: the verifier and the checker
+/// run first, and any error (after lint levels) stops the command. With
+/// `--no-check` only the verifier's findings count.
+pub fn gate(
+    source: &Source,
+    module: &cpflow::ir::Module,
+    no_check: bool,
+    command: &str,
+    rep: &mut Reporter,
+) -> Result<(), ExitCode> {
+    let diags = if no_check {
+        rep.info("checker skipped (--no-check)");
+        cpflow::ir::verify(module)
+    } else {
+        rep.info(format!("checking `{}`", source.name));
+        cpflow::check_module(module)
+    };
+    if rep.report(&source.file(), diags) {
+        if !no_check {
+            eprintln!(
+                "error: cpflow {command}: refusing `{}`: the checker reports errors (`--no-check` skips the checker)",
+                source.name
+            );
         }
+        rep.summary(command, 1);
+        return Err(ExitCode::from(1));
     }
+    Ok(())
+}
+
+/// Reports errors of a later stage; exit status 1.
+pub fn fail(
+    source: &Source,
+    diags: Vec<Diagnostic>,
+    command: &str,
+    rep: &mut Reporter,
+) -> ExitCode {
+    rep.report(&source.file(), diags);
+    rep.summary(command, 1);
+    ExitCode::from(1)
 }
 
 /// MLIR's own errors have no span in the cpflow source; point them at its start.
@@ -78,11 +116,4 @@ fn with_spans(diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
         .into_iter()
         .map(|d| if d.span == Span::DUMMY { d.with_note("the error is in the MLIR cpflow emitted: `cpflow compile --emit mlir` shows it") } else { d })
         .collect()
-}
-
-fn write(path: &Path, text: &str) -> ExitCode {
-    match std::fs::write(path, text) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => usage(format!("cannot write `{}`: {e}", path.display())),
-    }
 }

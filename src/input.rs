@@ -1,12 +1,16 @@
-//! What the subcommands share: reading a source file, reporting its
-//! diagnostics, parsing it, and retargeting a module from the flags.
+//! What the subcommands share: reading a source file (`-` is standard
+//! input), parsing it, writing a result (`-o`, or standard output), and
+//! retargeting a module from the flags.
 
 use std::fmt::Display;
+use std::io::{Read, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
 use cpflow::ir::spec::{PtxVersion, Sm};
-use cpflow::ir::{Diagnostic, Module, SourceFile};
+use cpflow::ir::{Module, SourceFile};
+
+use crate::report::Reporter;
 
 /// A usage or I/O error: message on stderr, exit status 2.
 pub fn usage(message: impl Display) -> ExitCode {
@@ -23,9 +27,9 @@ pub struct Source {
 }
 
 impl Source {
+    /// Reads a file, or standard input for `-` (named `<stdin>`).
     pub fn read(path: &Path) -> Result<Source, ExitCode> {
-        let name = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|e| usage(format!("cannot read `{name}`: {e}")))?;
+        let (name, bytes) = read_bytes(path).map_err(usage)?;
         let text = String::from_utf8_lossy(&bytes).into_owned();
         Ok(Source { name, bytes, text })
     }
@@ -37,16 +41,44 @@ impl Source {
         }
     }
 
-    /// Renders diagnostics on stderr; exit status 1.
-    pub fn report(&self, diags: &[Diagnostic]) -> ExitCode {
-        eprint!("{}", self.file().render(diags));
-        ExitCode::from(1)
-    }
-
     /// Decodes and parses the file, reporting the first error.
-    pub fn parse(&self) -> Result<Module, ExitCode> {
-        let text = cpflow::decode(&self.bytes).map_err(|d| self.report(&[d]))?;
-        cpflow::ir::parse(text).map_err(|d| self.report(&[d]))
+    pub fn parse(&self, rep: &mut Reporter) -> Result<Module, ExitCode> {
+        let parsed = cpflow::decode(&self.bytes).and_then(cpflow::ir::parse);
+        parsed.map_err(|d| {
+            rep.report(&self.file(), vec![d]);
+            ExitCode::from(1)
+        })
+    }
+}
+
+/// The name and bytes of a file, or of standard input for `-` (named
+/// `<stdin>`).
+pub fn read_bytes(path: &Path) -> Result<(String, Vec<u8>), String> {
+    if path == Path::new("-") {
+        let mut bytes = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut bytes)
+            .map_err(|e| format!("cannot read standard input: {e}"))?;
+        return Ok(("<stdin>".to_string(), bytes));
+    }
+    let name = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read `{name}`: {e}"))?;
+    Ok((name, bytes))
+}
+
+/// Writes a command's result to `path` (`-` or none: standard output).
+pub fn write_output(path: Option<&Path>, text: &str) -> ExitCode {
+    let written = match path {
+        Some(p) if p != Path::new("-") => {
+            std::fs::write(p, text).map_err(|e| format!("cannot write `{}`: {e}", p.display()))
+        }
+        _ => std::io::stdout()
+            .write_all(text.as_bytes())
+            .map_err(|e| format!("cannot write standard output: {e}")),
+    };
+    match written {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => usage(e),
     }
 }
 

@@ -15,6 +15,7 @@ pub use cpflow_ir as ir;
 pub use cpflow_lowering as lowering;
 pub use cpflow_passes as passes;
 
+pub mod lint;
 pub mod lsp;
 pub mod timeline;
 
@@ -38,22 +39,26 @@ impl Checked {
 /// verifier found no error.
 pub fn check(text: &str) -> Checked {
     match cpflow_ir::parse(text) {
-        Ok(module) => {
-            let mut diagnostics = cpflow_ir::verify(&module);
-            if !diagnostics.iter().any(Diagnostic::is_error) {
-                diagnostics.extend(cpflow_passes::check(&module));
-                diagnostics.sort_by_key(|d| (d.span.start, d.code));
-            }
-            Checked {
-                module: Some(module),
-                diagnostics,
-            }
-        }
+        Ok(module) => Checked {
+            diagnostics: check_module(&module),
+            module: Some(module),
+        },
         Err(d) => Checked {
             module: None,
             diagnostics: vec![d],
         },
     }
+}
+
+/// Verifies a module, then runs the checker when the verifier found no
+/// error; the findings in source order.
+pub fn check_module(module: &Module) -> Vec<Diagnostic> {
+    let mut diagnostics = cpflow_ir::verify(module);
+    if !diagnostics.iter().any(Diagnostic::is_error) {
+        diagnostics.extend(cpflow_passes::check(module));
+        diagnostics.sort_by_key(|d| (d.span.start, d.code));
+    }
+    diagnostics
 }
 
 /// Codes reported before the verifier runs (lexer, parser, file decoding).
@@ -86,6 +91,7 @@ pub fn sarif(files: &[(&str, &str, &[Diagnostic])]) -> serde_json::Value {
             json!({
                 "id": id,
                 "shortDescription": { "text": summary },
+                "helpUri": cpflow_ir::diag::code_url(id),
                 "defaultConfiguration": { "level": if id.starts_with('W') { "warning" } else { "error" } },
             })
         })

@@ -6,12 +6,21 @@ use std::process::ExitCode;
 use cpflow::ir::{Diagnostic, Module};
 use cpflow::passes::transform::{self, Pass, Report};
 
-use crate::input::{retarget, usage, Source};
+use crate::compile::{fail, gate};
+use crate::input::{retarget, usage, write_output, Source};
+use crate::report::Reporter;
 
 #[derive(clap::Args)]
 pub struct OptArgs {
-    /// The IR file.
+    /// The IR file (`-`: standard input).
     file: PathBuf,
+    /// Output file (default, or `-`: standard output).
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// Transform even when the checker reports errors (the verifier still
+    /// runs).
+    #[arg(long)]
+    no_check: bool,
     /// Passes to run, in order (default: select,coalesce,sync,fence,cleanup;
     /// `coalesce` must directly follow `select`: without it no copies merge).
     #[arg(long)]
@@ -73,7 +82,7 @@ pub fn explain(report: &Report, text: &str) -> String {
     out
 }
 
-pub fn run(args: OptArgs) -> ExitCode {
+pub fn run(args: OptArgs, rep: &mut Reporter) -> ExitCode {
     let passes: Vec<Pass> = match &args.passes {
         Some(p) => match transform::parse_pipeline(p) {
             Ok(p) => p,
@@ -85,27 +94,25 @@ pub fn run(args: OptArgs) -> ExitCode {
         Ok(s) => s,
         Err(code) => return code,
     };
-    let mut module = match source.parse() {
+    let mut module = match source.parse(rep) {
         Ok(m) => m,
         Err(code) => return code,
     };
     if let Err(code) = retarget(&mut module, args.target.as_deref(), None) {
         return code;
     }
-    let errors: Vec<Diagnostic> = cpflow::ir::verify(&module)
-        .into_iter()
-        .filter(Diagnostic::is_error)
-        .collect();
-    if !errors.is_empty() {
-        return source.report(&errors);
+    if let Err(code) = gate(&source, &module, args.no_check, "opt", rep) {
+        return code;
     }
     let done = match transform::run(&mut module, &passes) {
         Ok(r) => r,
-        Err(diags) => return source.report(&diags),
+        Err(diags) => return fail(&source, diags, "opt", rep),
     };
+    let mut out = String::new();
     if args.explain {
-        print!("{}", explain(&done, &source.text));
+        out.push_str(&explain(&done, &source.text));
     }
-    print!("{}", cpflow::ir::print(&module));
-    ExitCode::SUCCESS
+    out.push_str(&cpflow::ir::print(&module));
+    rep.summary("opt", 1);
+    write_output(args.output.as_deref(), &out)
 }

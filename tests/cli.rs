@@ -1,23 +1,64 @@
-//! `cpflow check` through the built binary: exit codes, `--deny warnings`,
-//! and the structure of `--format json` / `--format sarif` output; plus the
+//! The `cpflow` command line through the built binary: exit codes, lint
+//! levels, the structure of `--format json` / `--format sarif` output, the
+//! conventions every subcommand follows (`-` for stdin, `-o`, `--color`,
+//! diagnostics on stderr and results on stdout, the summary line, `-q`/`-v`,
+//! `--explain`), the safe default of `compile` and `opt`; plus the
 //! diagnostics page listing every code.
 
+use std::io::Write;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-fn cpflow(args: &[&str]) -> (i32, String) {
+/// What one run of cpflow gave: exit status, stdout, stderr.
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs cpflow in the repository root with `stdin` as standard input and
+/// extra environment variables.
+fn cpflow_with(args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Out {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = Command::new(env!("CARGO_BIN_EXE_cpflow"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cpflow"))
         .current_dir(root)
         .args(args)
-        .output()
+        .env_remove("NO_COLOR")
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .expect("runs cpflow");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("writes stdin");
+    let out = child.wait_with_output().expect("cpflow finishes");
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn run(args: &[&str]) -> Out {
+    cpflow_with(args, "", &[])
+}
+
+fn cpflow(args: &[&str]) -> (i32, String) {
+    let out = run(args);
+    (out.code, out.stdout)
+}
+
+fn temp(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("cpflow-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir.join(name)
 }
 
 const BAD: &str = "tests/check/E1002-wait-too-weak.cpf";
@@ -32,14 +73,42 @@ fn exit_codes_and_deny_warnings() {
     assert_eq!(cpflow(&["check", "--deny", "warnings", LINT]).0, 1);
 }
 
+/// The JSON report of `docs/json-output.md`: a version, the diagnostics
+/// with positions and each code's page, and the counts.
 #[test]
-fn json_has_codes_and_positions() {
-    let (code, out) = cpflow(&["check", "--format", "json", BAD]);
+fn json_has_version_codes_positions_and_urls() {
+    let (code, out) = cpflow(&["check", "--format", "json", BAD, LINT]);
     assert_eq!(code, 1);
     let v: Value = serde_json::from_str(&out).expect("valid JSON");
-    let first = &v.as_array().expect("an array")[0];
+    assert_eq!(v["version"], 1);
+    assert_eq!(v["tool"]["name"], "cpflow");
+    let first = &v["diagnostics"].as_array().expect("an array")[0];
     assert_eq!(first["code"], "E1002");
     assert!(first["line"].as_u64().is_some_and(|l| l > 1));
+    assert!(first["url"]
+        .as_str()
+        .is_some_and(|u| u.ends_with("docs/diagnostics.md#e1002")));
+    assert_eq!(v["summary"]["files"], 2);
+    assert_eq!(v["summary"]["errors"], 1);
+    assert_eq!(v["summary"]["warnings"], 1);
+    // Exactly the fields `docs/json-output.md` documents for version 1.
+    let keys = |o: &Value| -> Vec<String> {
+        o.as_object()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default()
+    };
+    assert_eq!(keys(&v), ["diagnostics", "summary", "tool", "version"]);
+    let page =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/json-output.md"))
+            .expect("the schema page");
+    for d in v["diagnostics"].as_array().into_iter().flatten() {
+        for key in keys(d) {
+            assert!(
+                page.contains(&format!("| `{key}`")) || page.contains(&format!(", `{key}`")),
+                "`{key}` is not in docs/json-output.md"
+            );
+        }
+    }
 }
 
 /// The fields SARIF 2.1.0 consumers (GitHub code scanning) rely on.
@@ -65,6 +134,10 @@ fn sarif_structure() {
         assert!(r["shortDescription"]["text"]
             .as_str()
             .is_some_and(|t| !t.is_empty()));
+        let id = r["id"].as_str().unwrap_or_default().to_ascii_lowercase();
+        assert!(r["helpUri"]
+            .as_str()
+            .is_some_and(|u| u.starts_with("https://") && u.ends_with(&format!("#{id}"))));
     }
     let results = run["results"].as_array().expect("results");
     assert!(results.len() >= 2);
@@ -115,4 +188,234 @@ fn diagnostics_page_lists_every_code() {
             "docs/diagnostics.md has no section `## {code}`"
         );
     }
+}
+
+/// `--explain CODE` prints the code's section of the page (what it is, the
+/// bad program, the fix) and its URL; an unknown code is a usage error.
+#[test]
+fn explain_prints_the_code_page() {
+    let out = run(&["--explain", "e1002"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.starts_with("# E1002\n"), "{}", out.stdout);
+    assert!(out.stdout.contains("Bad"), "{}", out.stdout);
+    assert!(out.stdout.contains("```diff"), "{}", out.stdout);
+    assert!(!out.stdout.contains("## E1003"), "{}", out.stdout);
+    assert!(out.stdout.contains("docs/diagnostics.md#e1002"));
+    for (code, _) in cpflow::all_codes() {
+        assert_eq!(run(&["--explain", code]).code, 0, "{code}");
+    }
+    for (code, _, _) in cpflow::interp::CODES {
+        assert_eq!(run(&["--explain", code]).code, 0, "{code}");
+    }
+    assert_eq!(run(&["--explain", "E9999"]).code, 2);
+}
+
+/// Diagnostics go to stderr, with each code's page and a summary line;
+/// stdout stays empty for a human check.
+#[test]
+fn diagnostics_on_stderr_with_summary_and_urls() {
+    let out = run(&["check", BAD, LINT]);
+    assert_eq!(out.code, 1);
+    assert!(out.stdout.is_empty(), "{}", out.stdout);
+    assert!(out.stderr.contains("error[E1002]"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("docs/diagnostics.md#e1002"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains("cpflow check: 1 error, 1 warning in 2 files"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("cpflow --explain E1002"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// `-q` keeps errors only; `-v` says what it does.
+#[test]
+fn quiet_and_verbose() {
+    let out = run(&["check", "-q", BAD, LINT]);
+    assert!(out.stderr.contains("error[E1002]"), "{}", out.stderr);
+    assert!(!out.stderr.contains("W1003"), "{}", out.stderr);
+    assert!(!out.stderr.contains("cpflow check:"), "{}", out.stderr);
+    let out = run(&["check", "-v", OK]);
+    assert_eq!(out.code, 0);
+    assert!(
+        out.stderr.contains(&format!("checking `{OK}`")),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("0 errors, 0 warnings"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(run(&["check", "-q", "-v", OK]).code, 2);
+}
+
+/// `--color always` colours even under `NO_COLOR` (a flag beats the
+/// environment); `never` and `auto` (off a terminal, or under `NO_COLOR`)
+/// do not.
+#[test]
+fn color_flag_and_no_color() {
+    let esc = "\u{1b}[";
+    let out = cpflow_with(
+        &["check", "--color", "always", BAD],
+        "",
+        &[("NO_COLOR", "1")],
+    );
+    assert!(out.stderr.contains(esc), "{}", out.stderr);
+    let out = run(&["check", "--color", "never", BAD]);
+    assert!(!out.stderr.contains(esc), "{}", out.stderr);
+    let out = cpflow_with(&["check", BAD], "", &[("NO_COLOR", "1")]);
+    assert!(!out.stderr.contains(esc), "{}", out.stderr);
+    assert_eq!(run(&["check", "--color", "sometimes", BAD]).code, 2);
+}
+
+/// `-` reads standard input, named `<stdin>` in diagnostics.
+#[test]
+fn stdin_is_dash() {
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(BAD))
+        .expect("reads the case");
+    let out = cpflow_with(&["check", "-"], &text, &[]);
+    assert_eq!(out.code, 1);
+    assert!(out.stderr.contains("<stdin>:18:3"), "{}", out.stderr);
+    let out = cpflow_with(&["opt", "--no-check", "-"], &text, &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("kernel @k"), "{}", out.stdout);
+}
+
+/// `-o FILE` writes the result where the command would print it.
+#[test]
+fn output_flag() {
+    let json = temp("report.json");
+    let out = run(&[
+        "check",
+        "--format",
+        "json",
+        "-o",
+        json.to_str().unwrap_or_default(),
+        BAD,
+    ]);
+    assert_eq!(out.code, 1);
+    assert!(out.stdout.is_empty(), "{}", out.stdout);
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).expect("written"))
+        .expect("valid JSON");
+    assert_eq!(v["diagnostics"][0]["code"], "E1002");
+    let ir = temp("opt.cpf");
+    let out = run(&["opt", "-o", ir.to_str().unwrap_or_default(), OK]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.is_empty(), "{}", out.stdout);
+    assert!(std::fs::read_to_string(&ir)
+        .expect("written")
+        .contains("kernel @k"));
+    assert_eq!(run(&["check", "-o", "x.txt", OK]).code, 2);
+}
+
+/// `-A`/`-W`/`-D CODE` set a warning's level (`warnings` for all); errors
+/// and unknown codes are refused.
+#[test]
+fn lint_levels() {
+    let out = run(&["check", "-A", "W1003", LINT]);
+    assert_eq!(out.code, 0);
+    assert!(!out.stderr.contains("W1003"), "{}", out.stderr);
+    let out = run(&["check", "-D", "w1003", LINT]);
+    assert_eq!(out.code, 1);
+    assert!(out.stderr.contains("error[W1003]"), "{}", out.stderr);
+    assert_eq!(
+        run(&["check", "-D", "warnings", "-A", "W1003", LINT]).code,
+        0
+    );
+    assert_eq!(
+        run(&["check", "-A", "warnings", "-W", "W1003", LINT]).code,
+        0
+    );
+    assert_eq!(
+        run(&["check", "-A", "warnings", "-D", "W1003", LINT]).code,
+        1
+    );
+    let out = run(&["check", "-A", "E1002", BAD]);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains("is an error, not a warning"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(run(&["check", "-D", "W9999", LINT]).code, 2);
+}
+
+/// `// cpflow: allow(CODE)` on a kernel silences the code in that kernel,
+/// even under `-D`; an error is not silenced.
+#[test]
+fn allow_comment() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let lint = std::fs::read_to_string(root.join(LINT)).expect("reads the case");
+    let allowed = lint.replacen("kernel @", "// cpflow: allow(W1003)\nkernel @", 1);
+    let out = cpflow_with(&["check", "-D", "warnings", "-"], &allowed, &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stderr.contains("W1003"), "{}", out.stderr);
+    let bad = std::fs::read_to_string(root.join(BAD)).expect("reads the case");
+    let allowed = bad.replacen("kernel @", "// cpflow: allow(E1002)\nkernel @", 1);
+    assert_eq!(cpflow_with(&["check", "-"], &allowed, &[]).code, 1);
+}
+
+/// `compile` and `opt` refuse what the checker rejects (exit 1, the
+/// diagnostics on stderr, nothing on stdout) unless `--no-check`.
+#[test]
+fn compile_and_opt_refuse_checker_errors() {
+    for command in ["compile", "opt"] {
+        let out = run(&[command, BAD]);
+        assert_eq!(out.code, 1, "{command}: {}", out.stderr);
+        assert!(out.stdout.is_empty(), "{command}: {}", out.stdout);
+        assert!(out.stderr.contains("error[E1002]"), "{}", out.stderr);
+        assert!(out.stderr.contains("--no-check"), "{}", out.stderr);
+    }
+    let out = run(&["compile", "--no-check", "--emit", "mlir", BAD]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("gpu.module"), "{}", out.stdout);
+    let out = run(&["opt", "--no-check", BAD]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = run(&["compile", "--emit", "mlir", OK]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("cpflow compile: 0 errors"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// `--version` names the LLVM and the PTX ISA versions; `completions`
+/// prints a script for the shell.
+#[test]
+fn version_and_completions() {
+    let out = run(&["--version"]);
+    assert_eq!(out.code, 0);
+    assert!(out.stdout.contains("LLVM/MLIR 22"), "{}", out.stdout);
+    assert!(out.stdout.contains("PTX ISA 7.0 to "), "{}", out.stdout);
+    let out = run(&["completions", "bash"]);
+    assert_eq!(out.code, 0);
+    assert!(out.stdout.contains("_cpflow()"), "{}", out.stdout);
+    assert!(out.stdout.contains("--no-check"), "{}", out.stdout);
+}
+
+/// `bundle` reads `-` too, tagging its launches `stdin`.
+#[test]
+fn bundle_reads_stdin() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join("examples/double_buffer.cpf"))
+        .expect("reads the example");
+    let dir = temp("bundle");
+    let out = cpflow_with(
+        &["bundle", "-o", dir.to_str().unwrap_or_default(), "-"],
+        &text,
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("bundled 1 launches"), "{}", out.stdout);
+    assert!(dir.join("stdin.0.ptx").exists());
 }

@@ -4,16 +4,25 @@
 use std::path::Path;
 use std::process::Command;
 
-fn cpflow(args: &[&str]) -> (i32, String) {
+/// Runs cpflow and keeps stdout and stderr apart.
+fn cpflow_split(args: &[&str]) -> (i32, String, String) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = Command::new(env!("CARGO_BIN_EXE_cpflow"))
         .current_dir(root)
         .args(args)
         .output()
         .expect("runs cpflow");
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    (out.status.code().unwrap_or(-1), text)
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Runs cpflow; stdout and stderr together.
+fn cpflow(args: &[&str]) -> (i32, String) {
+    let (code, stdout, stderr) = cpflow_split(args);
+    (code, stdout + &stderr)
 }
 
 const CASE: &str = "interp/tests/ub/U0101-load-in-flight.cpf";
@@ -81,29 +90,31 @@ fn usage_errors_exit_2() {
     assert_eq!(code, 2, "{out}");
 }
 
+/// Runs `FIXED`'s kernel on a 1x2 grid with `src` read from a file holding
+/// `src` and a 64-byte `dst`, plus `extra` flags.
+fn run_fixed(dir: &Path, src: &[u8], extra: &[String]) -> (i32, String, String) {
+    std::fs::create_dir_all(dir).expect("temp dir");
+    let input = dir.join("src.bin");
+    std::fs::write(&input, src).expect("writes input");
+    let input = format!("src={}", input.display());
+    let mut args = vec![
+        "run", FIXED, "--kernel", "k", "--grid", "1x2", "--input", &input, "--size", "dst=64",
+    ];
+    args.extend(extra.iter().map(String::as_str));
+    cpflow_split(&args)
+}
+
 #[test]
 fn outputs_are_written_to_files() {
     let dir = std::env::temp_dir().join(format!("cpflow-run-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let input = dir.join("src.bin");
     let output = dir.join("dst.bin");
     let src: Vec<u8> = (0..=255u8).collect();
-    std::fs::write(&input, &src).expect("writes input");
-    let (code, out) = cpflow(&[
-        "run",
-        FIXED,
-        "--kernel",
-        "k",
-        "--grid",
-        "1x2",
-        "--input",
-        &format!("src={}", input.display()),
-        "--size",
-        "dst=64",
-        "--output",
-        &format!("dst={}", output.display()),
-    ]);
-    assert_eq!(code, 0, "{out}");
+    let (code, _, err) = run_fixed(
+        &dir,
+        &src,
+        &["--output".into(), format!("dst={}", output.display())],
+    );
+    assert_eq!(code, 0, "{err}");
     let dst = std::fs::read(&output).expect("output written");
     // Thread t copies src[16t..16t+16] and stores its first word at dst[16t].
     assert_eq!(&dst[0..4], &src[0..4]);
@@ -155,4 +166,75 @@ fn run_lines_are_the_default_launches() {
     let (code, out) = cpflow(&["run", FIXED, "--size", "dst=64"]);
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("need --kernel and --grid"), "{out}");
+}
+
+/// A name that is not a parameter of the kernel is refused, with the
+/// kernel's parameters listed.
+#[test]
+fn unknown_parameter_names_are_refused() {
+    let base = [
+        "run", FIXED, "--kernel", "k", "--grid", "1x2", "--size", "src=256",
+    ];
+    for extra in [
+        ["--arg", "bogus=1"],
+        ["--size", "bogus=64"],
+        ["--input", "bogus=x.bin"],
+        ["--output", "bogus=x.bin"],
+    ] {
+        let args: Vec<&str> = base.iter().chain(extra.iter()).copied().collect();
+        let (code, out) = cpflow(&args);
+        assert_eq!(code, 2, "{out}");
+        assert!(out.contains("no parameter `%bogus`"), "{out}");
+        assert!(out.contains("%src, %dst"), "{out}");
+    }
+}
+
+/// Buffers (the result) go to stdout, findings to stderr; `--view` prints
+/// a buffer as floats.
+#[test]
+fn findings_on_stderr_buffers_on_stdout_floats_readable() {
+    let (code, stdout, stderr) = cpflow_split(&["run", CASE, "--schedule", "lazy"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stdout.contains("%dst: 64 bytes"), "{stdout}");
+    assert!(!stdout.contains("U0101"), "{stdout}");
+    assert!(stderr.contains("error[U0101]"), "{stderr}");
+    assert!(stderr.contains("cpflow run: "), "{stderr}");
+    let dir = std::env::temp_dir().join(format!("cpflow-view-{}", std::process::id()));
+    let floats: Vec<u8> = (0..64)
+        .flat_map(|i| (i as f32 * 0.5).to_le_bytes())
+        .collect();
+    let (code, stdout, stderr) = run_fixed(&dir, &floats, &["--view".into(), "src=f32".into()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("  00000000  0 0.5 1 1.5 2 2.5 3 3.5\n"),
+        "{stdout}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `run` notes when the checker's verdict and the run disagree: this
+/// kernel's init loop may run no iteration (E1013), but with `n=2` it runs.
+#[test]
+fn run_notes_the_checkers_disagreement() {
+    let (code, _, stderr) = cpflow_split(&[
+        "run",
+        "tests/check/E1013-init-loop-may-not-run.cpf",
+        "--kernel",
+        "k",
+        "--grid",
+        "1x1",
+        "--size",
+        "src=256",
+        "--size",
+        "dst=256",
+        "--arg",
+        "n=2",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("the checker reports an error in @k (E1013) that this run did not show"),
+        "{stderr}"
+    );
+    let (_, _, stderr) = cpflow_split(&["run", FIXED]);
+    assert!(!stderr.contains("note: the checker"), "{stderr}");
 }

@@ -1,6 +1,6 @@
 //! Scalar arithmetic of the core operations (`docs/text-format.md`, "Core
 //! operations") and the element-wise reductions of `cp.reduce.async.bulk`
-//! (`cp-reduce-async-bulk.md`) and `red.async` (`red-async.md`).
+//! (PTX ISA 9.7.9.25.4.2) and `red.async` (PTX ISA 9.7.13.7).
 //!
 //! Integers are held zero-extended in a `u64` and wrap at their width
 //! (`i1`, `i32`, `i64`); floats are IEEE `f32`/`f64`. Where PTX leaves a
@@ -203,7 +203,7 @@ fn ftz(x: f32) -> f32 {
 /// little-endian bytes of one element. `.inc`/`.dec` follow PTX `atom`:
 /// `inc: old >= src ? 0 : old + 1`, `dec: old == 0 || old > src ? src : old - 1`.
 /// `.add.f32` flushes subnormal inputs and results to zero
-/// (`cp-reduce-async-bulk.md`); `.f16`/`.bf16` add with `.noftz` keeps them.
+/// (PTX ISA 9.7.9.25.4.2); `.f16`/`.bf16` add with `.noftz` keeps them.
 pub fn reduce(op: Qual, ty: Qual, old: &[u8], src: &[u8]) -> Vec<u8> {
     use Qual as Q;
     let le = |b: &[u8]| -> u64 {

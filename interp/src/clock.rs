@@ -18,7 +18,7 @@
 /// The component of the initial contents of memory: always visible.
 pub const INIT: u32 = u32::MAX;
 /// A component no thread ever acquires (`red.async` release form: nothing
-/// in the kernel can observe it, READINGS.md #12).
+/// in the kernel can observe it, docs/readings.md #12).
 pub const NEVER: u32 = u32::MAX - 1;
 
 /// Component kinds of a thread.

@@ -23,7 +23,7 @@ pub const CODES: &[(&str, &str, &str)] = &[
     ("U0302", "`cp.async` src-size larger than cp-size at run time", "clamp src-size to cp-size"),
     ("U0303", "bulk size not a multiple of 16 at run time", "round bulk sizes to a multiple of 16"),
     ("U0304", "misaligned address at run time", "align bulk addresses to 16 bytes and other accesses to their size"),
-    ("U0305", "destination must be in another CTA of the cluster (READINGS.md #13, red.async)", "map the address to a peer CTA with `mapa` and a rank other than your own"),
+    ("U0305", "destination must be in another CTA of the cluster (docs/readings.md #13, red.async)", "map the address to a peer CTA with `mapa` and a rank other than your own"),
     ("U0306", "multicast mask names a CTA outside the cluster", "only set bits below %cluster_nctarank"),
     ("U0307", "`mapa` rank outside the cluster", "use a rank below %cluster_nctarank"),
     ("U0308", "`elect.sync` executed by a thread outside its membermask", "include every lane that executes the `elect.sync` in its membermask (0xffffffff for a whole warp)"),

@@ -6,8 +6,8 @@
 //! parameters, per-CTA shared memory laid out from the `shared`
 //! allocations), asynchronous operations that stay in flight until a
 //! [`Schedule`] completes them at any moment PTX allows, mbarriers,
-//! async-groups, barriers and proxies as the pages in `shared/ptx-spec/`
-//! define them (with `READINGS.md` where they disagree), and the detection
+//! async-groups, barriers and proxies as NVIDIA's PTX ISA
+//! defines them (with `docs/readings.md` where it is ambiguous), and the detection
 //! of undefined behaviour as [`Diagnostic`]s with stable codes ([`CODES`]).
 //! It depends only on `cpflow-ir`; it must never depend on the passes or the
 //! lowering it judges. The semantics and their sources are in `README.md`.

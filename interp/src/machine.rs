@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeSet, HashSet};
 
+use cpflow_ir::cite;
 use cpflow_ir::diag::Severity;
 use cpflow_ir::ir::{
     Constant, EntityId, Inst, InstData, Kernel, Op, Operand, PtxOp, Region, SharedKind, SpecialReg,
@@ -20,7 +21,7 @@ use crate::sched::{Chooser, Point};
 use crate::trace::{Recorder, Trace, Track};
 use crate::value::{Addr, Mem, Val};
 
-/// The largest mbarrier count and tx-count magnitude (mbarrier-fences-cluster.md §1).
+/// The largest mbarrier count and tx-count magnitude (PTX ISA 9.7.13.15).
 const COUNT_MAX: i64 = (1 << 20) - 1;
 /// Findings kept per run; later ones are counted, not stored.
 const MAX_FINDINGS: usize = 64;
@@ -63,7 +64,7 @@ enum Life {
 }
 
 /// The scope of a release or an acquire: `.cta` unless `.cluster` is
-/// written (mbarrier-fences-cluster.md §2: "scope defaults to `.cta`").
+/// written (PTX ISA 9.7.13.15: "scope defaults to `.cta`").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Scope {
     Cta,
@@ -93,9 +94,9 @@ struct Mbar {
     prev_vc: Vec<u32>,
     /// Releasing arrives of threads of peer CTAs at `.cluster` scope, which
     /// only a `.cluster` acquire joins. A peer's `.cta` release is in
-    /// neither: only threads of the mbarrier's own CTA can wait on it (§2),
+    /// neither: only threads of the mbarrier's own CTA can wait on it (PTX ISA 9.7.13.15),
     /// and a `.cta` release and acquire of threads of two CTAs are not
-    /// morally strong (§6 "scope too narrow").
+    /// morally strong (a scope too narrow orders nothing, PTX ISA 8).
     cur_peer_vc: Vec<u32>,
     prev_peer_vc: Vec<u32>,
     /// Ops whose completion the current / previous phase tracks.
@@ -791,7 +792,10 @@ impl<'a> Machine<'a> {
                 Some(g),
                 "this CTA's shared memory no longer exists".into(),
                 None,
-                vec!["§2.2.2: a peer must not exit before the access completes".into()],
+                vec![format!(
+                    "{}: a peer must not exit before the access completes",
+                    cite::CLUSTER
+                )],
             );
         }
         self.live_mbar_overlap(g, inst, obj, start, len);
@@ -920,7 +924,7 @@ impl<'a> Machine<'a> {
                 format!("{what} of bytes an async op wrote, without observing its completion")
             };
             let other = other.map(|o| (o, "written by this async op".to_string()));
-            let note = "async-copy-overview-and-cp-async.md 9.7.9.25.1: a thread must wait for the completion of an async op (and order it by a barrier for other threads) to access its result".into();
+            let note = format!("{}: a thread must wait for the completion of an async op (and order it by a barrier for other threads) to access its result", cite::COMPLETION);
             self.report(
                 "U0105",
                 msg,
@@ -954,7 +958,7 @@ impl<'a> Machine<'a> {
         }
         let cta = self.threads[(other.comp / 4) as usize].cta;
         (cta != self.threads[g as usize].cta).then(|| {
-            format!("the other access is by a thread of CTA {cta}: only cluster-scope synchronisation orders it (`barrier.cluster`, or a `.release.cluster` arrive and an `.acquire.cluster` wait); a `.cta` release or acquire does not synchronise threads of two CTAs (mbarrier-fences-cluster.md §6, scope too narrow)")
+            format!("the other access is by a thread of CTA {cta}: only cluster-scope synchronisation orders it (`barrier.cluster`, or a `.release.cluster` arrive and an `.acquire.cluster` wait); a `.cta` release or acquire does not synchronise threads of two CTAs ({}: scopes)", cite::MEMORY_MODEL)
         })
     }
 
@@ -981,7 +985,7 @@ impl<'a> Machine<'a> {
                     Some(g),
                     format!("accesses mbarrier {i} of `{}`", self.objects[obj].name),
                     other,
-                    vec!["mbarrier-fences-cluster.md §1: any non-mbarrier access to a valid mbarrier is UB; `mbarrier.inval` it first".into()],
+                    vec![format!("{}: any non-mbarrier access to a valid mbarrier is UB; `mbarrier.inval` it first", cite::MBARRIER)],
                 );
                 return;
             }
@@ -1395,7 +1399,7 @@ impl<'a> Machine<'a> {
     }
 
     /// All threads of `cta` exited: its red.async release ops complete
-    /// (READINGS.md #12), ops still using its shared memory are UB, and ops
+    /// (docs/readings.md #12), ops still using its shared memory are UB, and ops
     /// whose completion nobody observed are reported as warnings.
     fn cta_end(&mut self, cta: u32) {
         let ids: Vec<u32> = self.inflight.iter().copied().collect();
@@ -1416,17 +1420,25 @@ impl<'a> Machine<'a> {
                     Some(thread),
                     "this op's source is still being read".into(),
                     None,
-                    vec!["async-copy-overview-and-cp-async.md 9.7.9.25.1: modifying (here: freeing) the source before the op completes is UB".into()],
+                    vec![format!(
+                        "{}: modifying (here: freeing) the source before the op completes is UB",
+                        cite::COMPLETION
+                    )],
                 );
             } else if issuer_cta != cta && (reads_here || writes_here) {
                 self.report(
                     "U0401",
-                    format!("CTA {cta} exits while a peer's async op still accesses its shared memory"),
+                    format!(
+                        "CTA {cta} exits while a peer's async op still accesses its shared memory"
+                    ),
                     inst,
                     Some(thread),
                     format!("issued by CTA {issuer_cta}, still in flight"),
                     None,
-                    vec!["mbarrier-fences-cluster.md §5, §2.2.2: keep the peer alive with a cluster barrier before exit".into()],
+                    vec![format!(
+                        "{}: keep the peer alive with a cluster barrier before exit",
+                        cite::BARRIER_CLUSTER
+                    )],
                 );
             }
             if issuer_cta == cta || reads_here || writes_here {

@@ -5,7 +5,7 @@
 //! memory object (a global buffer, or one shared allocation of one CTA) and
 //! a byte offset into it. `mapa` of `(addr, rank)` keeps the allocation and
 //! offset and replaces the CTA, so it is distinct per rank and decodes to
-//! `(cta, offset)` (mbarrier-fences-cluster.md §5).
+//! `(cta, offset)` (`mapa`, PTX ISA 9.7.9.23).
 
 /// What an address points into.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -11,6 +11,15 @@ use codespan_reporting::files::SimpleFile;
 use codespan_reporting::term::{self, termcolor::Buffer};
 use serde::Serialize;
 
+/// Where each code's page lives (`docs/diagnostics.md`, one section per
+/// code); [`code_url`] adds the code's anchor.
+pub const DOCS_URL: &str = "https://github.com/cpflow/cpflow/blob/main/docs/diagnostics.md";
+
+/// The page of one code: [`DOCS_URL`] with the code's anchor (`#e1002`).
+pub fn code_url(code: &str) -> String {
+    format!("{DOCS_URL}#{}", code.to_ascii_lowercase())
+}
+
 /// A byte range in a source file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize)]
 pub struct Span {
@@ -158,9 +167,19 @@ impl SourceFile<'_> {
 
     /// Renders diagnostics as rustc-style text, without colour.
     pub fn render(&self, diagnostics: &[Diagnostic]) -> String {
+        self.render_styled(diagnostics, false)
+    }
+
+    /// Renders diagnostics as rustc-style text, with ANSI colour when
+    /// `color` is set.
+    pub fn render_styled(&self, diagnostics: &[Diagnostic], color: bool) -> String {
         let file = SimpleFile::new(self.name, self.text);
         let config = term::Config::default();
-        let mut buffer = Buffer::no_color();
+        let mut buffer = if color {
+            Buffer::ansi()
+        } else {
+            Buffer::no_color()
+        };
         for d in diagnostics {
             let mut labels = vec![
                 Label::new(LabelStyle::Primary, (), self.clamp(d.span)).with_message(&d.label)
@@ -187,7 +206,8 @@ impl SourceFile<'_> {
         String::from_utf8_lossy(buffer.as_slice()).into_owned()
     }
 
-    /// The diagnostics as JSON objects with file, line and column.
+    /// The diagnostics as JSON objects with file, line and column, and the
+    /// code's page (`url`); `docs/json-output.md` is the schema.
     pub fn to_json(&self, diagnostics: &[Diagnostic]) -> Vec<serde_json::Value> {
         diagnostics
             .iter()
@@ -209,6 +229,7 @@ impl SourceFile<'_> {
                     "file": self.name,
                     "severity": d.severity,
                     "code": d.code,
+                    "url": code_url(d.code),
                     "message": d.message,
                     "label": d.label,
                     "line": line,

@@ -406,7 +406,7 @@ spelled_enum!(
 );
 
 impl SpecialReg {
-    /// Cluster registers need PTX ISA 7.8 and sm_90 (mbarrier-fences-cluster.md §5).
+    /// Cluster registers need PTX ISA 7.8 and sm_90 (PTX ISA 10, special registers).
     pub fn gate(self) -> Option<spec::Gate> {
         self.spelling()
             .starts_with("cluster")

@@ -9,6 +9,7 @@
 // `Diagnostic` (spans, labels, help); it is built once per failed parse.
 #![allow(clippy::result_large_err)]
 
+pub mod cite;
 pub mod diag;
 pub mod facts;
 pub mod ir;

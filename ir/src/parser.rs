@@ -1,14 +1,16 @@
 //! The text format's parser: tokens to a [`Module`].
 //!
-//! Parsing checks syntax, names and scoping (SSA: every `%name` is defined
-//! once per kernel and used only below its definition, in the same or an
-//! enclosing region). Everything else, including which qualifier
+//! Parsing checks syntax, names and scoping (SSA: a `%name` is used only
+//! below its definition, in the same or an enclosing region, and is not
+//! defined again while it is visible; sibling regions, such as two loops,
+//! may each define their own `%k`). Everything else, including which qualifier
 //! combinations exist, is the verifier's job, so that each rule reports a
 //! coded diagnostic. Errors stop at the first one, with a span and what was
 //! expected.
 
 use std::collections::HashMap;
 
+use crate::cite;
 use crate::diag::{Diagnostic, Span};
 use crate::ir::*;
 use crate::lexer::{lex, Tok, Token};
@@ -44,13 +46,20 @@ struct Parser {
 struct Scopes {
     /// Innermost last.
     stack: Vec<HashMap<String, Value>>,
-    /// Every name defined in the kernel, with its span.
+    /// The latest definition of every name defined in the kernel so far,
+    /// visible or not (to explain a use outside its region).
     all: HashMap<String, Span>,
 }
 
 impl Scopes {
     fn lookup(&self, name: &str) -> Option<Value> {
         self.stack.iter().rev().find_map(|s| s.get(name).copied())
+    }
+
+    /// Whether `name` is visible here (defined in this region or one that
+    /// encloses it).
+    fn visible(&self, name: &str) -> bool {
+        self.lookup(name).is_some()
     }
 }
 
@@ -62,7 +71,12 @@ struct KernelBuilder {
 
 impl KernelBuilder {
     fn define(&mut self, name: &str, span: Span, ty: Type, def: ValueDef) -> PResult<Value> {
-        if let Some(prev) = self.scopes.all.get(name) {
+        if let Some(prev) = self
+            .scopes
+            .all
+            .get(name)
+            .filter(|_| self.scopes.visible(name))
+        {
             return Err(
                 Diagnostic::error(E_NAME, format!("`%{name}` is defined twice"), span)
                     .with_label("second definition")
@@ -816,11 +830,11 @@ impl Parser {
             }
             quals.push(qual);
         }
-        // Omitted slots with an implied qualifier are written out (READINGS.md #3).
+        // Omitted slots with an implied qualifier are written out (docs/readings.md #3).
         if let Ok(v) = spec::match_variant(family, &quals) {
             quals = v.with_implied(&quals);
         }
-        // READINGS.md #14: `...bulk_group.L2::cache_hint}` in the spec's example.
+        // docs/readings.md #14: `...bulk_group.L2::cache_hint}` in the spec's example.
         if self.peek() == &Tok::RBrace && self.span().start == wspan.end {
             return Err(Diagnostic::error(
                 E_SYNTAX,
@@ -829,7 +843,10 @@ impl Parser {
             )
             .with_label("this `}` is not part of the instruction")
             .with_help("remove it: `{...}` marks optional parts in the spec's syntax, not in code")
-            .with_note("READINGS.md #14: the spec's example has this typo"));
+            .with_note(format!(
+                "{}: the spec's example has this typo",
+                cite::reading(14)
+            )));
         }
         let args = self.operands(kb)?;
         let op = PtxOp { family, quals };
@@ -874,7 +891,7 @@ pub fn result_types(kernel: &Kernel, op: &PtxOp, args: &[Arg]) -> Vec<Type> {
         Family::CpAsync | Family::CpAsyncBulk | Family::CpReduceAsyncBulk | Family::Copy => {
             vec![Type::Token]
         }
-        // READINGS.md #12: the release form has nothing to wait on.
+        // docs/readings.md #12: the release form has nothing to wait on.
         Family::RedAsync if op.has(Qual::Release) => Vec::new(),
         Family::RedAsync => vec![Type::Token],
         Family::CpAsyncCommitGroup => vec![Type::Group],

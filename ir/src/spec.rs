@@ -1,13 +1,13 @@
 //! The instruction table: every PTX-level instruction cpflow knows, as data.
 //!
-//! Each [`Variant`] is one syntax block of `../shared/ptx-spec/`: the qualifier
+//! Each [`Variant`] is one syntax block of the PTX ISA (`cite`): the qualifier
 //! slots in PTX order, the operands in PTX order, the completion mechanism and
 //! the minimum PTX ISA version and `sm_` target. The parser recognises
 //! families and qualifier spellings from here, the verifier matches variants
 //! and checks operands and gates against it, and the lowering reads the same
 //! entries to know which operands are present. Rules that are not about shape
 //! (reduction op x type tables, `.noftz`, `.mmio`) live in [`crate::verify`]
-//! and cite `READINGS.md` where the pages disagree.
+//! and cite `docs/readings.md` where the pages disagree.
 
 use std::fmt;
 
@@ -335,7 +335,7 @@ pub struct Slot {
     pub options: &'static [Qual],
     pub required: bool,
     /// Filled in by the parser when the slot is omitted (the printer then
-    /// always writes it; see READINGS.md #3).
+    /// always writes it; see docs/readings.md #3).
     pub implied: Option<Qual>,
 }
 
@@ -489,7 +489,7 @@ pub enum Completion {
     /// complete-tx on the mbarrier phase given as an operand.
     Mbarrier,
     /// Completes no later than the end of the CTA; nothing can wait for it
-    /// (READINGS.md #12).
+    /// (docs/readings.md #12).
     EndOfCta,
     /// A hint with no observable completion.
     Hint,
@@ -511,8 +511,9 @@ pub struct Variant {
     pub qual_gates: &'static [(Qual, Gate)],
     /// Requirement when an mbarrier or phase operand is in `.shared::cluster`.
     pub remote_gate: Option<Gate>,
-    /// Where the rules come from.
-    pub source: &'static str,
+    /// The PTX ISA section the rules come from; `None` for cpflow's own
+    /// abstract ops, which have no PTX counterpart.
+    pub source: Option<cite::Section>,
 }
 
 impl Variant {
@@ -739,29 +740,33 @@ const SEM_RELEASE: &[Qual] = &[Q::Release, Q::Relaxed];
 const SEM_ACQUIRE: &[Qual] = &[Q::Acquire, Q::Relaxed];
 const SCOPE_CTA_CLUSTER: &[Qual] = &[Q::Cta, Q::Cluster];
 
-const CP_ASYNC: &str = "async-copy-overview-and-cp-async.md, cp-async-non-bulk.md (9.7.9.25.3)";
-const BULK: &str = "cp-async-bulk.md (9.7.9.25.4.1)";
-const REDUCE: &str = "cp-reduce-async-bulk.md (9.7.9.25.4.2)";
-const PREFETCH: &str = "async-copy-overview-and-cp-async.md (9.7.9.25.4.3)";
-const RED: &str = "red-async.md (9.7.13.7)";
-const MBAR: &str = "mbarrier-fences-cluster.md §1-3";
-const FENCE: &str = "mbarrier-fences-cluster.md §4";
-const CLUSTER: &str = "mbarrier-fences-cluster.md §5";
-const BAR: &str = "PTX ISA 9.7.13.1 (bar, barrier); docs/readings.md #25";
-const ELECT: &str = "PTX ISA 9.7.13 (elect.sync); docs/readings.md #24";
+use crate::cite::{self, Section};
+const CP_ASYNC: Section = cite::CP_ASYNC;
+const BULK: Section = cite::BULK;
+const REDUCE: Section = cite::REDUCE;
+const PREFETCH: Section = cite::PREFETCH;
+const RED: Section = cite::RED_ASYNC;
+const MBAR: Section = cite::MBARRIER;
+const FENCE: Section = cite::FENCE;
 
 /// Sem/scope on mbarrier ops: sem+scope 8.0, `.cluster` scope sm_90,
 /// The rule that puts a peer-CTA destination outside the executing CTA, as
 /// cited by the verifier (E0403) and the checker (E1016).
-pub fn peer_destination_rule(family: Family) -> &'static str {
+pub fn peer_destination_rule(family: Family) -> String {
     if family == Family::RedAsync {
-        "red-async.md: the destination and mbarrier belong to a CTA other than the executing one"
+        format!(
+            "{}: the destination and mbarrier belong to a CTA other than the executing one",
+            cite::RED_ASYNC
+        )
     } else {
-        "READINGS.md #13: the destination has to be in the shared memory of a different CTA"
+        format!(
+            "{}: the destination has to be in the shared memory of a different CTA",
+            cite::reading(13)
+        )
     }
 }
 
-/// `.relaxed` 8.6/sm_90 (mbarrier-fences-cluster.md §2).
+/// `.relaxed` 8.6/sm_90 (PTX ISA 9.7.13.15).
 const MBAR_SEM_GATES: &[(Qual, Gate)] = &[
     (Q::Release, gate(8, 0, 80)),
     (Q::Acquire, gate(8, 0, 80)),
@@ -786,7 +791,7 @@ const BASE: Variant = Variant {
     gate: gate(7, 0, 80),
     qual_gates: &[],
     remote_gate: None,
-    source: "",
+    source: Some(cite::BARRIER),
 };
 
 pub static VARIANTS: &[Variant] = &[
@@ -815,10 +820,10 @@ pub static VARIANTS: &[Variant] = &[
             (Q::L2Prefetch64B, gate(7, 4, 80)),
             (Q::L2Prefetch128B, gate(7, 4, 80)),
             (Q::L2Prefetch256B, gate(7, 4, 80)),
-            // READINGS.md #8: the instruction's sm_80 dominates `::cta`'s sm_30.
+            // docs/readings.md #8: the instruction's sm_80 dominates `::cta`'s sm_30.
             (Q::SharedCta, gate(7, 8, 80)),
         ],
-        source: CP_ASYNC,
+        source: Some(CP_ASYNC),
         ..BASE
     },
     Variant {
@@ -826,7 +831,7 @@ pub static VARIANTS: &[Variant] = &[
         form: "commit_group",
         operands: &[operand("tokens", K::Tokens)],
         gate: gate(7, 0, 80),
-        source: CP_ASYNC,
+        source: Some(CP_ASYNC),
         ..BASE
     },
     Variant {
@@ -834,7 +839,7 @@ pub static VARIANTS: &[Variant] = &[
         form: "wait_group",
         operands: &[operand("N", K::WaitTarget)],
         gate: gate(7, 0, 80),
-        source: CP_ASYNC,
+        source: Some(CP_ASYNC),
         ..BASE
     },
     Variant {
@@ -842,7 +847,7 @@ pub static VARIANTS: &[Variant] = &[
         form: "wait_all",
         operands: &[],
         gate: gate(7, 0, 80),
-        source: CP_ASYNC,
+        source: Some(CP_ASYNC),
         ..BASE
     },
     Variant {
@@ -851,7 +856,7 @@ pub static VARIANTS: &[Variant] = &[
         syntax: &[opt(Role::Noinc, &[Q::Noinc])],
         operands: &[operand("mbar", K::Phase(Spaces::SHARED))],
         gate: gate(7, 0, 80),
-        source: MBAR,
+        source: Some(MBAR),
         ..BASE
     },
     // cp.async.bulk: four directions.
@@ -873,7 +878,7 @@ pub static VARIANTS: &[Variant] = &[
         ],
         completion: Completion::Mbarrier,
         gate: gate(8, 6, 90),
-        source: BULK,
+        source: Some(BULK),
         ..BASE
     },
     Variant {
@@ -896,7 +901,7 @@ pub static VARIANTS: &[Variant] = &[
         ],
         completion: Completion::Mbarrier,
         gate: gate(8, 0, 90),
-        source: BULK,
+        source: Some(BULK),
         ..BASE
     },
     Variant {
@@ -908,7 +913,7 @@ pub static VARIANTS: &[Variant] = &[
             req(Role::Completion, &[Q::MbarrierCompleteTx]),
         ],
         operands: &[
-            // READINGS.md #13: the destination is in a different CTA.
+            // docs/readings.md #13: the destination is in a different CTA.
             operand("dstMem", K::Addr(Spaces::CLUSTER)),
             operand("srcMem", K::Addr(Spaces::SHARED)),
             operand("size", K::U32),
@@ -916,7 +921,7 @@ pub static VARIANTS: &[Variant] = &[
         ],
         completion: Completion::Mbarrier,
         gate: gate(8, 0, 90),
-        source: BULK,
+        source: Some(BULK),
         ..BASE
     },
     Variant {
@@ -939,7 +944,7 @@ pub static VARIANTS: &[Variant] = &[
         completion: Completion::BulkGroup,
         gate: gate(8, 0, 90),
         qual_gates: &[(Q::CpMask, gate(8, 6, 100))],
-        source: BULK,
+        source: Some(BULK),
         ..BASE
     },
     Variant {
@@ -947,7 +952,7 @@ pub static VARIANTS: &[Variant] = &[
         form: "commit_group",
         operands: &[operand("tokens", K::Tokens)],
         gate: gate(8, 0, 90),
-        source: BULK,
+        source: Some(BULK),
         ..BASE
     },
     Variant {
@@ -956,7 +961,7 @@ pub static VARIANTS: &[Variant] = &[
         syntax: &[opt(Role::Read, &[Q::Read])],
         operands: &[operand("N", K::WaitTarget)],
         gate: gate(8, 0, 90),
-        source: BULK,
+        source: Some(BULK),
         ..BASE
     },
     Variant {
@@ -974,10 +979,10 @@ pub static VARIANTS: &[Variant] = &[
         ],
         completion: Completion::Hint,
         gate: gate(8, 0, 90),
-        source: PREFETCH,
+        source: Some(PREFETCH),
         ..BASE
     },
-    // cp.reduce.async.bulk: READINGS.md #5, only the syntax blocks' forms.
+    // cp.reduce.async.bulk: docs/readings.md #5, only the syntax blocks' forms.
     Variant {
         family: Family::CpReduceAsyncBulk,
         form: "shared::cta -> shared::cluster",
@@ -997,7 +1002,7 @@ pub static VARIANTS: &[Variant] = &[
         ],
         completion: Completion::Mbarrier,
         gate: gate(8, 0, 90),
-        source: REDUCE,
+        source: Some(REDUCE),
         ..BASE
     },
     Variant {
@@ -1020,10 +1025,10 @@ pub static VARIANTS: &[Variant] = &[
         ],
         completion: Completion::BulkGroup,
         gate: gate(8, 0, 90),
-        source: REDUCE,
+        source: Some(REDUCE),
         ..BASE
     },
-    // red.async: READINGS.md #2 and #3.
+    // red.async: docs/readings.md #2 and #3.
     Variant {
         family: Family::RedAsync,
         form: "relaxed.cluster, shared::cluster with mbarrier",
@@ -1042,7 +1047,7 @@ pub static VARIANTS: &[Variant] = &[
         ],
         completion: Completion::Mbarrier,
         gate: gate(8, 1, 90),
-        source: RED,
+        source: Some(RED),
         ..BASE
     },
     Variant {
@@ -1062,7 +1067,7 @@ pub static VARIANTS: &[Variant] = &[
         ],
         completion: Completion::EndOfCta,
         gate: gate(8, 7, 100),
-        source: RED,
+        source: Some(RED),
         ..BASE
     },
     // mbarrier
@@ -1074,7 +1079,7 @@ pub static VARIANTS: &[Variant] = &[
             operand("count", K::U32),
         ],
         gate: gate(7, 0, 80),
-        source: MBAR,
+        source: Some(MBAR),
         ..BASE
     },
     Variant {
@@ -1082,7 +1087,7 @@ pub static VARIANTS: &[Variant] = &[
         form: "inval",
         operands: &[operand("addr", K::Mbarrier(Spaces::SHARED))],
         gate: gate(7, 0, 80),
-        source: MBAR,
+        source: Some(MBAR),
         ..BASE
     },
     Variant {
@@ -1099,7 +1104,7 @@ pub static VARIANTS: &[Variant] = &[
         gate: gate(7, 0, 80),
         qual_gates: MBAR_SEM_GATES,
         remote_gate: Some(gate(8, 0, 90)),
-        source: MBAR,
+        source: Some(MBAR),
         ..BASE
     },
     Variant {
@@ -1115,7 +1120,7 @@ pub static VARIANTS: &[Variant] = &[
         ],
         gate: gate(8, 0, 90),
         qual_gates: MBAR_SEM_GATES,
-        source: MBAR,
+        source: Some(MBAR),
         ..BASE
     },
     Variant {
@@ -1131,7 +1136,7 @@ pub static VARIANTS: &[Variant] = &[
         ],
         gate: gate(8, 0, 90),
         qual_gates: MBAR_SEM_GATES,
-        source: MBAR,
+        source: Some(MBAR),
         ..BASE
     },
     Variant {
@@ -1144,7 +1149,7 @@ pub static VARIANTS: &[Variant] = &[
         operands: &[operand("addr", K::Phase(Spaces::SHARED))],
         gate: gate(7, 1, 80),
         qual_gates: MBAR_SEM_GATES,
-        source: MBAR,
+        source: Some(MBAR),
         ..BASE
     },
     Variant {
@@ -1160,7 +1165,7 @@ pub static VARIANTS: &[Variant] = &[
         ],
         gate: gate(7, 8, 90),
         qual_gates: MBAR_SEM_GATES,
-        source: MBAR,
+        source: Some(MBAR),
         ..BASE
     },
     // cpflow: block until the phase completes (a test_wait/try_wait loop).
@@ -1174,7 +1179,7 @@ pub static VARIANTS: &[Variant] = &[
         operands: &[operand("addr", K::Phase(Spaces::SHARED))],
         gate: gate(7, 1, 80),
         qual_gates: MBAR_SEM_GATES,
-        source: MBAR,
+        source: Some(MBAR),
         ..BASE
     },
     // cpflow: phase `index` of a barrier (parity = index & 1).
@@ -1186,7 +1191,7 @@ pub static VARIANTS: &[Variant] = &[
             operand("index", K::I32),
         ],
         gate: gate(7, 0, 80),
-        source: MBAR,
+        source: Some(MBAR),
         ..BASE
     },
     Variant {
@@ -1198,7 +1203,7 @@ pub static VARIANTS: &[Variant] = &[
         )],
         operands: &[],
         gate: gate(8, 0, 90),
-        source: FENCE,
+        source: Some(FENCE),
         ..BASE
     },
     Variant {
@@ -1210,7 +1215,7 @@ pub static VARIANTS: &[Variant] = &[
         ],
         operands: &[],
         gate: gate(8, 0, 90),
-        source: FENCE,
+        source: Some(FENCE),
         ..BASE
     },
     Variant {
@@ -1218,7 +1223,7 @@ pub static VARIANTS: &[Variant] = &[
         form: "CTA barrier (bar.sync 0)",
         operands: &[],
         gate: gate(7, 0, 80),
-        source: CLUSTER,
+        source: Some(cite::BARRIER),
         ..BASE
     },
     Variant {
@@ -1226,7 +1231,7 @@ pub static VARIANTS: &[Variant] = &[
         form: "named barrier (bar.sync a{, b})",
         operands: &[operand("id", K::U32), operand_opt("count", K::U32, None)],
         gate: gate(7, 0, 80),
-        source: BAR,
+        source: Some(cite::BARRIER),
         ..BASE
     },
     Variant {
@@ -1234,7 +1239,7 @@ pub static VARIANTS: &[Variant] = &[
         form: "named barrier arrive (bar.arrive a, b)",
         operands: &[operand("id", K::U32), operand("count", K::U32)],
         gate: gate(7, 0, 80),
-        source: BAR,
+        source: Some(cite::BARRIER),
         ..BASE
     },
     Variant {
@@ -1247,7 +1252,7 @@ pub static VARIANTS: &[Variant] = &[
         operands: &[],
         gate: gate(7, 8, 90),
         qual_gates: &[(Q::Release, gate(8, 0, 90)), (Q::Relaxed, gate(8, 0, 90))],
-        source: CLUSTER,
+        source: Some(cite::BARRIER_CLUSTER),
         ..BASE
     },
     Variant {
@@ -1260,7 +1265,7 @@ pub static VARIANTS: &[Variant] = &[
         operands: &[],
         gate: gate(7, 8, 90),
         qual_gates: &[(Q::Acquire, gate(8, 0, 90))],
-        source: CLUSTER,
+        source: Some(cite::BARRIER_CLUSTER),
         ..BASE
     },
     Variant {
@@ -1268,7 +1273,7 @@ pub static VARIANTS: &[Variant] = &[
         form: "mapa",
         operands: &[operand("a", K::Mappable), operand("rank", K::U32)],
         gate: gate(7, 8, 90),
-        source: CLUSTER,
+        source: Some(cite::MAPA),
         ..BASE
     },
     Variant {
@@ -1276,7 +1281,7 @@ pub static VARIANTS: &[Variant] = &[
         form: "elect.sync",
         operands: &[operand_opt("membermask", K::U32, None)],
         gate: gate(8, 0, 90),
-        source: ELECT,
+        source: Some(cite::ELECT_SYNC),
         ..BASE
     },
     Variant {
@@ -1289,7 +1294,7 @@ pub static VARIANTS: &[Variant] = &[
         ],
         completion: Completion::Abstract,
         gate: gate(7, 0, 80),
-        source: "cpflow",
+        source: None,
         ..BASE
     },
     Variant {
@@ -1307,7 +1312,7 @@ pub static VARIANTS: &[Variant] = &[
         ],
         completion: Completion::Abstract,
         gate: gate(7, 0, 80),
-        source: "cpflow",
+        source: None,
         ..BASE
     },
     Variant {
@@ -1315,13 +1320,13 @@ pub static VARIANTS: &[Variant] = &[
         form: "await",
         operands: &[operand("token", K::Token)],
         gate: gate(7, 0, 80),
-        source: "cpflow",
+        source: None,
         ..BASE
     },
 ];
 
-/// Reduction op x element type tables, per destination (`cp-reduce-async-bulk.md`
-/// and `red-async.md`); READINGS.md #6: the table, not the syntax block's
+/// Reduction op x element type tables, per destination (PTX ISA 9.7.9.25.4.2
+/// and PTX ISA 9.7.13.7); docs/readings.md #6: the table, not the syntax block's
 /// `.type` list, is the rule.
 pub fn reduction_allowed(family: Family, dst: Space, op: Qual, ty: Qual) -> bool {
     let types: &[Qual] = match (family, dst, op) {
@@ -1439,7 +1444,7 @@ impl Sm {
     }
 
     /// Whether `.multicast::cluster` is advised on this target
-    /// (`sm_90a`/`sm_100f`/`sm_100a`/... in cp-async-bulk.md; READINGS.md #10).
+    /// (`sm_90a`/`sm_100f`/`sm_100a`/... in PTX ISA 9.7.9.25.4.1; docs/readings.md #10).
     pub fn multicast_advised(self) -> bool {
         match self.suffix {
             SmSuffix::A => true,

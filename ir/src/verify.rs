@@ -3,15 +3,16 @@
 //!
 //! It assumes a parsed module (names resolved, SSA scoping checked) and
 //! establishes, when it reports no error, that every instruction matches a
-//! syntax block of `../shared/ptx-spec/` with well-typed operands, is
+//! syntax block of the PTX ISA (`cite`) with well-typed operands, is
 //! available on the module's target and PTX ISA version, and that every
 //! `commit_group` lists exactly the tokens PTX would capture on every path.
-//! Where the pages are inconsistent it follows `READINGS.md` (cited by
+//! Where the pages are inconsistent it follows `docs/readings.md` (cited by
 //! number). Warnings mark what cannot be proven statically (symbolic sizes
 //! and addresses) and performance advice of the pages.
 
 use std::collections::HashMap;
 
+use crate::cite;
 use crate::diag::{Diagnostic, Span};
 use crate::facts::{yield_args, Facts};
 use crate::ir::*;
@@ -775,7 +776,7 @@ impl Verifier<'_> {
         match p.family {
             Family::CpAsync => self.cp_async(inst, p, &operand),
             Family::CpAsyncBulk | Family::CpReduceAsyncBulk | Family::CpAsyncBulkPrefetch => {
-                self.bulk(inst, p, variant, &operand)
+                self.bulk(inst, p, &operand)
             }
             Family::RedAsync => self.red_async(inst, p, variant),
             Family::Copy => {
@@ -810,7 +811,7 @@ impl Verifier<'_> {
             Family::MbarrierPhase => {
                 if let Some(a) = operand("index") {
                     if let Some(i) = self.k.const_int(a) {
-                        // READINGS.md #15: index -1 names the phase before
+                        // docs/readings.md #15: index -1 names the phase before
                         // the first, complete from init (parity 1).
                         if i < -1 {
                             self.push(
@@ -820,7 +821,10 @@ impl Verifier<'_> {
                                     a.span,
                                 )
                                 .with_label("phase indices start at -1")
-                                .with_note("READINGS.md #15: index -1 is the phase before the first, complete at init"),
+                                .with_note(format!(
+                                    "{}: index -1 is the phase before the first, complete at init",
+                                    cite::reading(15)
+                                )),
                             );
                         }
                     }
@@ -861,7 +865,7 @@ impl Verifier<'_> {
                         .with_label("orders nothing for threads of the peer CTA")
                         .with_secondary(a.span, "this phase is in another CTA")
                         .with_help("write `.release.cluster` (or `.relaxed.cluster` when no ordering is needed)")
-                        .with_note("mbarrier-fences-cluster.md §6: scope too narrow"),
+                        .with_note(format!("{}: scope too narrow", cite::MBARRIER)),
                 );
             }
         }
@@ -920,7 +924,10 @@ impl Verifier<'_> {
         }
         d = d.with_help(format!("the forms are:\n{}", forms.join("\n")));
         if p.has(Qual::L2CacheHint) && p.family == Family::CpAsyncBulk {
-            d = d.with_note("READINGS.md #9: `.L2::cache_hint` needs `.global` as the source or the destination");
+            d = d.with_note(format!(
+                "{}: `.L2::cache_hint` needs `.global` as the source or the destination",
+                cite::reading(9)
+            ));
         }
         self.push(d);
     }
@@ -1133,7 +1140,8 @@ impl Verifier<'_> {
                     Diagnostic::error(code, format!("{what} {c} is out of range"), a.span)
                         .with_label(format!("must be in [{min}, {MAX}]"))
                         .with_note(format!(
-                            "mbarrier-fences-cluster.md §1: the valid range is [{min}, 2^20-1]"
+                            "{}: the valid range is [{min}, 2^20-1]",
+                            cite::MBARRIER
                         )),
                 );
             }
@@ -1201,10 +1209,17 @@ impl Verifier<'_> {
                 if let Some(s) = self.k.const_int(src_size) {
                     if s > size {
                         self.push(
-                            Diagnostic::error("E0303", format!("src-size {s} is larger than cp-size {size}"), src_size.span)
-                                .with_label("undefined behaviour")
-                                .with_secondary(size_arg.span, "cp-size")
-                                .with_note("READINGS.md #1: src-size equal to cp-size is a full copy; larger is undefined"),
+                            Diagnostic::error(
+                                "E0303",
+                                format!("src-size {s} is larger than cp-size {size}"),
+                                src_size.span,
+                            )
+                            .with_label("undefined behaviour")
+                            .with_secondary(size_arg.span, "cp-size")
+                            .with_note(format!(
+                                "{}: src-size equal to cp-size is a full copy; larger is undefined",
+                                cite::reading(1)
+                            )),
                         );
                     }
                 }
@@ -1222,13 +1237,7 @@ impl Verifier<'_> {
         }
     }
 
-    fn bulk(
-        &mut self,
-        inst: Inst,
-        p: &PtxOp,
-        variant: &Variant,
-        operand: &dyn Fn(&str) -> Option<Arg>,
-    ) {
+    fn bulk(&mut self, inst: Inst, p: &PtxOp, operand: &dyn Fn(&str) -> Option<Arg>) {
         let k = self.k;
         if let Some(size) = operand("size") {
             match k.const_int(size) {
@@ -1236,7 +1245,7 @@ impl Verifier<'_> {
                     Diagnostic::error("E0401", format!("bulk size {s} is not a multiple of 16"), size.span)
                         .with_label("undefined behaviour")
                         .with_help(bulk_size_help(s))
-                        .with_note(format!("{}: `size` must be a multiple of 16", variant.source)),
+                        .with_note(format!("{}: `size` must be a multiple of 16", cite::BULK)),
                 ),
                 Some(_) => {}
                 None if self.facts.tz(size) < 4 => self.push(
@@ -1266,7 +1275,10 @@ impl Verifier<'_> {
                     )
                     .with_label("advised only for sm_90a, sm_100a and similar targets")
                     .with_help("target sm_90a (or sm_100a) for multicast copies")
-                    .with_note("READINGS.md #10: advice, not a legality rule"),
+                    .with_note(format!(
+                        "{}: advice, not a legality rule",
+                        cite::reading(10)
+                    )),
                 );
             }
             if let Some(mask) = operand("ctaMask") {
@@ -1281,7 +1293,7 @@ impl Verifier<'_> {
                                 .with_label(format!("mask {m:#x}"))
                                 .with_secondary(if k.cluster_span == Span::DUMMY { k.span } else { k.cluster_span }, "cluster shape")
                                 .with_help(format!("the ranks are 0..={}: use a mask of at most {:#x}", size - 1, (1u64 << size) - 1))
-                                .with_note("READINGS.md #4: bit i selects the CTA with %cluster_ctarank i"),
+                                .with_note(format!("{}: bit i selects the CTA with %cluster_ctarank i", cite::reading(4))),
                         );
                     }
                 }
@@ -1304,14 +1316,14 @@ impl Verifier<'_> {
                         Diagnostic::error("E0502", format!("`.add{ty}` requires `.noftz`"), span)
                             .with_label("missing `.noftz`")
                             .with_help(format!("write `.add.noftz{ty}`"))
-                            .with_note("READINGS.md #7: `.add.f16` and `.add.bf16` require `.noftz`; it is allowed nowhere else"),
+                            .with_note(format!("{}: `.add.f16` and `.add.bf16` require `.noftz`; it is allowed nowhere else", cite::reading(7))),
                     );
                 } else if p.has(Qual::Noftz) && !needs_noftz {
                     let span = self.qual_span(inst, Qual::Noftz);
                     self.push(
                         Diagnostic::error("E0502", format!("`.noftz` is only allowed on `.add.f16` and `.add.bf16`, not `{op}{ty}`"), span)
                             .with_label("remove this")
-                            .with_note("READINGS.md #7: `.add.f16` and `.add.bf16` require `.noftz`; it is allowed nowhere else"),
+                            .with_note(format!("{}: `.add.f16` and `.add.bf16` require `.noftz`; it is allowed nowhere else", cite::reading(7))),
                     );
                 }
             }
@@ -1348,9 +1360,15 @@ impl Verifier<'_> {
             format!("`{op}` into `{}` takes: {}", dst.ptx(), allowed.join(" "))
         };
         let note = if family == Family::RedAsync {
-            "red-async.md: each op's syntax block lists the types it takes"
+            format!(
+                "{}: each op's syntax block lists the types it takes",
+                cite::RED_ASYNC
+            )
         } else {
-            "READINGS.md #6: the op x type table per destination is the rule"
+            format!(
+                "{}: the op x type table per destination is the rule",
+                cite::reading(6)
+            )
         };
         self.push(
             Diagnostic::error(
@@ -1385,7 +1403,7 @@ impl Verifier<'_> {
                 Diagnostic::error("E0602", format!("`red.async.mmio` requires `.sys` scope, not `{scope}`"), span)
                     .with_label("`.mmio` here")
                     .with_help("write `red.async.mmio.release.sys`, or drop `.mmio`")
-                    .with_note("READINGS.md #2: the conditions and the example require `.sys`; the syntax block's scope list omits it"),
+                    .with_note(format!("{}: the conditions and the example require `.sys`; the syntax block's scope list omits it", cite::reading(2))),
             );
         }
     }
@@ -1661,11 +1679,25 @@ impl<'a> GroupChecker<'a> {
                             };
                             let def = k.def_inst(t).map_or(a.span, |i| k.insts[i].span);
                             self.diags.push(
-                                Diagnostic::error("E0201", format!("`{}` would mix bulk and non-bulk operations", p.family), a.span)
-                                    .with_label(format!("{this} operation in a {other} group"))
-                                    .with_secondary(def, "issued here")
-                                    .with_help(if c == Completion::BulkGroup { "commit it with `cp.async.bulk.commit_group`" } else { "commit it with `cp.async.commit_group`" })
-                                    .with_note("async-copy-overview: separate async-groups for bulk and non-bulk operations"),
+                                Diagnostic::error(
+                                    "E0201",
+                                    format!(
+                                        "`{}` would mix bulk and non-bulk operations",
+                                        p.family
+                                    ),
+                                    a.span,
+                                )
+                                .with_label(format!("{this} operation in a {other} group"))
+                                .with_secondary(def, "issued here")
+                                .with_help(if c == Completion::BulkGroup {
+                                    "commit it with `cp.async.bulk.commit_group`"
+                                } else {
+                                    "commit it with `cp.async.commit_group`"
+                                })
+                                .with_note(format!(
+                                    "{}: separate async-groups for bulk and non-bulk operations",
+                                    cite::ASYNC_COPY
+                                )),
                             );
                         }
                         // An instruction with no matching form: E0400 says so.

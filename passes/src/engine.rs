@@ -959,7 +959,7 @@ impl<'a> Engine<'a> {
         let data = &k.insts[inst];
         let Some(variant) = p.variant() else { return };
         // A `.relaxed` wait or poll observes the phase without acquiring:
-        // it orders nothing (mbarrier-fences-cluster.md).
+        // it orders nothing (PTX ISA 9.7.13.15).
         let relaxed = p.has(Qual::Relaxed);
         let arg = |name: &str| -> Option<Arg> {
             let b = variant.bind_operands(&p.quals, data.args.len()).ok()?;

@@ -1768,7 +1768,7 @@ impl Report<'_> {
                     let (ab, ba) = (before(a.end, b.start), before(b.end, a.start));
                     if ab || ba {
                         // A generic write the async proxy then reads needs
-                        // the writer's `fence.proxy.async` on the way (§4):
+                        // the writer's `fence.proxy.async` on the way (PTX ISA 9.7.9.25.2):
                         // the first one after the write is the one to check.
                         let (w, x) = if ab { (a, b) } else { (b, a) };
                         let proxy = matches!(

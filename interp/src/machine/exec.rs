@@ -279,7 +279,7 @@ impl Machine<'_> {
                             Some(g),
                             "src-size larger than cp-size".into(),
                             None,
-                            vec!["READINGS.md #1: only a run-time src-size > cp-size is UB; equal is a full copy".into()],
+                            vec![format!("{}: only a run-time src-size > cp-size is UB; equal is a full copy", cite::reading(1))],
                         );
                         n = cp;
                     }
@@ -573,7 +573,7 @@ impl Machine<'_> {
                         );
                         // Re-executed when woken: a wait is a try_wait loop,
                         // so it observes the barrier as it is then (and a
-                        // waiter that lags two phases is caught, §2).
+                        // waiter that lags two phases is caught, PTX ISA 9.7.13.15).
                         return Ok(Flow::Stay);
                     }
                 } else {
@@ -606,9 +606,10 @@ impl Machine<'_> {
                         Some(g),
                         "this thread already arrived in this phase".into(),
                         None,
-                        vec![
-                            "mbarrier-fences-cluster.md §5: one arrive per thread per phase".into(),
-                        ],
+                        vec![format!(
+                            "{}: one arrive per thread per phase",
+                            cite::BARRIER_CLUSTER
+                        )],
                     );
                     return Ok(Flow::Next);
                 }
@@ -654,10 +655,10 @@ impl Machine<'_> {
                         Some(g),
                         "no CTA has this rank".into(),
                         None,
-                        vec![
-                            "mbarrier-fences-cluster.md §5: `b` out of range is unspecified [gap]"
-                                .into(),
-                        ],
+                        vec![format!(
+                            "{}: `b` out of range is unspecified [gap]",
+                            cite::MAPA
+                        )],
                     );
                     me
                 } else {
@@ -756,7 +757,10 @@ impl Machine<'_> {
                 Some(g),
                 "size must be a multiple of 16".into(),
                 None,
-                vec!["cp-async-bulk.md: if the value is not a multiple of 16, the behavior is undefined".into()],
+                vec![format!(
+                    "{}: if the value is not a multiple of 16, the behavior is undefined",
+                    cite::BULK
+                )],
             );
         }
         let me = self.threads[g as usize].cta;
@@ -774,7 +778,10 @@ impl Machine<'_> {
                 Some(g),
                 "the destination maps to this CTA".into(),
                 None,
-                vec!["READINGS.md #13: the destination has to be in the shared memory of a different CTA".into()],
+                vec![format!(
+                    "{}: the destination has to be in the shared memory of a different CTA",
+                    cite::reading(13)
+                )],
             );
         }
         let variant = self.decoded[inst.index()]
@@ -806,7 +813,7 @@ impl Machine<'_> {
                         Some(g),
                         "bit set for a CTA that does not exist".into(),
                         None,
-                        vec!["READINGS.md #4: bit i selects the CTA whose %cluster_ctarank is i".into()],
+                        vec![format!("{}: bit i selects the CTA whose %cluster_ctarank is i", cite::reading(4))],
                     );
                     continue;
                 }
@@ -901,7 +908,7 @@ impl Machine<'_> {
                     Some(g),
                     "the destination maps to this CTA".into(),
                     None,
-                    vec!["red-async.md: the destination and mbarrier must belong to a CTA other than the executing one".into()],
+                    vec![format!("{}: the destination and mbarrier must belong to a CTA other than the executing one", cite::RED_ASYNC)],
                 );
             }
             if let Some(Val::Phase(m, ph)) = self.operand(inst, "mbar").map(|x| self.val(g, x)) {
@@ -913,7 +920,10 @@ impl Machine<'_> {
                         Some(g),
                         "the mbarrier belongs to another CTA than the destination".into(),
                         None,
-                        vec!["red-async.md: the destination and the mbarrier must belong to the same CTA".into()],
+                        vec![format!(
+                            "{}: the destination and the mbarrier must belong to the same CTA",
+                            cite::RED_ASYNC
+                        )],
                     );
                 }
                 bar = self.slot(g, inst, m).map(|s| (s, ph));
@@ -1065,7 +1075,10 @@ impl Machine<'_> {
                     Some(g),
                     format!("source {range}"),
                     other,
-                    vec!["async-copy-overview-and-cp-async.md: there is no ordering between async ops not synchronised by a wait".into()],
+                    vec![format!(
+                        "{}: there is no ordering between async ops not synchronised by a wait",
+                        cite::ASYNC_COPY
+                    )],
                 );
             } else if let Some(sh) = unseen {
                 self.unseen_write(g, inst, &format!("{what} read"), &range, sh);
@@ -1081,7 +1094,7 @@ impl Machine<'_> {
                     Some(g),
                     format!("reads {range}"),
                     other,
-                    vec!["async-copy-overview-and-cp-async.md 9.7.9.25.2 and mbarrier-fences-cluster.md §4: the writer must execute `fence.proxy.async` after its store and before the op is issued (e.g. fence, then barrier)".into()],
+                    vec![format!("{}: the writer must execute `fence.proxy.async` after its store and before the op is issued (e.g. fence, then barrier)", cite::ASYNC_PROXY)],
                 );
             }
             for b in &mut self.objects[obj].busy_r[s..s + n as usize] {
@@ -1154,7 +1167,7 @@ impl Machine<'_> {
                     Some(g),
                     format!("destination {range}"),
                     other,
-                    vec!["cp-async-non-bulk.md (commit_group): two cp.async in one group copying to the same location is UB; no ordering exists between async ops not synchronised by a wait".into()],
+                    vec![format!("{}: two cp.async in one group copying to the same location is UB; no ordering exists between async ops not synchronised by a wait", cite::CP_ASYNC)],
                 );
             } else if let Some(sh) = unseen {
                 self.unseen_write(g, inst, &format!("{what} write"), &range, sh);
@@ -1205,7 +1218,10 @@ impl Machine<'_> {
             Some(g),
             "this CTA's shared memory no longer exists".into(),
             None,
-            vec!["§2.2.2: a peer must not exit before the access completes".into()],
+            vec![format!(
+                "{}: a peer must not exit before the access completes",
+                cite::CLUSTER
+            )],
         );
     }
 
@@ -1395,13 +1411,13 @@ impl Machine<'_> {
     /// cluster scope: a thread's clock learns about another CTA's events
     /// only through cluster-scope synchronisation (`barrier.cluster`, and
     /// `.cluster` mbarrier release/acquire, see [`Mbar`]), so seeing the
-    /// init's stamp is exactly that (mbarrier-fences-cluster.md §6,
+    /// init's stamp is exactly that (PTX ISA 9.7.13.15,
     /// "unpublished init"; docs/readings.md #21).
     fn mbar_use(&mut self, g: u32, inst: Inst, slot: u32) -> bool {
         let owner = self.slot_cta(slot);
         let peer = owner != self.threads[g as usize].cta;
         let peer_note = || {
-            format!("mbarrier-fences-cluster.md §6: this is CTA {owner}'s mbarrier; peers need a cluster-scope release->acquire path from its init (`fence.mbarrier_init.release.cluster` or a release `barrier.cluster.arrive`, then `barrier.cluster.wait`); `barrier.cta` orders only one CTA")
+            format!("{}: this is CTA {owner}'s mbarrier; peers need a cluster-scope release->acquire path from its init (`fence.mbarrier_init.release.cluster` or a release `barrier.cluster.arrive`, then `barrier.cluster.wait`); `barrier.cta` orders only one CTA", cite::MBARRIER)
         };
         let m = &self.mbars[slot as usize];
         match m.life {
@@ -1416,7 +1432,10 @@ impl Machine<'_> {
                             .map(|i| (i, "it was initialised here, then invalidated".to_string())),
                     )
                 };
-                let mut notes = vec!["mbarrier-fences-cluster.md §1: a non-init mbarrier op on memory with no valid mbarrier is UB".to_string()];
+                let mut notes = vec![format!(
+                    "{}: a non-init mbarrier op on memory with no valid mbarrier is UB",
+                    cite::MBARRIER
+                )];
                 if peer {
                     notes.push(peer_note());
                 }
@@ -1448,7 +1467,7 @@ impl Machine<'_> {
                 (
                     "use of an mbarrier whose `init` is not visible to this thread",
                     "no barrier or release/acquire orders the init before this use",
-                    "mbarrier-fences-cluster.md §6: publish the init (barrier.cta, or fence.mbarrier_init + cluster barrier) first".to_string(),
+                    format!("{}: publish the init (barrier.cta, or fence.mbarrier_init + cluster barrier) first", cite::MBARRIER),
                 )
             };
             self.report(
@@ -1469,7 +1488,7 @@ impl Machine<'_> {
     /// the issue, at cluster scope for a peer CTA's mbarrier (multicast,
     /// `.shared::cluster` destinations, `red.async`). The issue is the last
     /// point the issuer can order; its completion is not a thread's
-    /// (mbarrier-fences-cluster.md §6; docs/readings.md #23).
+    /// (PTX ISA 9.7.13.15; docs/readings.md #23).
     fn mbar_issue_use(&mut self, g: u32, inst: Inst, dsts: &[Dst]) {
         for slot in dsts.iter().filter_map(|d| d.bar.map(|(s, _)| s)) {
             self.mbar_use(g, inst, slot);
@@ -1485,8 +1504,12 @@ impl Machine<'_> {
             inst,
             Some(g),
             format!("must stay within [-{COUNT_MAX}, {COUNT_MAX}]"),
-            m.init_inst.map(|i| (i, "mbarrier initialised here".to_string())),
-            vec!["READINGS.md #11: a negative tx-count within range is legal; leaving the range is UB".into()],
+            m.init_inst
+                .map(|i| (i, "mbarrier initialised here".to_string())),
+            vec![format!(
+                "{}: a negative tx-count within range is legal; leaving the range is UB",
+                cite::reading(11)
+            )],
         );
     }
 
@@ -1502,7 +1525,7 @@ impl Machine<'_> {
             Some(g),
             format!("the mbarrier is in phase {cur}"),
             self.mbars[slot as usize].init_inst.map(|i| (i, "mbarrier initialised here".to_string())),
-            vec!["READINGS.md #11: expected and completed bytes differ, so a phase completed early or late and this lands in another phase".into()],
+            vec![format!("{}: expected and completed bytes differ, so a phase completed early or late and this lands in another phase", cite::reading(11))],
         );
     }
 
@@ -1540,7 +1563,10 @@ impl Machine<'_> {
                 "more arrivals than the phase expects".into(),
                 m.init_inst
                     .map(|i| (i, "mbarrier initialised here".to_string())),
-                vec!["mbarrier-fences-cluster.md §1: the pending count cannot go below 0".into()],
+                vec![format!(
+                    "{}: the pending count cannot go below 0",
+                    cite::MBARRIER
+                )],
             );
         }
         if let Some(scope) = release {
@@ -1566,12 +1592,22 @@ impl Machine<'_> {
             let life = self.mbars[slot as usize].life;
             self.report(
                 "U0204",
-                format!("async op completes on an {} mbarrier", if life == Life::Uninit { "uninitialised" } else { "invalidated" }),
+                format!(
+                    "async op completes on an {} mbarrier",
+                    if life == Life::Uninit {
+                        "uninitialised"
+                    } else {
+                        "invalidated"
+                    }
+                ),
                 inst,
                 Some(g),
                 "its complete-tx finds no valid mbarrier".into(),
                 None,
-                vec!["mbarrier-fences-cluster.md §6: use before init / after inval includes in-flight completions".into()],
+                vec![format!(
+                    "{}: use before init / after inval includes in-flight completions",
+                    cite::MBARRIER
+                )],
             );
             return;
         }
@@ -1620,7 +1656,10 @@ impl Machine<'_> {
                 Some(g),
                 "more arrivals than the phase expects".into(),
                 init.map(|i| (i, "mbarrier initialised here".to_string())),
-                vec!["mbarrier-fences-cluster.md §3: with `.noinc`, init must count the async arrival".into()],
+                vec![format!(
+                    "{}: with `.noinc`, init must count the async arrival",
+                    cite::MBARRIER_CP_ASYNC_ARRIVE
+                )],
             );
         }
         let m = &mut self.mbars[slot as usize];
@@ -1654,7 +1693,7 @@ impl Machine<'_> {
     }
 
     /// `test_wait.parity`/`try_wait.parity` on phase `k`: by parity, True iff
-    /// it names the immediately preceding phase (mbarrier-fences-cluster.md §2).
+    /// it names the immediately preceding phase (PTX ISA 9.7.13.15).
     fn observe_phase(
         &mut self,
         g: u32,
@@ -1676,7 +1715,7 @@ impl Machine<'_> {
                 Some(g),
                 format!("lags {} phases behind", c - k64),
                 self.mbars[slot as usize].init_inst.map(|i| (i, "mbarrier initialised here".to_string())),
-                vec!["mbarrier-fences-cluster.md §2: waits are valid only for the current or the immediately preceding phase; by parity this observes another phase".into()],
+                vec![format!("{}: waits are valid only for the current or the immediately preceding phase; by parity this observes another phase", cite::MBARRIER_WAIT)],
             );
         } else if k64 > c {
             self.report(
@@ -1686,7 +1725,7 @@ impl Machine<'_> {
                 Some(g),
                 "waits on a future phase".into(),
                 self.mbars[slot as usize].init_inst.map(|i| (i, "mbarrier initialised here".to_string())),
-                vec!["mbarrier-fences-cluster.md §2: waits are valid only for the current or the immediately preceding phase; by parity this observes another phase".into()],
+                vec![format!("{}: waits are valid only for the current or the immediately preceding phase; by parity this observes another phase", cite::MBARRIER_WAIT)],
             );
         }
         let done = (k64 & 1) != (c & 1);
