@@ -12,6 +12,7 @@
 
 pub use cpflow_interp as interp;
 pub use cpflow_ir as ir;
+#[cfg(feature = "lower")]
 pub use cpflow_lowering as lowering;
 pub use cpflow_passes as passes;
 
