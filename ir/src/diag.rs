@@ -120,6 +120,55 @@ impl Diagnostic {
     }
 }
 
+/// Where spans are, for IR that has no source text of its own (built
+/// through [`crate::build`] by a host compiler): a host implements it, or
+/// uses [`crate::build::SourceMap`], to see its own locations in
+/// diagnostics.
+pub trait Locator {
+    /// A location such as `kernels.py:12:5`; `None` for a span it does not
+    /// know.
+    fn locate(&self, span: Span) -> Option<String>;
+}
+
+impl Locator for SourceFile<'_> {
+    fn locate(&self, span: Span) -> Option<String> {
+        let (line, column) = self.line_col(span.start);
+        Some(format!("{}:{line}:{column}", self.name))
+    }
+}
+
+/// Renders diagnostics rustc-style at the locations `locator` gives, one
+/// line per labelled span (`-->` primary, `:::` secondary) and no source
+/// excerpt; spans it does not know print as `<unknown>`.
+pub fn render_located(diagnostics: &[Diagnostic], locator: &dyn Locator) -> String {
+    use std::fmt::Write;
+    let at = |span: Span| {
+        locator
+            .locate(span)
+            .unwrap_or_else(|| "<unknown>".to_string())
+    };
+    let mut out = String::new();
+    for d in diagnostics {
+        let severity = match d.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        };
+        let _ = writeln!(out, "{severity}[{}]: {}", d.code, d.message);
+        let _ = writeln!(out, "  --> {}: {}", at(d.span), d.label);
+        for s in &d.secondary {
+            let _ = writeln!(out, "  ::: {}: {}", at(s.span), s.message);
+        }
+        if let Some(h) = &d.help {
+            let _ = writeln!(out, "  = help: {h}");
+        }
+        for n in &d.notes {
+            let _ = writeln!(out, "  = note: {n}");
+        }
+        out.push('\n');
+    }
+    out
+}
+
 /// A source file: its name and text, for rendering spans.
 pub struct SourceFile<'a> {
     pub name: &'a str,

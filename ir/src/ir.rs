@@ -485,6 +485,18 @@ pub enum Op {
     Ptx(PtxOp),
 }
 
+impl Module {
+    /// A module with no kernels, built in memory (no header span).
+    pub fn new(name: impl Into<String>, target: Target) -> Module {
+        Module {
+            name: name.into(),
+            target,
+            target_span: Span::DUMMY,
+            kernels: Vec::new(),
+        }
+    }
+}
+
 impl Kernel {
     pub fn new(name: impl Into<String>, span: Span) -> Kernel {
         let mut regions = Arena::new();
