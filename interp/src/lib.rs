@@ -87,7 +87,8 @@ pub struct Inputs {
 /// What a run produced.
 #[derive(Clone, Debug)]
 pub struct Outcome {
-    /// Final contents of each global buffer, in parameter order.
+    /// Final contents of each global buffer, in parameter order, named as
+    /// printed (`%name`).
     pub buffers: Vec<(String, Vec<u8>)>,
     /// Undefined behaviour (errors) and warnings, in the order found.
     pub findings: Vec<Diagnostic>,
