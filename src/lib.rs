@@ -8,7 +8,8 @@
 //! control: [`ir`] (data model, parser, printer, verifier, builder),
 //! [`passes`] (checker and transforms), [`interp`] (reference interpreter)
 //! and, with the default feature `lower`, `lowering` (MLIR and PTX through
-//! melior and LLVM 22). Without `lower` nothing here links LLVM:
+//! melior and LLVM 22; feature `emit` alone gives the MLIR text without
+//! LLVM). Without `lower` nothing here links LLVM:
 //! `cpflow = { version = "0.1", default-features = false }`.
 //!
 //! ```
@@ -34,7 +35,7 @@
 
 pub use cpflow_interp as interp;
 pub use cpflow_ir as ir;
-#[cfg(feature = "lower")]
+#[cfg(feature = "emit")]
 pub use cpflow_lowering as lowering;
 pub use cpflow_passes as passes;
 

@@ -1,7 +1,9 @@
 //! cpflow-lowering: cpflow IR to MLIR (NVVM dialect in a `gpu.module`), then
 //! PTX through MLIR's own pipeline (`gpu-module-to-binary{format=isa}`).
 //!
-//! Depends on cpflow-ir and melior; never on passes. Input must verify
+//! Depends on cpflow-ir and, with the default feature `mlir`, melior (LLVM
+//! and MLIR 22); never on passes. Without `mlir`, [`lower`] still emits the
+//! MLIR text, for a host that runs [`PIPELINE`] in its own MLIR. Input must verify
 //! clean: [`compile`] re-verifies and refuses otherwise. The lowering erases
 //! tokens, groups and phases while keeping their meaning: `wait_group %g`
 //! gets the N derived from the explicit groups ([`waits`]), a phase wait
@@ -9,18 +11,27 @@
 //! `copy`/`await` are refused with the pass that should have run.
 
 mod emit;
+#[cfg(feature = "mlir")]
 mod mlir;
 pub mod waits;
 
+#[cfg(feature = "mlir")]
 use std::time::{Duration, Instant};
 
 use cpflow_ir::diag::Diagnostic;
 use cpflow_ir::ir::Module;
 
 pub use emit::emit;
-pub use mlir::{Mlir, PIPELINE};
+#[cfg(feature = "mlir")]
+pub use mlir::Mlir;
+
+/// The pass pipeline from the emitted MLIR to PTX, as `mlir-opt` takes it.
+pub const PIPELINE: &str =
+    "builtin.module(gpu.module(convert-scf-to-cf,convert-arith-to-llvm,convert-nvvm-to-llvm),\
+convert-cf-to-llvm,reconcile-unrealized-casts,gpu-module-to-binary{format=isa})";
 
 /// The outcome of compiling a module.
+#[cfg(feature = "mlir")]
 #[derive(Debug, Clone)]
 pub struct Compiled {
     /// The MLIR handed to MLIR's pipeline.
@@ -34,6 +45,7 @@ pub struct Compiled {
 }
 
 /// Verifies `module`, emits MLIR and runs it to PTX.
+#[cfg(feature = "mlir")]
 pub fn compile(mlir: &Mlir, module: &Module) -> Result<Compiled, Vec<Diagnostic>> {
     let start = Instant::now();
     let text = lower(module)?;
