@@ -29,6 +29,7 @@
 //! assert!(checked.diagnostics.iter().any(|d| d.code == "E1001"));
 //! ```
 
+#![warn(missing_docs)]
 // `decode` returns a full `Diagnostic` (the error type of every layer), built
 // once for a file that is not UTF-8.
 #![allow(clippy::result_large_err)]

@@ -12,6 +12,7 @@
 //! It depends only on `cpflow-ir`; it must never depend on the passes or the
 //! lowering it judges. The semantics and their sources are in `README.md`.
 
+#![warn(missing_docs)]
 // Diagnostics are the error type throughout cpflow, as in cpflow-ir.
 #![allow(clippy::result_large_err)]
 
@@ -40,16 +41,22 @@ use value::Val;
 /// `cluster(...)` shape, or 1).
 #[derive(Clone, Debug)]
 pub struct Launch {
+    /// The kernel's name, without `@`.
     pub kernel: String,
+    /// CTAs in the grid.
     pub ctas: u32,
+    /// Threads per CTA.
     pub threads: u32,
+    /// CTAs per cluster; `None`: the kernel's declared shape, or 1.
     pub cluster: Option<u32>,
 }
 
 /// A scalar argument.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ScalarArg {
+    /// An integer (also `i1`: 0 or 1).
     Int(i64),
+    /// A float.
     Float(f64),
 }
 
@@ -80,7 +87,9 @@ impl ScalarArg {
 /// Buffers and scalars by parameter name (without `%`).
 #[derive(Clone, Debug, Default)]
 pub struct Inputs {
+    /// Initial contents of global buffers; a missing one is an error.
     pub buffers: BTreeMap<String, Vec<u8>>,
+    /// Values of scalar parameters.
     pub scalars: BTreeMap<String, ScalarArg>,
 }
 
@@ -103,6 +112,7 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// Whether any finding is undefined behaviour (an error).
     pub fn has_ub(&self) -> bool {
         self.findings.iter().any(Diagnostic::is_error)
     }

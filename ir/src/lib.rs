@@ -6,6 +6,7 @@
 //! made in memory ([`build`]). It depends on no other
 //! cpflow crate; analyses, transforms and lowering build on it.
 
+#![warn(missing_docs)]
 // The lexer and parser stop at the first error and return it as a full
 // `Diagnostic` (spans, labels, help); it is built once per failed parse.
 #![allow(clippy::result_large_err)]

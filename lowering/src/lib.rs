@@ -10,6 +10,8 @@
 //! becomes a `try_wait.parity` loop on the phase's parity, and abstract
 //! `copy`/`await` are refused with the pass that should have run.
 
+#![warn(missing_docs)]
+
 mod emit;
 #[cfg(feature = "mlir")]
 mod mlir;

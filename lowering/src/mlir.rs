@@ -35,6 +35,9 @@ fn mlir_error(message: String) -> Diagnostic {
 }
 
 impl Mlir {
+    /// A context with every dialect, LLVM translation and pass registered
+    /// (melior's `Context` is `!Send`: make one per thread, see
+    /// `docs/embedding.md`).
     pub fn new() -> Mlir {
         let registry = DialectRegistry::new();
         register_all_dialects(&registry);

@@ -80,9 +80,11 @@ fn rebuild(named: &[(Value, u32)]) -> Vec<Entry> {
 
 /// The derived N of each group-form wait.
 pub struct WaitPlan {
+    /// N of each `wait_group %g`, by instruction.
     pub n: HashMap<Inst, u32>,
 }
 
+/// Derives the N of every group-form wait of `k`, or explains why it cannot.
 pub fn plan(k: &Kernel) -> Result<WaitPlan, Vec<Diagnostic>> {
     let mut a = Analysis {
         k,

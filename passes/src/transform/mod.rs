@@ -42,11 +42,15 @@ use cpflow_ir::ir::Op;
 /// A transform pass.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pass {
+    /// Chooses each abstract copy's form through the e-graph.
     Select,
     /// Only directly after [`Pass::Select`]: that `select` coalesces.
     Coalesce,
+    /// Writes the waits that `await` asks for.
     Sync,
+    /// Inserts the `fence.proxy.async` that generic/async-proxy hand-offs need.
     Fence,
+    /// Drops redundant waits, fences and dead pure code.
     Cleanup,
 }
 
@@ -60,6 +64,7 @@ impl Pass {
         Pass::Cleanup,
     ];
 
+    /// The name in `--passes`.
     pub fn name(self) -> &'static str {
         match self {
             Pass::Select => "select",
@@ -70,6 +75,7 @@ impl Pass {
         }
     }
 
+    /// The pass named `s` in `--passes`.
     pub fn from_name(s: &str) -> Option<Pass> {
         Pass::NAMED.iter().copied().find(|p| p.name() == s)
     }
@@ -120,7 +126,9 @@ pub struct Report {
     pub runs: Vec<select::RunInfo>,
     /// Instructions inserted by [`sync`], [`fence`] and dropped by [`cleanup`].
     pub waits: usize,
+    /// `fence.proxy.async` inserted by [`fence`].
     pub fences: usize,
+    /// Instructions dropped by [`cleanup`].
     pub dropped: usize,
 }
 

@@ -89,12 +89,15 @@ use cpflow_ir::build::{imm, ptx, val, Builder};
 /// The choice made for one copy (`cpflow opt --explain`).
 #[derive(Debug, Clone)]
 pub struct Choice {
+    /// The kernel of the copy.
     pub kernel: String,
+    /// The copy instruction.
     pub span: Span,
     /// The descriptor, e.g. `(copy g2s 32 16 all)`.
     pub desc: String,
     /// The extracted form, e.g. `(cp.async 32 16)`.
     pub form: String,
+    /// The chosen form's cost (cycles).
     pub cost: u64,
     /// Every concrete form in the descriptor's e-class, with its cost.
     pub alternatives: Vec<(String, u64)>,
@@ -103,10 +106,15 @@ pub struct Choice {
 /// How the e-graph run of one kernel went.
 #[derive(Debug, Clone)]
 pub struct RunInfo {
+    /// The kernel.
     pub kernel: String,
+    /// Why saturation stopped.
     pub stop: String,
+    /// Iterations run.
     pub iterations: usize,
+    /// E-nodes at the end.
     pub nodes: usize,
+    /// E-classes at the end.
     pub classes: usize,
 }
 
