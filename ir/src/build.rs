@@ -444,3 +444,114 @@ impl<L: fmt::Display> Locator for SourceMap<L> {
         self.get(span).map(|l| l.to_string())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{Module, Target};
+    use crate::spec::{PtxVersion, Sm};
+
+    fn module(kernel: Kernel) -> Module {
+        let sm = Sm::parse("sm_90").expect("a known target");
+        let mut m = Module::new(
+            "m",
+            Target {
+                sm,
+                ptx: PtxVersion::new(8, 0),
+            },
+        );
+        m.kernels.push(kernel);
+        m
+    }
+
+    /// A loop carrying a group and an `if` with a result: what is built
+    /// verifies, and its text parses back to the same text.
+    #[test]
+    fn built_regions_verify_and_print_back() {
+        let mut kernel = Kernel::new("k", Span::DUMMY);
+        let mut b = Builder::new(&mut kernel);
+        let body = b.k.body;
+        b.cursor = Some(body);
+        let src = b.param("src", Type::Ptr(Space::Global), Some(16));
+        let tile = b.shared_bytes("tile", 64, 16);
+        let dst = b.addr(tile, None);
+        let cg = [Qual::Cg, Qual::Shared, Qual::Global];
+        let (_, t) = b.ptx(Family::CpAsync, &cg, vec![val(dst), val(src), imm(16)]);
+        let (_, g) = b.ptx(Family::CpAsyncCommitGroup, &[], vec![val(t[0])]);
+        let lp = b.for_loop(imm(0), imm(4), imm(1), &[val(g[0])]);
+        b.cursor = Some(lp.body);
+        let off = b.binary(BinaryOp::Mul, val(lp.index), imm(16), Scalar::I32);
+        let d = b.ptr_add(dst, val(off));
+        let s = b.ptr_add(src, val(off));
+        let (_, t) = b.ptx(Family::CpAsync, &cg, vec![val(d), val(s), imm(16)]);
+        let (_, g) = b.ptx(Family::CpAsyncCommitGroup, &[], vec![val(t[0])]);
+        b.ptx(Family::CpAsyncWaitGroup, &[], vec![val(lp.carried[0])]);
+        b.yield_(vec![val(g[0])]);
+        b.cursor = Some(body);
+        b.ptx(Family::CpAsyncWaitGroup, &[], vec![val(lp.results[0])]);
+        let tid = b.sreg(SpecialReg::TidX);
+        let first = b.cmp(CmpPred::Eq, val(tid), imm(0), Scalar::I32);
+        let branch = b.if_else(val(first), &[Type::I32]);
+        b.cursor = Some(branch.then_region);
+        let one = b.constant(Constant::Int(1), Scalar::I32);
+        b.yield_(vec![val(one)]);
+        b.cursor = Some(branch.else_region);
+        let zero = b.constant(Constant::Int(0), Scalar::I32);
+        b.yield_(vec![val(zero)]);
+        let names: HashSet<&str> = kernel.values.iter().map(|(_, v)| v.name.as_str()).collect();
+        assert_eq!(names.len(), kernel.values.len(), "value names are fresh");
+        let m = module(kernel);
+        assert_eq!(crate::verify(&m), vec![]);
+        let text = crate::print(&m);
+        let parsed = crate::parse(&text).expect("the printed module parses");
+        assert_eq!(crate::print(&parsed), text);
+    }
+
+    /// Omitted slots with an implied qualifier are written out, as the
+    /// parser writes them, and results are typed from the table.
+    #[test]
+    fn table_instructions_get_implied_qualifiers_and_types() {
+        let text = "module @m target sm_90 ptx 8.1\n\nkernel @k(%a: ptr<cluster>, %v: i32, %ph: phase<cluster>) {\n  %t = red.async.relaxed.cluster.add.u32 %a, %v, %ph\n}\n";
+        let parsed = crate::parse(text).expect("it parses");
+        let mut kernel = Kernel::new("k", Span::DUMMY);
+        let mut b = Builder::new(&mut kernel);
+        b.cursor = Some(b.k.body);
+        let a = b.param("a", Type::Ptr(Space::Cluster), None);
+        let v = b.param("v", Type::I32, None);
+        let ph = b.param("ph", Type::Phase(Space::Cluster), None);
+        let quals = [Qual::Relaxed, Qual::Cluster, Qual::Add, Qual::U32];
+        let (_, t) = b.ptx(Family::RedAsync, &quals, vec![val(a), val(v), val(ph)]);
+        assert_eq!(b.k.ty(t[0]), Type::Token);
+        let mut built = module(kernel);
+        built.target.ptx = PtxVersion::new(8, 1);
+        assert_eq!(crate::print(&built), crate::print(&parsed));
+        assert!(crate::print(&built).contains(".shared::cluster.mbarrier::complete_tx::bytes"));
+    }
+
+    /// Every instruction gets its own span; a source map gives spans back
+    /// as the host's locations and knows no other span.
+    #[test]
+    fn spans_are_distinct_and_located() {
+        let mut map = SourceMap::new();
+        let mut kernel = Kernel::new("k", map.span("k.host:1"));
+        let mut b = Builder::new(&mut kernel);
+        b.cursor = Some(b.k.body);
+        let a = b.sreg(SpecialReg::TidX);
+        let c = b.sreg(SpecialReg::TidY);
+        b.span = map.span("k.host:7");
+        let d = b.sreg(SpecialReg::TidZ);
+        let span = |v: Value| b.k.values[v].span;
+        assert_ne!(span(a), span(c));
+        assert_ne!(span(a), Span::DUMMY);
+        assert_eq!(map.locate(span(d)).as_deref(), Some("k.host:7"));
+        assert_eq!(map.locate(kernel.span).as_deref(), Some("k.host:1"));
+        assert_eq!(map.get(Span::DUMMY), None);
+    }
+
+    #[test]
+    fn modules_and_diagnostics_cross_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<crate::ir::Module>();
+        send_sync::<crate::diag::Diagnostic>();
+    }
+}
