@@ -139,6 +139,39 @@ fn launch_error(module: &Module, msg: String) -> Diagnostic {
 /// Errors are launch problems (unknown kernel, missing inputs, bad grid) and
 /// interpreter limits; undefined behaviour of the program is reported in
 /// [`Outcome::findings`].
+///
+/// ```
+/// use cpflow_interp::{run, Inputs, Launch, Schedule};
+///
+/// // Thread t copies 16 bytes into shared memory and reads them before
+/// // waiting: a read of a copy in flight.
+/// let module = cpflow_ir::parse(
+///     "module @m target sm_80 ptx 8.0
+/// kernel @k(%src: ptr<global> align 16, %dst: ptr<global> align 16) {
+///   shared @tile: bytes[64] align 16
+///   %tid = sreg tid.x
+///   %off = mul %tid, 16 : i32
+///   %tile = addr @tile
+///   %d = ptr.add %tile, %off
+///   %s = ptr.add %src, %off
+///   %t = cp.async.cg.shared.global %d, %s, 16
+///   %g = cp.async.commit_group %t
+///   %x = ld %d : i32
+///   cp.async.wait_group %g
+///   %o = ptr.add %dst, %off
+///   st %o, %x : i32
+/// }
+/// ",
+/// )
+/// .expect("it parses");
+/// let mut inputs = Inputs::default();
+/// inputs.buffers.insert("src".into(), vec![7; 64]);
+/// inputs.buffers.insert("dst".into(), vec![0; 64]);
+/// let launch = Launch { kernel: "k".into(), ctas: 1, threads: 4, cluster: None };
+/// let outcome = run(&module, &launch, &inputs, Schedule::Lazy).expect("it launches");
+/// assert!(outcome.has_ub());
+/// assert_eq!(outcome.findings[0].code, "U0101");
+/// ```
 pub fn run(
     module: &Module,
     launch: &Launch,

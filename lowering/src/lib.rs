@@ -47,6 +47,24 @@ pub struct Compiled {
 }
 
 /// Verifies `module`, emits MLIR and runs it to PTX.
+///
+/// ```
+/// let module = cpflow_ir::parse(
+///     "module @m target sm_80 ptx 8.0
+/// kernel @k(%src: ptr<global> align 16) {
+///   shared @tile: bytes[16] align 16
+///   %dst = addr @tile
+///   %t = cp.async.cg.shared.global %dst, %src, 16
+///   %g = cp.async.commit_group %t
+///   cp.async.wait_group %g
+/// }
+/// ",
+/// )
+/// .expect("it parses");
+/// let mlir = cpflow_lowering::Mlir::new(); // one per thread: it is `!Send`
+/// let compiled = cpflow_lowering::compile(&mlir, &module).expect("it compiles");
+/// assert!(compiled.ptx.contains("cp.async.wait_group 0;"));
+/// ```
 #[cfg(feature = "mlir")]
 pub fn compile(mlir: &Mlir, module: &Module) -> Result<Compiled, Vec<Diagnostic>> {
     let start = Instant::now();

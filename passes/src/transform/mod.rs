@@ -165,6 +165,27 @@ pub fn run(module: &mut Module, passes: &[Pass]) -> Result<Report, Vec<Diagnosti
 }
 
 /// Runs the default pipeline.
+///
+/// ```
+/// // An abstract copy and its await become `cp.async`, its group and the
+/// // wait on it.
+/// let mut module = cpflow_ir::parse(
+///     "module @m target sm_80 ptx 8.0
+/// kernel @k(%src: ptr<global> align 16) {
+///   shared @tile: bytes[16] align 16
+///   %dst = addr @tile
+///   %t = copy %dst, %src, 16
+///   await %t
+///   %x = ld %dst : f32
+/// }
+/// ",
+/// )
+/// .expect("it parses");
+/// cpflow_passes::transform::optimize(&mut module).expect("it transforms");
+/// let text = cpflow_ir::print(&module);
+/// assert!(text.contains("cp.async.cg.shared.global"), "{text}");
+/// assert!(text.contains("cp.async.wait_group"), "{text}");
+/// ```
 pub fn optimize(module: &mut Module) -> Result<Report, Vec<Diagnostic>> {
     run(module, DEFAULT_PIPELINE)
 }
