@@ -63,7 +63,9 @@ pub struct Compiled {
 /// .expect("it parses");
 /// let mlir = cpflow_lowering::Mlir::new(); // one per thread: it is `!Send`
 /// let compiled = cpflow_lowering::compile(&mlir, &module).expect("it compiles");
-/// assert!(compiled.ptx.contains("cp.async.wait_group 0;"));
+/// // The lowering derives N of `wait_group %g`: no younger group is pending.
+/// let ptx = compiled.ptx.split_whitespace().collect::<Vec<_>>().join(" ");
+/// assert!(ptx.contains("cp.async.wait_group 0;"), "{ptx}");
 /// ```
 #[cfg(feature = "mlir")]
 pub fn compile(mlir: &Mlir, module: &Module) -> Result<Compiled, Vec<Diagnostic>> {
