@@ -1,8 +1,8 @@
 //! cpflow-ir: the dataflow IR for PTX asynchronous copies.
 //!
 //! This crate owns the data model ([`ir`]), the instruction table read by
-//! every other layer ([`spec`]), the text format ([`parse`], [`print`]), the
-//! verifier ([`verify`]), diagnostics ([`diag`]) and the builder for IR
+//! every other layer ([`spec`]), the text format ([`parse()`], [`print()`]), the
+//! verifier ([`verify()`]), diagnostics ([`diag`]) and the builder for IR
 //! made in memory ([`build`]). It depends on no other
 //! cpflow crate; analyses, transforms and lowering build on it.
 

@@ -6,7 +6,7 @@
 //! families and qualifier spellings from here, the verifier matches variants
 //! and checks operands and gates against it, and the lowering reads the same
 //! entries to know which operands are present. Rules that are not about shape
-//! (reduction op x type tables, `.noftz`, `.mmio`) live in [`crate::verify`]
+//! (reduction op x type tables, `.noftz`, `.mmio`) live in [`mod@crate::verify`]
 //! and cite `READINGS.md` where the pages disagree.
 
 use std::fmt;

@@ -392,7 +392,7 @@ impl Syms {
 
     /// The `%tid.x` values of the threads that can run code under the `if`
     /// conditions `conds` (value, polarity): those not comparing `%tid.x`
-    /// with a constant (see [`Self::tid_cond`]) leave the set as it is.
+    /// with a constant (see `tid_cond`) leave the set as it is.
     pub fn tids_under(&self, k: &Kernel, conds: &[(Value, bool)]) -> TidSet {
         conds.iter().fold(vec![(0, TID_INF)], |acc, &(c, pol)| {
             match self.tid_cond(k, c) {
