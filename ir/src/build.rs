@@ -210,18 +210,7 @@ impl<'k> Builder<'k> {
             op_span: span,
             qual_spans: vec![Span::DUMMY; nquals],
         });
-        let mut out = Vec::new();
-        for (i, (ty, base)) in results.iter().enumerate() {
-            let name = self.fresh(base);
-            let v = self.k.values.push(ValueData {
-                ty: *ty,
-                name,
-                def: ValueDef::Result(inst, i),
-                span,
-                align: None,
-            });
-            out.push(v);
-        }
+        let out = self.values(results, span, |i| ValueDef::Result(inst, i));
         self.k.insts[inst].results = out.clone();
         if let Some(r) = self.cursor {
             self.k.regions[r].insts.push(inst);
@@ -354,20 +343,31 @@ impl<'k> Builder<'k> {
     pub fn region(&mut self, args: &[(Type, &str)]) -> (Region, Vec<Value>) {
         let span = self.next_span();
         let r = self.k.regions.push(Default::default());
-        let mut vs = Vec::new();
-        for (i, (ty, base)) in args.iter().enumerate() {
-            let name = self.fresh(base);
-            let v = self.k.values.push(ValueData {
-                ty: *ty,
-                name,
-                def: ValueDef::RegionArg(r, i),
-                span,
-                align: None,
-            });
-            vs.push(v);
-        }
+        let vs = self.values(args, span, |i| ValueDef::RegionArg(r, i));
         self.k.regions[r].args = vs.clone();
         (r, vs)
+    }
+
+    /// New values of the given types and base names, the `i`-th defined
+    /// by `def(i)`.
+    fn values(
+        &mut self,
+        types: &[(Type, &str)],
+        span: Span,
+        def: impl Fn(usize) -> ValueDef,
+    ) -> Vec<Value> {
+        let mut out = Vec::with_capacity(types.len());
+        for (i, (ty, base)) in types.iter().enumerate() {
+            let name = self.fresh(base);
+            out.push(self.k.values.push(ValueData {
+                ty: *ty,
+                name,
+                def: def(i),
+                span,
+                align: None,
+            }));
+        }
+        out
     }
 }
 

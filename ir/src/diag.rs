@@ -177,9 +177,13 @@ pub fn render_located(diagnostics: &[Diagnostic], locator: &dyn Locator) -> Stri
             Severity::Warning => "warning",
         };
         let _ = writeln!(out, "{severity}[{}]: {}", d.code, d.message);
-        let _ = writeln!(out, "  --> {}: {}", at(d.span), d.label);
+        let line = |marker: &str, span: Span, text: &str| match text {
+            "" => format!("  {marker} {}\n", at(span)),
+            _ => format!("  {marker} {}: {text}\n", at(span)),
+        };
+        out.push_str(&line("-->", d.span, &d.label));
         for s in &d.secondary {
-            let _ = writeln!(out, "  ::: {}: {}", at(s.span), s.message);
+            out.push_str(&line(":::", s.span, &s.message));
         }
         if let Some(h) = &d.help {
             let _ = writeln!(out, "  = help: {h}");
