@@ -217,3 +217,8 @@ pub fn decode(bytes: &[u8]) -> Result<&str, Diagnostic> {
             .with_help("cpflow sources are UTF-8 text")
     })
 }
+
+/// The Rust examples of `docs/embedding.md`, run as doc tests.
+#[cfg(all(doctest, feature = "lower"))]
+#[doc = include_str!("../docs/embedding.md")]
+pub struct EmbeddingGuide;
