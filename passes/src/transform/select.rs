@@ -73,7 +73,7 @@ use std::collections::HashMap;
 use cpflow_ir::diag::{Diagnostic, Span};
 use cpflow_ir::facts::{yield_args, Facts};
 use cpflow_ir::ir::{CmpPred, Module, Operand};
-use cpflow_ir::ir::{Inst, Kernel, Op, Region, SharedAlloc, SharedKind, SpecialReg, Value};
+use cpflow_ir::ir::{Inst, Kernel, Op, Region, SharedKind, SpecialReg, Value};
 use cpflow_ir::spec::{self, Family, Qual, Role};
 use cpflow_ir::types::{Scalar, Space, Type};
 use egg::{CostFunction, RecExpr, StopReason};
@@ -1197,12 +1197,7 @@ fn fresh_barrier(ed: &mut Builder, bars: &mut usize) -> cpflow_ir::ir::SharedId 
             break n;
         }
     };
-    ed.k.shared.push(SharedAlloc {
-        name,
-        kind: SharedKind::Mbarriers(1),
-        align: 8,
-        span: ed.span,
-    })
+    ed.shared_mbarriers(&name, 1)
 }
 
 /// An `if` on `cond` with `then` as its body and an empty `else`.
