@@ -82,6 +82,18 @@ pub fn compile(mlir: &Mlir, module: &Module) -> Result<Compiled, Vec<Diagnostic>
     })
 }
 
+/// [`compile`] on this thread's own [`Mlir`], made on the thread's first
+/// call and kept until the thread ends: [`Mlir`] is `!Send`, so each
+/// thread of a pool gets one, and its cost (about one compile) is paid once
+/// per thread.
+#[cfg(feature = "mlir")]
+pub fn compile_on_this_thread(module: &Module) -> Result<Compiled, Vec<Diagnostic>> {
+    thread_local! {
+        static MLIR: Mlir = Mlir::new();
+    }
+    MLIR.with(|mlir| compile(mlir, module))
+}
+
 /// The PTX ISA versions LLVM 22's NVPTX backend emits (`+ptxNN` features);
 /// others would be ignored with a warning on stderr and a default version.
 const LLVM_PTX_VERSIONS: &[(u8, u8)] = &[

@@ -133,9 +133,9 @@ fn steps() -> Result<(), String> {
     // 5. With `lower`: MLIR's pipeline makes PTX.
     #[cfg(feature = "lower")]
     {
-        let mlir = cpflow::lowering::Mlir::new();
-        let compiled =
-            cpflow::lowering::compile(&mlir, &fixed).map_err(|d| render_located(&d, &map))?;
+        // One MLIR context per thread (it is `!Send`), made on first use.
+        let compiled = cpflow::lowering::compile_on_this_thread(&fixed)
+            .map_err(|d| render_located(&d, &map))?;
         let copies = compiled.ptx.matches("cp.async.cg.shared.global").count();
         println!(
             "PTX: {} lines, {copies} cp.async",
