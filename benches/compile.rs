@@ -1,12 +1,45 @@
 //! Compile time per bundled example, split into cpflow's own work (verify,
 //! wait derivation, MLIR emission) and MLIR's pipeline (parse, conversion
-//! passes, PTX generation). Run: `cargo bench --bench compile`.
+//! passes, PTX generation), then the cost of an MLIR context ([`Mlir`] is
+//! `!Send`: one per thread) and of compiling on several threads at once,
+//! each with its own context. Run: `cargo bench --bench compile`.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use cpflow::lowering::{compile, Mlir};
 
 const RUNS: u32 = 20;
+/// Contexts created to time one.
+const CONTEXTS: u32 = 20;
+/// Threads that compile at once, each with its own context.
+const THREADS: usize = 4;
+
+/// Times `Mlir::new()`, then `THREADS` threads that each create a context
+/// and compile `module` `RUNS` times.
+fn contexts(module: &cpflow::ir::Module) {
+    let start = Instant::now();
+    for _ in 0..CONTEXTS {
+        drop(Mlir::new());
+    }
+    let per_context = start.elapsed().as_secs_f64() * 1e3 / f64::from(CONTEXTS);
+    println!("MLIR context (Mlir::new): {per_context:.2} ms");
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..THREADS {
+            s.spawn(|| {
+                let mlir = Mlir::new();
+                for _ in 0..RUNS {
+                    assert!(compile(&mlir, module).is_ok(), "the example compiles");
+                }
+            });
+        }
+    });
+    let total = start.elapsed().as_secs_f64() * 1e3;
+    println!(
+        "{THREADS} threads x (own context + {RUNS} compiles): {total:.1} ms wall, {:.2} ms per compile",
+        total / (THREADS as f64 * f64::from(RUNS))
+    );
+}
 
 fn main() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
@@ -17,6 +50,7 @@ fn main() {
         .collect();
     files.sort();
     let mlir = Mlir::new();
+    let mut first = None;
     println!(
         "{:<34} {:>12} {:>12} {:>10}",
         "example", "cpflow (us)", "MLIR (us)", "PTX lines"
@@ -39,6 +73,9 @@ fn main() {
             }
         }
         let name = path.file_name().unwrap_or_default().to_string_lossy();
+        if lines > 0 && first.is_none() {
+            first = Some(module.clone());
+        }
         if lines == 0 {
             println!("{name:<34} {:>12} {:>12} {:>10}", "-", "-", "refused");
             continue;
@@ -48,5 +85,8 @@ fn main() {
             ours.as_secs_f64() * 1e6 / f64::from(RUNS),
             theirs.as_secs_f64() * 1e6 / f64::from(RUNS)
         );
+    }
+    if let Some(module) = first {
+        contexts(&module);
     }
 }

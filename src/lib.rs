@@ -1,17 +1,42 @@
 //! cpflow: a compiler toolkit for GPU asynchronous data movement.
 //!
 //! This facade ties the layers together for the CLI and for compiler
-//! pipelines that embed cpflow: [`check`] parses and verifies a source file,
-//! runs the static checker ([`passes`]) when the verifier reports no error,
-//! and returns every diagnostic. The layers themselves are re-exported
-//! ([`ir`]) for finer control.
+//! pipelines that embed cpflow: [`check`] parses and verifies source text
+//! and [`check_module`] a module built in memory (with [`ir::Builder`]);
+//! both run the static checker ([`passes`]) when the verifier reports no
+//! error and return every diagnostic. The layers are re-exported for finer
+//! control: [`ir`] (data model, parser, printer, verifier, builder),
+//! [`passes`] (checker and transforms), [`interp`] (reference interpreter)
+//! and, with the default feature `lower`, `lowering` (MLIR and PTX through
+//! melior and LLVM 22; feature `emit` alone gives the MLIR text without
+//! LLVM). Without `lower` nothing here links LLVM:
+//! `cpflow = { version = "0.1", default-features = false }`.
+//!
+//! ```
+//! let text = "module @m target sm_80 ptx 8.0
+//! kernel @k(%src: ptr<global> align 16) {
+//!   shared @tile: bytes[16] align 16
+//!   %dst = addr @tile
+//!   %t = cp.async.cg.shared.global %dst, %src, 16
+//!   %g = cp.async.commit_group %t
+//!   %x = ld %dst : f32
+//!   cp.async.wait_group %g
+//! }
+//! ";
+//! let checked = cpflow::check(text);
+//! assert!(checked.has_errors());
+//! // The read of the tile comes before the wait: a read of data in flight.
+//! assert!(checked.diagnostics.iter().any(|d| d.code == "E1001"));
+//! ```
 
+#![warn(missing_docs)]
 // `decode` returns a full `Diagnostic` (the error type of every layer), built
 // once for a file that is not UTF-8.
 #![allow(clippy::result_large_err)]
 
 pub use cpflow_interp as interp;
 pub use cpflow_ir as ir;
+#[cfg(feature = "emit")]
 pub use cpflow_lowering as lowering;
 pub use cpflow_passes as passes;
 
@@ -30,6 +55,7 @@ pub struct Checked {
 }
 
 impl Checked {
+    /// Whether any diagnostic is an error (warnings alone are not).
     pub fn has_errors(&self) -> bool {
         self.diagnostics.iter().any(Diagnostic::is_error)
     }
@@ -50,8 +76,41 @@ pub fn check(text: &str) -> Checked {
     }
 }
 
-/// Verifies a module, then runs the checker when the verifier found no
-/// error; the findings in source order.
+/// Verifies a module, parsed or built in memory, and runs the checker when
+/// the verifier found no error; every diagnostic, in span order. Spans of a
+/// built module are the builder's: render them with the host's
+/// [`ir::Locator`] (for instance an [`ir::SourceMap`]) through
+/// [`ir::diag::render_located`].
+///
+/// ```
+/// use cpflow::ir::build::{imm, val, Builder};
+/// use cpflow::ir::diag::render_located;
+/// use cpflow::ir::ir::{Kernel, Module, Target};
+/// use cpflow::ir::spec::{Family, PtxVersion, Qual, Sm};
+/// use cpflow::ir::types::{Scalar, Space, Type};
+/// use cpflow::ir::SourceMap;
+///
+/// let mut map = SourceMap::new();
+/// let mut kernel = Kernel::new("k", map.span("kernels.py:1"));
+/// let mut b = Builder::new(&mut kernel);
+/// b.cursor = Some(b.k.body);
+/// b.span = map.span("kernels.py:2");
+/// let src = b.param("src", Type::Ptr(Space::Global), Some(16));
+/// let tile = b.shared_bytes("tile", 16, 16);
+/// let dst = b.addr(tile, None);
+/// b.span = map.span("kernels.py:3");
+/// let quals = [Qual::Cg, Qual::Shared, Qual::Global];
+/// b.ptx(Family::CpAsync, &quals, vec![val(dst), val(src), imm(16)]);
+/// b.span = map.span("kernels.py:4");
+/// b.load(Scalar::F32, dst); // before any wait: the copy may still be writing
+///
+/// let sm = Sm::parse("sm_80").expect("a known target");
+/// let mut module = Module::new("m", Target { sm, ptx: PtxVersion::new(8, 0) });
+/// module.kernels.push(kernel);
+/// let diagnostics = cpflow::check_module(&module);
+/// let text = render_located(&diagnostics, &map);
+/// assert!(text.contains("--> kernels.py:4"), "{text}");
+/// ```
 pub fn check_module(module: &Module) -> Vec<Diagnostic> {
     let mut diagnostics = cpflow_ir::verify(module);
     if !diagnostics.iter().any(Diagnostic::is_error) {
@@ -163,3 +222,8 @@ pub fn decode(bytes: &[u8]) -> Result<&str, Diagnostic> {
             .with_help("cpflow sources are UTF-8 text")
     })
 }
+
+/// The Rust examples of `docs/embedding.md`, run as doc tests.
+#[cfg(all(doctest, feature = "lower"))]
+#[doc = include_str!("../docs/embedding.md")]
+pub struct EmbeddingGuide;

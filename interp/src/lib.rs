@@ -12,6 +12,7 @@
 //! It depends only on `cpflow-ir`; it must never depend on the passes or the
 //! lowering it judges. The semantics and their sources are in `README.md`.
 
+#![warn(missing_docs)]
 // Diagnostics are the error type throughout cpflow, as in cpflow-ir.
 #![allow(clippy::result_large_err)]
 
@@ -43,16 +44,22 @@ use value::Val;
 /// and numbers its threads in that shape; otherwise the block is 1-D.
 #[derive(Clone, Debug)]
 pub struct Launch {
+    /// The kernel's name, without `@`.
     pub kernel: String,
+    /// CTAs in the grid.
     pub ctas: u32,
+    /// Threads per CTA.
     pub threads: u32,
+    /// CTAs per cluster; `None`: the kernel's declared shape, or 1.
     pub cluster: Option<u32>,
 }
 
 /// A scalar argument.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ScalarArg {
+    /// An integer (also `i1`: 0 or 1).
     Int(i64),
+    /// A float.
     Float(f64),
 }
 
@@ -83,14 +90,17 @@ impl ScalarArg {
 /// Buffers and scalars by parameter name (without `%`).
 #[derive(Clone, Debug, Default)]
 pub struct Inputs {
+    /// Initial contents of global buffers; a missing one is an error.
     pub buffers: BTreeMap<String, Vec<u8>>,
+    /// Values of scalar parameters.
     pub scalars: BTreeMap<String, ScalarArg>,
 }
 
 /// What a run produced.
 #[derive(Clone, Debug)]
 pub struct Outcome {
-    /// Final contents of each global buffer, in parameter order.
+    /// Final contents of each global buffer, in parameter order, named as
+    /// printed (`%name`).
     pub buffers: Vec<(String, Vec<u8>)>,
     /// Undefined behaviour (errors) and warnings, in the order found.
     pub findings: Vec<Diagnostic>,
@@ -105,6 +115,7 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// Whether any finding is undefined behaviour (an error).
     pub fn has_ub(&self) -> bool {
         self.findings.iter().any(Diagnostic::is_error)
     }
@@ -131,6 +142,39 @@ fn launch_error(module: &Module, msg: String) -> Diagnostic {
 /// Errors are launch problems (unknown kernel, missing inputs, bad grid) and
 /// interpreter limits; undefined behaviour of the program is reported in
 /// [`Outcome::findings`].
+///
+/// ```
+/// use cpflow_interp::{run, Inputs, Launch, Schedule};
+///
+/// // Thread t copies 16 bytes into shared memory and reads them before
+/// // waiting: a read of a copy in flight.
+/// let module = cpflow_ir::parse(
+///     "module @m target sm_80 ptx 8.0
+/// kernel @k(%src: ptr<global> align 16, %dst: ptr<global> align 16) {
+///   shared @tile: bytes[64] align 16
+///   %tid = sreg tid.x
+///   %off = mul %tid, 16 : i32
+///   %tile = addr @tile
+///   %d = ptr.add %tile, %off
+///   %s = ptr.add %src, %off
+///   %t = cp.async.cg.shared.global %d, %s, 16
+///   %g = cp.async.commit_group %t
+///   %x = ld %d : i32
+///   cp.async.wait_group %g
+///   %o = ptr.add %dst, %off
+///   st %o, %x : i32
+/// }
+/// ",
+/// )
+/// .expect("it parses");
+/// let mut inputs = Inputs::default();
+/// inputs.buffers.insert("src".into(), vec![7; 64]);
+/// inputs.buffers.insert("dst".into(), vec![0; 64]);
+/// let launch = Launch { kernel: "k".into(), ctas: 1, threads: 4, cluster: None };
+/// let outcome = run(&module, &launch, &inputs, Schedule::Lazy).expect("it launches");
+/// assert!(outcome.has_ub());
+/// assert_eq!(outcome.findings[0].code, "U0101");
+/// ```
 pub fn run(
     module: &Module,
     launch: &Launch,

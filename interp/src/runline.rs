@@ -22,6 +22,7 @@ use crate::{Inputs, Launch, ScalarArg, Schedule};
 pub enum Fill {
     /// `n` bytes of `i % 251`.
     Pattern(usize),
+    /// `n` zero bytes.
     Zero(usize),
     /// `n` bytes of f32 `(i % 64) * 0.25`.
     F32(usize),
@@ -30,6 +31,7 @@ pub enum Fill {
 }
 
 impl Fill {
+    /// The buffer's initial bytes.
     pub fn bytes(self) -> Vec<u8> {
         match self {
             Fill::Pattern(n) => (0..n).map(|i| (i % 251) as u8).collect(),
@@ -47,7 +49,9 @@ impl Fill {
 /// One parsed `// run:` line.
 #[derive(Clone, Debug)]
 pub struct RunLine {
+    /// The kernel and grid.
     pub launch: Launch,
+    /// Buffers and scalars.
     pub inputs: Inputs,
     /// The schedule the line names (lazy when it names none).
     pub schedule: Schedule,

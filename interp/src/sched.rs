@@ -27,7 +27,10 @@ pub enum Schedule {
     /// Seeded pseudo-random completions and interleavings (xorshift64*).
     Random(u64),
     /// Every choice sequence, depth first, up to `limit` runs.
-    Exhaustive { limit: usize },
+    Exhaustive {
+        /// Most runs before the search stops.
+        limit: usize,
+    },
     /// Replays a recorded choice sequence (choice 0 past its end).
     Replay(Vec<u32>),
 }

@@ -13,7 +13,9 @@ pub const PTX_ISA_URL: &str = "https://docs.nvidia.com/cuda/parallel-thread-exec
 /// between releases; the anchor does not).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Section {
+    /// The section number, e.g. `9.7.13.15`.
     pub number: &'static str,
+    /// The anchor of the section on [`PTX_ISA_URL`].
     pub anchor: &'static str,
 }
 

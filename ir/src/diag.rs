@@ -23,7 +23,9 @@ pub fn code_url(code: &str) -> String {
 /// A byte range in a source file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize)]
 pub struct Span {
+    /// First byte.
     pub start: u32,
+    /// One past the last byte (`end >= start`).
     pub end: u32,
 }
 
@@ -31,6 +33,7 @@ impl Span {
     /// The span of IR built in memory rather than parsed.
     pub const DUMMY: Span = Span { start: 0, end: 0 };
 
+    /// The span `start..end`, offsets saturated to `u32`.
     pub fn new(start: usize, end: usize) -> Span {
         let clamp = |x: usize| u32::try_from(x).unwrap_or(u32::MAX);
         Span {
@@ -39,6 +42,7 @@ impl Span {
         }
     }
 
+    /// The smallest span covering both.
     pub fn to(self, other: Span) -> Span {
         Span {
             start: self.start.min(other.start),
@@ -46,41 +50,54 @@ impl Span {
         }
     }
 
+    /// The byte range.
     pub fn range(self) -> Range<usize> {
         self.start as usize..self.end as usize
     }
 }
 
+/// How bad a finding is: errors fail `cpflow check`, warnings do not.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
+    /// Suspicious or unproven; the program may still be correct.
     Warning,
+    /// Wrong: undefined behaviour, a hang, or IR that does not verify.
     Error,
 }
 
+/// A span of another party of the finding, with what it is ("copy issued here").
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct SecondaryLabel {
+    /// Where the other party is.
     pub span: Span,
+    /// What it is, shown under the span.
     pub message: String,
 }
 
 /// One finding about a program.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Diagnostic {
+    /// Error or warning.
     pub severity: Severity,
     /// A stable code such as `E0401`.
     pub code: &'static str,
     /// Lower case, one line.
     pub message: String,
+    /// The culprit.
     pub span: Span,
     /// What the primary span is, shown under it.
     pub label: String,
+    /// The other parties, in the order shown.
     pub secondary: Vec<SecondaryLabel>,
+    /// How to fix it, when there is one way.
     pub help: Option<String>,
+    /// Further context (the spec section, a reading).
     pub notes: Vec<String>,
 }
 
 impl Diagnostic {
+    /// An error with `code`, a lower-case one-line `message` and its primary span.
     pub fn error(code: &'static str, message: impl Into<String>, span: Span) -> Diagnostic {
         Diagnostic {
             severity: Severity::Error,
@@ -94,6 +111,7 @@ impl Diagnostic {
         }
     }
 
+    /// A warning with `code`, a lower-case one-line `message` and its primary span.
     pub fn warning(code: &'static str, message: impl Into<String>, span: Span) -> Diagnostic {
         Diagnostic {
             severity: Severity::Warning,
@@ -101,11 +119,13 @@ impl Diagnostic {
         }
     }
 
+    /// Sets the label under the primary span.
     pub fn with_label(mut self, label: impl Into<String>) -> Diagnostic {
         self.label = label.into();
         self
     }
 
+    /// Adds a secondary labelled span.
     pub fn with_secondary(mut self, span: Span, message: impl Into<String>) -> Diagnostic {
         self.secondary.push(SecondaryLabel {
             span,
@@ -114,24 +134,82 @@ impl Diagnostic {
         self
     }
 
+    /// Sets the help line.
     pub fn with_help(mut self, help: impl Into<String>) -> Diagnostic {
         self.help = Some(help.into());
         self
     }
 
+    /// Adds a note.
     pub fn with_note(mut self, note: impl Into<String>) -> Diagnostic {
         self.notes.push(note.into());
         self
     }
 
+    /// Whether this is an error (not a warning).
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error
     }
 }
 
+/// Where spans are, for IR that has no source text of its own (built
+/// through [`crate::build`] by a host compiler): a host implements it, or
+/// uses [`crate::build::SourceMap`], to see its own locations in
+/// diagnostics.
+pub trait Locator {
+    /// A location such as `kernels.py:12:5`; `None` for a span it does not
+    /// know.
+    fn locate(&self, span: Span) -> Option<String>;
+}
+
+impl Locator for SourceFile<'_> {
+    fn locate(&self, span: Span) -> Option<String> {
+        let (line, column) = self.line_col(span.start);
+        Some(format!("{}:{line}:{column}", self.name))
+    }
+}
+
+/// Renders diagnostics rustc-style at the locations `locator` gives, one
+/// line per labelled span (`-->` primary, `:::` secondary) and no source
+/// excerpt; spans it does not know print as `<unknown>`.
+pub fn render_located(diagnostics: &[Diagnostic], locator: &dyn Locator) -> String {
+    use std::fmt::Write;
+    let at = |span: Span| {
+        locator
+            .locate(span)
+            .unwrap_or_else(|| "<unknown>".to_string())
+    };
+    let mut out = String::new();
+    for d in diagnostics {
+        let severity = match d.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        };
+        let _ = writeln!(out, "{severity}[{}]: {}", d.code, d.message);
+        let line = |marker: &str, span: Span, text: &str| match text {
+            "" => format!("  {marker} {}\n", at(span)),
+            _ => format!("  {marker} {}: {text}\n", at(span)),
+        };
+        out.push_str(&line("-->", d.span, &d.label));
+        for s in &d.secondary {
+            out.push_str(&line(":::", s.span, &s.message));
+        }
+        if let Some(h) = &d.help {
+            let _ = writeln!(out, "  = help: {h}");
+        }
+        for n in &d.notes {
+            let _ = writeln!(out, "  = note: {n}");
+        }
+        out.push('\n');
+    }
+    out
+}
+
 /// A source file: its name and text, for rendering spans.
 pub struct SourceFile<'a> {
+    /// The name shown in diagnostics (a path, or `-`).
     pub name: &'a str,
+    /// The whole text; spans are byte offsets into it.
     pub text: &'a str,
 }
 

@@ -25,6 +25,7 @@ fn const_tz(c: i64) -> u32 {
 }
 
 impl Facts {
+    /// Computes the facts of every value of `k`, iterating loops to a fixed point.
     pub fn compute(k: &Kernel) -> Facts {
         let mut facts = Facts {
             tz: vec![ZERO; k.values.len()],

@@ -21,7 +21,9 @@ use crate::types::{Scalar, Type};
 
 /// A typed index into an [`Arena`].
 pub trait EntityId: Copy + Eq {
+    /// The id of the `index`-th item (panics past `u32::MAX` items).
     fn new(index: usize) -> Self;
+    /// The position of the item in its arena.
     fn index(self) -> usize;
 }
 
@@ -77,6 +79,7 @@ pub struct Arena<K, V> {
 }
 
 impl<K: EntityId, V> Arena<K, V> {
+    /// An empty arena.
     pub fn new() -> Self {
         Arena {
             items: Vec::new(),
@@ -84,23 +87,28 @@ impl<K: EntityId, V> Arena<K, V> {
         }
     }
 
+    /// Adds an item and returns its id; ids are never reused.
     pub fn push(&mut self, v: V) -> K {
         self.items.push(v);
         K::new(self.items.len() - 1)
     }
 
+    /// How many items were pushed.
     pub fn len(&self) -> usize {
         self.items.len()
     }
 
+    /// Whether nothing was pushed.
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
     }
 
+    /// Ids and items, in push order.
     pub fn iter(&self) -> impl Iterator<Item = (K, &V)> {
         self.items.iter().enumerate().map(|(i, v)| (K::new(i), v))
     }
 
+    /// Every id, in push order.
     pub fn keys(&self) -> impl Iterator<Item = K> {
         (0..self.items.len()).map(K::new)
     }
@@ -134,51 +142,70 @@ impl<K: EntityId, V: fmt::Debug> fmt::Debug for Arena<K, V> {
 /// What a module is compiled for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Target {
+    /// The `sm_` architecture.
     pub sm: Sm,
+    /// The PTX ISA version.
     pub ptx: PtxVersion,
 }
 
 /// A translation unit: a target and its kernels.
 #[derive(Clone, Debug)]
 pub struct Module {
+    /// The module name, without `@`.
     pub name: String,
+    /// What every kernel is compiled for.
     pub target: Target,
     /// Span of `target ... ptx ...` in the header.
     pub target_span: Span,
+    /// Kernels, in source order; names are distinct.
     pub kernels: Vec<Kernel>,
 }
 
 /// A kernel: parameters, shared allocations and a body.
 #[derive(Clone, Debug)]
 pub struct Kernel {
+    /// The kernel name, without `@`.
     pub name: String,
+    /// The `kernel @name` header.
     pub span: Span,
+    /// Parameters, in order (each a value defined as [`ValueDef::Param`]).
     pub params: Vec<Value>,
     /// Cluster shape (x, y, z), when the kernel is launched as clusters.
     pub cluster: Option<[u32; 3]>,
+    /// Span of `cluster(...)`, or [`Span::DUMMY`].
     pub cluster_span: Span,
     /// Required CTA shape (x, y, z) in threads (PTX `.reqntid`): every launch
     /// has exactly this block, and every analysis reasons only about threads
     /// that exist in it.
     pub block: Option<[u32; 3]>,
+    /// Span of `block(...)`, or [`Span::DUMMY`].
     pub block_span: Span,
+    /// Static shared-memory allocations.
     pub shared: Arena<SharedId, SharedAlloc>,
+    /// Every value of the kernel.
     pub values: Arena<Value, ValueData>,
+    /// Every instruction, placed or not (placement is the regions' lists).
     pub insts: Arena<Inst, InstData>,
+    /// Every region; [`Kernel::body`] is the top one.
     pub regions: Arena<Region, RegionData>,
+    /// The kernel body.
     pub body: Region,
 }
 
 /// A static shared-memory allocation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SharedAlloc {
+    /// The allocation name, without `@`.
     pub name: String,
+    /// Raw bytes or mbarriers, with the count.
     pub kind: SharedKind,
     /// Alignment in bytes (a power of two).
     pub align: u32,
+    /// The `shared` declaration.
     pub span: Span,
 }
 
+/// What a shared allocation holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SharedKind {
     /// `bytes[n]`: raw storage.
@@ -188,6 +215,7 @@ pub enum SharedKind {
 }
 
 impl SharedAlloc {
+    /// The allocation's size in bytes.
     pub fn size_bytes(&self) -> u64 {
         match self.kind {
             SharedKind::Bytes(n) => u64::from(n),
@@ -196,44 +224,61 @@ impl SharedAlloc {
     }
 }
 
+/// One SSA value.
 #[derive(Clone, Debug)]
 pub struct ValueData {
+    /// Its type.
     pub ty: Type,
     /// The name in the text format, without `%`.
     pub name: String,
+    /// What defines it.
     pub def: ValueDef,
+    /// Where it is defined.
     pub span: Span,
     /// Declared alignment of a pointer parameter, in bytes.
     pub align: Option<u32>,
 }
 
+/// What defines a value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ValueDef {
+    /// The kernel parameter at this index.
     Param(usize),
+    /// The result at this index of an instruction.
     Result(Inst, usize),
+    /// The argument at this index of a region (a loop's induction variable is 0).
     RegionArg(Region, usize),
 }
 
+/// A region: arguments and an ordered instruction list.
 #[derive(Clone, Debug, Default)]
 pub struct RegionData {
+    /// The region's arguments.
     pub args: Vec<Value>,
+    /// Its instructions, in program order.
     pub insts: Vec<Inst>,
 }
 
 /// An operand as written: a value or an integer immediate.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Operand {
+    /// An SSA value.
     Value(Value),
+    /// An integer immediate.
     Imm(i64),
 }
 
+/// An operand with the span it was written at.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Arg {
+    /// The value or immediate.
     pub operand: Operand,
+    /// Where it was written.
     pub span: Span,
 }
 
 impl Arg {
+    /// The value, if the operand is one.
     pub fn value(self) -> Option<Value> {
         match self.operand {
             Operand::Value(v) => Some(v),
@@ -241,6 +286,7 @@ impl Arg {
         }
     }
 
+    /// The immediate, if the operand is one.
     pub fn imm(self) -> Option<i64> {
         match self.operand {
             Operand::Imm(i) => Some(i),
@@ -249,11 +295,16 @@ impl Arg {
     }
 }
 
+/// One instruction.
 #[derive(Clone, Debug)]
 pub struct InstData {
+    /// What it does.
     pub op: Op,
+    /// Operands, as written (table instructions bind them through the spec).
     pub args: Vec<Arg>,
+    /// Results, in order.
     pub results: Vec<Value>,
+    /// Nested regions: a `for` body, or an `if`'s then and else branches.
     pub regions: Vec<Region>,
     /// The whole instruction.
     pub span: Span,
@@ -267,7 +318,9 @@ pub struct InstData {
 /// A constant.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Constant {
+    /// An integer.
     Int(i64),
+    /// A float.
     Float(f64),
 }
 
@@ -275,15 +328,18 @@ macro_rules! spelled_enum {
     ($(#[$doc:meta])* $name:ident { $($variant:ident => $spelling:literal,)* }) => {
         $(#[$doc])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        pub enum $name { $($variant,)* }
+        pub enum $name { $(#[doc = concat!("`", $spelling, "`")] $variant,)* }
 
         impl $name {
+            /// Every variant.
             pub const ALL: &'static [$name] = &[$($name::$variant,)*];
 
+            /// The spelling in the text format.
             pub fn spelling(self) -> &'static str {
                 match self { $($name::$variant => $spelling,)* }
             }
 
+            /// The variant spelled `s`.
             pub fn from_spelling(s: &str) -> Option<$name> {
                 match s { $($spelling => Some($name::$variant),)* _ => None }
             }
@@ -321,6 +377,7 @@ spelled_enum!(
 );
 
 impl BinaryOp {
+    /// Whether it takes `f32`/`f64` operands.
     pub fn is_float(self) -> bool {
         matches!(
             self,
@@ -357,6 +414,7 @@ spelled_enum!(
 );
 
 impl CmpPred {
+    /// Whether it compares floats.
     pub fn is_float(self) -> bool {
         self.spelling().starts_with('f')
     }
@@ -421,7 +479,9 @@ impl SpecialReg {
 /// in PTX order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PtxOp {
+    /// The instruction family (mnemonic).
     pub family: Family,
+    /// Qualifiers in PTX order, implied ones written out.
     pub quals: Vec<Qual>,
 }
 
@@ -442,6 +502,7 @@ impl PtxOp {
             .map(|(_, q)| *q)
     }
 
+    /// Whether qualifier `q` is present.
     pub fn has(&self, q: Qual) -> bool {
         self.quals.contains(&q)
     }
@@ -490,7 +551,20 @@ pub enum Op {
     Ptx(PtxOp),
 }
 
+impl Module {
+    /// A module with no kernels, built in memory (no header span).
+    pub fn new(name: impl Into<String>, target: Target) -> Module {
+        Module {
+            name: name.into(),
+            target,
+            target_span: Span::DUMMY,
+            kernels: Vec::new(),
+        }
+    }
+}
+
 impl Kernel {
+    /// An empty kernel: no parameters, an empty body.
     pub fn new(name: impl Into<String>, span: Span) -> Kernel {
         let mut regions = Arena::new();
         let body = regions.push(RegionData::default());
@@ -510,10 +584,12 @@ impl Kernel {
         }
     }
 
+    /// The type of `v`.
     pub fn ty(&self, v: Value) -> Type {
         self.values[v].ty
     }
 
+    /// The type of an operand (`None` for an immediate).
     pub fn arg_ty(&self, a: Arg) -> Option<Type> {
         a.value().map(|v| self.ty(v))
     }
@@ -535,6 +611,7 @@ impl Kernel {
         }
     }
 
+    /// The integer `v` is known to equal: the result of an integer `const`.
     pub fn const_value(&self, v: Value) -> Option<i64> {
         let inst = self.def_inst(v)?;
         match self.insts[inst].op {

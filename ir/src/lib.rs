@@ -1,14 +1,17 @@
 //! cpflow-ir: the dataflow IR for PTX asynchronous copies.
 //!
 //! This crate owns the data model ([`ir`]), the instruction table read by
-//! every other layer ([`spec`]), the text format ([`parse`], [`print`]), the
-//! verifier ([`verify`]) and diagnostics ([`diag`]). It depends on no other
+//! every other layer ([`spec`]), the text format ([`parse()`], [`print()`]), the
+//! verifier ([`verify()`]), diagnostics ([`diag`]) and the builder for IR
+//! made in memory ([`build`]). It depends on no other
 //! cpflow crate; analyses, transforms and lowering build on it.
 
+#![warn(missing_docs)]
 // The lexer and parser stop at the first error and return it as a full
 // `Diagnostic` (spans, labels, help); it is built once per failed parse.
 #![allow(clippy::result_large_err)]
 
+pub mod build;
 pub mod cite;
 pub mod diag;
 pub mod facts;
@@ -19,8 +22,10 @@ pub mod printer;
 pub mod spec;
 pub mod types;
 pub mod verify;
+pub mod waits;
 
-pub use diag::{Diagnostic, Severity, SourceFile, Span};
+pub use build::{Builder, SourceMap};
+pub use diag::{Diagnostic, Locator, Severity, SourceFile, Span};
 pub use ir::{Kernel, Module};
 pub use parser::parse;
 pub use printer::print;

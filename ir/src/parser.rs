@@ -20,7 +20,22 @@ use crate::types::{Scalar, Space, Type};
 /// Regions nest at most this deep; deeper input is rejected, not overflowed.
 pub const MAX_NESTING: usize = 64;
 
-/// Parses a module from text.
+/// Parses a module from text; the first error stops it.
+///
+/// ```
+/// let text = "module @m target sm_90 ptx 8.0
+///
+/// kernel @k(%src: ptr<global> align 16) {
+///   %tid = sreg tid.x
+/// }
+/// ";
+/// let module = cpflow_ir::parse(text).expect("it parses");
+/// assert_eq!(module.kernels[0].name, "k");
+/// assert_eq!(cpflow_ir::print(&module), text); // printing gives the text back
+///
+/// let error = cpflow_ir::parse("module @m target sm_1 ptx 8.0").unwrap_err();
+/// assert_eq!(error.code, "E0001");
+/// ```
 pub fn parse(src: &str) -> Result<Module, Diagnostic> {
     let tokens = lex(src)?;
     Parser {

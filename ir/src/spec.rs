@@ -6,7 +6,7 @@
 //! families and qualifier spellings from here, the verifier matches variants
 //! and checks operands and gates against it, and the lowering reads the same
 //! entries to know which operands are present. Rules that are not about shape
-//! (reduction op x type tables, `.noftz`, `.mmio`) live in [`crate::verify`]
+//! (reduction op x type tables, `.noftz`, `.mmio`) live in [`mod@crate::verify`]
 //! and cite `docs/readings.md` where the pages disagree.
 
 use std::fmt;
@@ -16,11 +16,14 @@ use crate::types::Space;
 /// A PTX ISA version, e.g. 8.6.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PtxVersion {
+    /// Major version.
     pub major: u8,
+    /// Minor version.
     pub minor: u8,
 }
 
 impl PtxVersion {
+    /// Version `major.minor`.
     pub const fn new(major: u8, minor: u8) -> Self {
         PtxVersion { major, minor }
     }
@@ -45,7 +48,9 @@ impl fmt::Display for PtxVersion {
 /// The minimum PTX ISA version and `sm_` number something needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Gate {
+    /// Lowest PTX ISA version.
     pub ptx: PtxVersion,
+    /// Lowest `sm_` number.
     pub sm: u32,
 }
 
@@ -60,15 +65,18 @@ macro_rules! quals {
     ($($variant:ident => $spelling:literal,)*) => {
         /// A qualifier, spelled as in PTX without its leading dot.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub enum Qual { $($variant,)* }
+        pub enum Qual { $(#[doc = concat!("`.", $spelling, "`")] $variant,)* }
 
         impl Qual {
+            /// Every qualifier cpflow knows.
             pub const ALL: &'static [Qual] = &[$(Qual::$variant,)*];
 
+            /// The spelling without the leading dot.
             pub fn spelling(self) -> &'static str {
                 match self { $(Qual::$variant => $spelling,)* }
             }
 
+            /// The qualifier spelled `s` (without the leading dot).
             pub fn from_spelling(s: &str) -> Option<Qual> {
                 match s { $($spelling => Some(Qual::$variant),)* _ => None }
             }
@@ -144,40 +152,72 @@ pub fn qual_space(q: Qual) -> Option<Space> {
 /// An instruction family: one mnemonic, several syntax variants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Family {
+    /// `cp.async`
     CpAsync,
+    /// `cp.async.commit_group`
     CpAsyncCommitGroup,
+    /// `cp.async.wait_group`
     CpAsyncWaitGroup,
+    /// `cp.async.wait_all`
     CpAsyncWaitAll,
+    /// `cp.async.mbarrier.arrive`
     CpAsyncMbarrierArrive,
+    /// `cp.async.bulk`
     CpAsyncBulk,
+    /// `cp.async.bulk.commit_group`
     CpAsyncBulkCommitGroup,
+    /// `cp.async.bulk.wait_group`
     CpAsyncBulkWaitGroup,
+    /// `cp.async.bulk.prefetch`
     CpAsyncBulkPrefetch,
+    /// `cp.reduce.async.bulk`
     CpReduceAsyncBulk,
+    /// `red.async`
     RedAsync,
+    /// `mbarrier.init`
     MbarrierInit,
+    /// `mbarrier.inval`
     MbarrierInval,
+    /// `mbarrier.arrive`
     MbarrierArrive,
+    /// `mbarrier.arrive.expect_tx`
     MbarrierArriveExpectTx,
+    /// `mbarrier.expect_tx`
     MbarrierExpectTx,
+    /// `mbarrier.test_wait.parity`
     MbarrierTestWaitParity,
+    /// `mbarrier.try_wait.parity`
     MbarrierTryWaitParity,
+    /// `mbarrier.wait`
     MbarrierWait,
+    /// `mbarrier.phase`
     MbarrierPhase,
+    /// `fence.proxy.async`
     FenceProxyAsync,
+    /// `fence.mbarrier_init`
     FenceMbarrierInit,
+    /// `barrier.cta`
     BarrierCta,
+    /// `bar.sync` (a named barrier, arrive and wait)
     BarSync,
+    /// `bar.arrive` (a named barrier, arrive only)
     BarArrive,
+    /// `barrier.cluster.arrive`
     BarrierClusterArrive,
+    /// `barrier.cluster.wait`
     BarrierClusterWait,
+    /// `mapa`
     Mapa,
+    /// `elect.sync`
     ElectSync,
+    /// `copy`
     Copy,
+    /// `await`
     Await,
 }
 
 impl Family {
+    /// Every family, in table order.
     pub const ALL: &'static [Family] = &[
         Family::CpAsync,
         Family::CpAsyncCommitGroup,
@@ -306,33 +346,56 @@ impl fmt::Display for Family {
 /// "the destination space" rather than scanning spellings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
+    /// `.ca`/`.cg`: cache operator.
     CacheOp,
+    /// Destination state space.
     Dst,
+    /// Source state space.
     Src,
+    /// Completion mechanism (`.mbarrier::complete_tx::bytes`, `.bulk_group`).
     Completion,
+    /// `.L2` level (of a prefetch).
     Level,
+    /// `.L2::cache_hint`.
     CacheHint,
+    /// `.L2::64B`/`128B`/`256B` prefetch size.
     PrefetchSize,
+    /// `.multicast::cluster`.
     Multicast,
+    /// `.cp_mask`.
     CpMask,
+    /// `.read` (wait until sources are read).
     Read,
+    /// `.noinc` (the arrive does not increment the pending count).
     Noinc,
+    /// `.reduce` of cpflow's abstract `copy.reduce`.
     Reduce,
+    /// Reduction operation (`.add`, `.min`, ...).
     RedOp,
+    /// `.noftz`.
     Noftz,
+    /// Element type (`.u32`, `.f16`, ...).
     Type,
+    /// `.mmio`.
     Mmio,
+    /// Memory-ordering semantics (`.release`, `.acquire`, `.relaxed`).
     Sem,
+    /// Scope (`.cta`, `.cluster`).
     Scope,
+    /// State space a `fence.proxy.async` orders.
     Space,
+    /// `.aligned`.
     Aligned,
 }
 
 /// One qualifier position of a syntax block.
 #[derive(Debug)]
 pub struct Slot {
+    /// What the slot means.
     pub role: Role,
+    /// The qualifiers that may fill it.
     pub options: &'static [Qual],
+    /// Whether it must be filled.
     pub required: bool,
     /// Filled in by the parser when the slot is omitted (the printer then
     /// always writes it; see docs/readings.md #3).
@@ -371,12 +434,18 @@ const fn implied(role: Role, q: &'static [Qual]) -> Slot {
 pub struct Spaces(u8);
 
 impl Spaces {
+    /// `.global` only.
     pub const GLOBAL: Spaces = Spaces(1);
+    /// The own CTA's shared memory only.
     pub const SHARED: Spaces = Spaces(2);
+    /// `.shared::cluster` only.
     pub const CLUSTER: Spaces = Spaces(4);
+    /// Own or peer shared memory.
     pub const SHARED_OR_CLUSTER: Spaces = Spaces(6);
+    /// Every space.
     pub const ANY: Spaces = Spaces(7);
 
+    /// Whether `s` is one of them.
     pub fn contains(self, s: Space) -> bool {
         let bit = match s {
             Space::Global => 1,
@@ -386,6 +455,7 @@ impl Spaces {
         self.0 & bit != 0
     }
 
+    /// The spaces in words (`global or shared`), for diagnostics.
     pub fn describe(self) -> String {
         let mut names = Vec::new();
         for s in [Space::Global, Space::Shared, Space::Cluster] {
@@ -433,6 +503,7 @@ pub enum OperandKind {
 /// When an operand is present.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Presence {
+    /// Always present.
     Always,
     /// Present exactly when this qualifier is.
     If(Qual),
@@ -440,10 +511,14 @@ pub enum Presence {
     Optional,
 }
 
+/// One operand position of a variant.
 #[derive(Debug)]
 pub struct OperandSpec {
+    /// The spec's operand name (`dstMem`, `size`, ...).
     pub name: &'static str,
+    /// What it takes.
     pub kind: OperandKind,
+    /// When it is present.
     pub presence: Presence,
     /// A requirement of the operand itself, when it has one (e.g. `count`).
     pub gate: Option<Gate>,
@@ -500,12 +575,17 @@ pub enum Completion {
 /// One syntax block of the spec pages.
 #[derive(Debug)]
 pub struct Variant {
+    /// The family it belongs to.
     pub family: Family,
     /// A short name of the form, used in diagnostics.
     pub form: &'static str,
+    /// Qualifier slots, in PTX order.
     pub syntax: &'static [Slot],
+    /// Operand positions, in order.
     pub operands: &'static [OperandSpec],
+    /// How its completion is observed.
     pub completion: Completion,
+    /// Lowest PTX ISA version and target.
     pub gate: Gate,
     /// Extra requirements of single qualifiers.
     pub qual_gates: &'static [(Qual, Gate)],
@@ -589,6 +669,7 @@ impl Variant {
         out
     }
 
+    /// The position of the operand named `name`.
     pub fn operand(&self, name: &str) -> Option<usize> {
         self.operands.iter().position(|o| o.name == name)
     }
@@ -659,6 +740,7 @@ pub struct MatchFailure {
 /// The result of [`Variant::bind_operands`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Binding {
+    /// For each operand position of the variant, what fills it.
     pub slots: Vec<OperandSlot>,
 }
 
@@ -672,21 +754,32 @@ impl Binding {
     }
 }
 
+/// What fills one operand position.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OperandSlot {
+    /// Nothing (an absent optional or conditional operand).
     Absent,
+    /// The written operand at this index.
     One(usize),
+    /// The written operands in this range (a token list).
     Many(std::ops::Range<usize>),
 }
 
+/// Why operands do not fit a variant.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ArityError {
+    /// A required operand is not written.
     Missing {
+        /// The spec's operand name.
         name: &'static str,
+        /// The qualifier that requires it, if any.
         because: Option<Qual>,
     },
+    /// More operands are written than the variant takes.
     Extra {
+        /// The index of the first operand too many.
         first_extra: usize,
+        /// How many the variant takes.
         expected: usize,
     },
 }
@@ -794,6 +887,7 @@ const BASE: Variant = Variant {
     source: Some(cite::BARRIER),
 };
 
+/// The table: every syntax block of the spec pages cpflow knows, by family.
 pub static VARIANTS: &[Variant] = &[
     // cp.async.{ca,cg}.shared{::cta}.global{.L2::cache_hint}{.L2::prefetch}
     Variant {
@@ -1378,12 +1472,16 @@ pub fn type_bytes(ty: Qual) -> u32 {
 /// A compilation target: an `sm_` architecture with an optional suffix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Sm {
+    /// The architecture number (`90` of `sm_90a`).
     pub number: u32,
+    /// `a`, `f` or none.
     pub suffix: SmSuffix,
 }
 
+/// The suffix of an `sm_` target.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SmSuffix {
+    /// No suffix (`sm_90`).
     None,
     /// Architecture-specific (`sm_90a`).
     A,
@@ -1416,6 +1514,7 @@ const TARGETS: &[(&str, Gate)] = &[
 ];
 
 impl Sm {
+    /// Parses a known target such as `sm_90a`.
     pub fn parse(s: &str) -> Option<Sm> {
         let (_, g) = TARGETS.iter().find(|(name, _)| *name == s)?;
         let suffix = match s.chars().last() {
@@ -1429,6 +1528,7 @@ impl Sm {
         })
     }
 
+    /// The names of every known target.
     pub fn known() -> impl Iterator<Item = &'static str> {
         TARGETS.iter().map(|(n, _)| *n)
     }

@@ -10,8 +10,11 @@ use std::fmt;
 /// of the own CTA, so operands that take `.shared::cluster` accept both.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Space {
+    /// `ptr<global>`: global memory.
     Global,
+    /// `ptr<shared>`: the executing CTA's shared memory.
     Shared,
+    /// `ptr<cluster>`: shared memory of any CTA of the cluster.
     Cluster,
 }
 
@@ -25,6 +28,7 @@ impl Space {
         }
     }
 
+    /// The space spelled `s` in types.
     pub fn from_name(s: &str) -> Option<Space> {
         match s {
             "global" => Some(Space::Global),
@@ -47,14 +51,20 @@ impl Space {
 /// A scalar type: what `ld`, `st`, `const` and arithmetic work on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Scalar {
+    /// A predicate (stored as one byte).
     I1,
+    /// 32-bit integer.
     I32,
+    /// 64-bit integer.
     I64,
+    /// 32-bit float.
     F32,
+    /// 64-bit float.
     F64,
 }
 
 impl Scalar {
+    /// Every scalar type.
     pub const ALL: &'static [Scalar] = &[
         Scalar::I1,
         Scalar::I32,
@@ -63,6 +73,7 @@ impl Scalar {
         Scalar::F64,
     ];
 
+    /// The spelling in the text format.
     pub fn name(self) -> &'static str {
         match self {
             Scalar::I1 => "i1",
@@ -73,10 +84,12 @@ impl Scalar {
         }
     }
 
+    /// Whether it is an integer type (`i1` included).
     pub fn is_int(self) -> bool {
         matches!(self, Scalar::I1 | Scalar::I32 | Scalar::I64)
     }
 
+    /// Whether it is a float type.
     pub fn is_float(self) -> bool {
         matches!(self, Scalar::F32 | Scalar::F64)
     }
@@ -90,6 +103,7 @@ impl Scalar {
         }
     }
 
+    /// Width in bits.
     pub fn bits(self) -> u32 {
         match self {
             Scalar::I1 => 1,
@@ -101,6 +115,7 @@ impl Scalar {
 /// The type of an SSA value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Type {
+    /// A scalar.
     Scalar(Scalar),
     /// An address in a state space.
     Ptr(Space),
@@ -117,10 +132,14 @@ pub enum Type {
 }
 
 impl Type {
+    /// `i1`.
     pub const I1: Type = Type::Scalar(Scalar::I1);
+    /// `i32`.
     pub const I32: Type = Type::Scalar(Scalar::I32);
+    /// `i64`.
     pub const I64: Type = Type::Scalar(Scalar::I64);
 
+    /// The scalar type, if it is one.
     pub fn scalar(self) -> Option<Scalar> {
         match self {
             Type::Scalar(s) => Some(s),

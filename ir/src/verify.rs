@@ -92,6 +92,23 @@ pub const CODES: &[(&str, &str)] = &[
 
 /// Verifies a module; returns all findings, errors and warnings, in source
 /// order: [`verify_target`] and then [`verify_kernel`] on every kernel.
+///
+/// ```
+/// let module = cpflow_ir::parse(
+///     "module @m target sm_80 ptx 8.0
+/// kernel @k(%src: ptr<global> align 16) {
+///   shared @tile: bytes[16] align 16
+///   %dst = addr @tile
+///   %t = cp.async.cg.shared.global %dst, %src, 8
+///   %g = cp.async.commit_group %t
+///   cp.async.wait_group %g
+/// }
+/// ",
+/// )
+/// .expect("it parses");
+/// let found = cpflow_ir::verify(&module);
+/// assert_eq!(found[0].code, "E0302"); // `.cg` copies 16 bytes
+/// ```
 pub fn verify(module: &Module) -> Vec<Diagnostic> {
     let mut diags = verify_target(module);
     for k in &module.kernels {

@@ -17,7 +17,7 @@ use cpflow_ir::printer::float_text;
 use cpflow_ir::spec::{self, Family, Qual, Role};
 use cpflow_ir::types::{Scalar, Space, Type};
 
-use crate::waits::{self, WaitPlan};
+use cpflow_ir::waits::{self, WaitPlan};
 
 /// The MLIR types a cpflow type lowers to (none for tokens and groups).
 fn mlir_types(ty: Type) -> Vec<&'static str> {

@@ -1,26 +1,39 @@
 //! cpflow-lowering: cpflow IR to MLIR (NVVM dialect in a `gpu.module`), then
 //! PTX through MLIR's own pipeline (`gpu-module-to-binary{format=isa}`).
 //!
-//! Depends on cpflow-ir and melior; never on passes. Input must verify
+//! Depends on cpflow-ir and, with the default feature `mlir`, melior (LLVM
+//! and MLIR 22); never on passes. Without `mlir`, [`lower`] still emits the
+//! MLIR text, for a host that runs [`PIPELINE`] in its own MLIR. Input must verify
 //! clean: [`compile`] re-verifies and refuses otherwise. The lowering erases
 //! tokens, groups and phases while keeping their meaning: `wait_group %g`
 //! gets the N derived from the explicit groups ([`waits`]), a phase wait
 //! becomes a `try_wait.parity` loop on the phase's parity, and abstract
 //! `copy`/`await` are refused with the pass that should have run.
 
-mod emit;
-mod mlir;
-pub mod waits;
+#![warn(missing_docs)]
 
+mod emit;
+#[cfg(feature = "mlir")]
+mod mlir;
+pub use cpflow_ir::waits;
+
+#[cfg(feature = "mlir")]
 use std::time::{Duration, Instant};
 
 use cpflow_ir::diag::Diagnostic;
 use cpflow_ir::ir::Module;
 
 pub use emit::emit;
-pub use mlir::{Mlir, PIPELINE};
+#[cfg(feature = "mlir")]
+pub use mlir::Mlir;
+
+/// The pass pipeline from the emitted MLIR to PTX, as `mlir-opt` takes it.
+pub const PIPELINE: &str =
+    "builtin.module(gpu.module(convert-scf-to-cf,convert-arith-to-llvm,convert-nvvm-to-llvm),\
+convert-cf-to-llvm,reconcile-unrealized-casts,gpu-module-to-binary{format=isa})";
 
 /// The outcome of compiling a module.
+#[cfg(feature = "mlir")]
 #[derive(Debug, Clone)]
 pub struct Compiled {
     /// The MLIR handed to MLIR's pipeline.
@@ -34,6 +47,27 @@ pub struct Compiled {
 }
 
 /// Verifies `module`, emits MLIR and runs it to PTX.
+///
+/// ```
+/// let module = cpflow_ir::parse(
+///     "module @m target sm_80 ptx 8.0
+/// kernel @k(%src: ptr<global> align 16) {
+///   shared @tile: bytes[16] align 16
+///   %dst = addr @tile
+///   %t = cp.async.cg.shared.global %dst, %src, 16
+///   %g = cp.async.commit_group %t
+///   cp.async.wait_group %g
+/// }
+/// ",
+/// )
+/// .expect("it parses");
+/// let mlir = cpflow_lowering::Mlir::new(); // one per thread: it is `!Send`
+/// let compiled = cpflow_lowering::compile(&mlir, &module).expect("it compiles");
+/// // The lowering derives N of `wait_group %g`: no younger group is pending.
+/// let ptx = compiled.ptx.split_whitespace().collect::<Vec<_>>().join(" ");
+/// assert!(ptx.contains("cp.async.wait_group 0;"), "{ptx}");
+/// ```
+#[cfg(feature = "mlir")]
 pub fn compile(mlir: &Mlir, module: &Module) -> Result<Compiled, Vec<Diagnostic>> {
     let start = Instant::now();
     let text = lower(module)?;
@@ -46,6 +80,18 @@ pub fn compile(mlir: &Mlir, module: &Module) -> Result<Compiled, Vec<Diagnostic>
         cpflow_time,
         mlir_time: start.elapsed(),
     })
+}
+
+/// [`compile`] on this thread's own [`Mlir`], made on the thread's first
+/// call and kept until the thread ends: [`Mlir`] is `!Send`, so each
+/// thread of a pool gets one, and its cost (about one compile) is paid once
+/// per thread.
+#[cfg(feature = "mlir")]
+pub fn compile_on_this_thread(module: &Module) -> Result<Compiled, Vec<Diagnostic>> {
+    thread_local! {
+        static MLIR: Mlir = Mlir::new();
+    }
+    MLIR.with(|mlir| compile(mlir, module))
 }
 
 /// The PTX ISA versions LLVM 22's NVPTX backend emits (`+ptxNN` features);

@@ -17,10 +17,7 @@ use melior::utility::{
 };
 use melior::Context;
 
-/// The pass pipeline from the emitted MLIR to PTX, as `mlir-opt` takes it.
-pub const PIPELINE: &str =
-    "builtin.module(gpu.module(convert-scf-to-cf,convert-arith-to-llvm,convert-nvvm-to-llvm),\
-convert-cf-to-llvm,reconcile-unrealized-casts,gpu-module-to-binary{format=isa})";
+use crate::PIPELINE;
 
 /// An MLIR context with every dialect, translation and pass registered.
 pub struct Mlir {
@@ -38,6 +35,9 @@ fn mlir_error(message: String) -> Diagnostic {
 }
 
 impl Mlir {
+    /// A context with every dialect, LLVM translation and pass registered
+    /// (melior's `Context` is `!Send`: make one per thread, see
+    /// `docs/embedding.md`).
     pub fn new() -> Mlir {
         let registry = DialectRegistry::new();
         register_all_dialects(&registry);

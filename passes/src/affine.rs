@@ -33,11 +33,14 @@ pub enum Atom {
 /// `c + Σ coeff·atom`.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Affine {
+    /// The constant term.
     pub c: i64,
+    /// Non-zero coefficients by atom.
     pub terms: BTreeMap<Atom, i64>,
 }
 
 impl Affine {
+    /// The constant `c`.
     pub fn constant(c: i64) -> Affine {
         Affine {
             c,
@@ -45,16 +48,19 @@ impl Affine {
         }
     }
 
+    /// `1·a`.
     pub fn atom(a: Atom) -> Affine {
         let mut terms = BTreeMap::new();
         terms.insert(a, 1);
         Affine { c: 0, terms }
     }
 
+    /// The value, when it has no atoms.
     pub fn as_const(&self) -> Option<i64> {
         self.terms.is_empty().then_some(self.c)
     }
 
+    /// `self + o` (wrapping).
     pub fn add(&self, o: &Affine) -> Affine {
         let mut r = self.clone();
         r.c = r.c.wrapping_add(o.c);
@@ -66,6 +72,7 @@ impl Affine {
         r
     }
 
+    /// `f·self` (wrapping).
     pub fn scale(&self, f: i64) -> Affine {
         if f == 0 {
             return Affine::constant(0);
@@ -80,6 +87,7 @@ impl Affine {
         }
     }
 
+    /// `self - o` (wrapping).
     pub fn sub(&self, o: &Affine) -> Affine {
         self.add(&o.scale(-1))
     }
@@ -245,6 +253,7 @@ pub struct Bounds {
 }
 
 impl Bounds {
+    /// The inclusive range of an atom's values, when bounded.
     pub fn range(&self, a: &Atom) -> Option<(i64, i64)> {
         match a {
             Atom::Mod(_, m) => Some((0, m - 1)),

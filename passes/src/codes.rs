@@ -3,6 +3,7 @@
 //! `E0xxx`/`W0xxx`. The docs page and the test that each code has a case
 //! are checked against this table.
 
+/// Code and one-line summary of every checker diagnostic.
 pub const CODES: &[(&str, &str)] = &[
     (
         "E1001",

@@ -26,8 +26,11 @@ const DONE: u32 = u32::MAX;
 /// The smallest depth cap (see [`depth_caps`]).
 const MIN_DEPTH_CAP: u32 = 8;
 
+/// The single-thread dataflow analysis of one kernel: [`Engine::run`] walks it once, loops to a fixed point, and reports.
 pub struct Engine<'a> {
+    /// The kernel analysed.
     pub k: &'a Kernel,
+    /// Its symbolic values.
     pub syms: &'a Syms,
     conds: Vec<(Value, bool)>,
     loops: Vec<Inst>,
@@ -106,6 +109,7 @@ fn is_remote(s: &Sym) -> bool {
 }
 
 impl<'a> Engine<'a> {
+    /// An engine for `k` with its symbolic values.
     pub fn new(k: &'a Kernel, syms: &'a Syms) -> Self {
         let mut waited_bars = BTreeSet::new();
         k.walk(k.body, &mut |i| {

@@ -26,12 +26,16 @@ use crate::values::{Base, Sym};
 /// A byte range: base, offset (None: anywhere in the base), size (None: unknown).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Mem {
+    /// The allocation or parameter it is in.
     pub base: Base,
+    /// Offset in bytes from the base.
     pub off: Option<Affine>,
+    /// Size in bytes.
     pub size: Option<i64>,
 }
 
 impl Mem {
+    /// The `size` bytes at pointer `ptr`, when it is a known pointer.
     pub fn of(ptr: &Sym, size: Option<i64>) -> Option<Mem> {
         match ptr {
             Sym::Ptr(b, o) => Some(Mem {
@@ -43,11 +47,13 @@ impl Mem {
         }
     }
 
+    /// Rewrites the offset (`None` from `f`: anywhere in the base).
     pub fn map(&mut self, f: &impl Fn(&Affine) -> Option<Affine>) {
         self.off = self.off.as_ref().and_then(f);
     }
 }
 
+/// An async op's completion mechanism.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Kind {
     /// Non-bulk `cp.async` (async-group, or an mbarrier via `cp.async.mbarrier.arrive`).
@@ -62,27 +68,37 @@ pub enum Kind {
     Abstract,
 }
 
+/// What the issuing thread knows of an op's completion.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Issuer {
+    /// Not known complete.
     InFlight,
     /// `wait_group.read`: the sources are read, the writes may be pending.
     ReadDone,
+    /// Complete.
     Done,
 }
 
 /// One async operation (or family of instances, for ops of an exited loop).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct OpRec {
+    /// The op.
     pub inst: Inst,
+    /// Its completion mechanism.
     pub kind: Kind,
+    /// What it writes, when known.
     pub dst: Option<Mem>,
+    /// What it reads, when known.
     pub src: Option<Mem>,
     /// Depth in the pending-group stack (0 = youngest); None = uncommitted.
     pub depth: Option<u32>,
     /// The mbarrier phase it completes on, if any.
     pub phase: Option<Sym>,
+    /// What the issuing thread knows of its completion.
     pub issuer: Issuer,
+    /// Whether a barrier made its completion visible to the other threads.
     pub published: bool,
+    /// Whether some wait reached it (for lints on needless waits).
     pub seen: bool,
     /// Conditions (value, polarity) of the `if`s it was issued under.
     pub conds: Vec<(Value, bool)>,
@@ -96,6 +112,7 @@ pub struct OpRec {
     pub tok: BTreeSet<Value>,
 }
 
+/// Whether an mbarrier is initialised, and for whom.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Init {
     /// No thread initialised it on this path.
@@ -114,8 +131,10 @@ pub enum Init {
     Cluster,
 }
 
+/// The analysis state at one program point.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct State {
+    /// Async ops issued and not known complete to everyone.
     pub ops: BTreeSet<OpRec>,
     /// Names of pending groups per kind (0 non-bulk, 1 bulk), by depth.
     pub names: [BTreeMap<u32, BTreeSet<Value>>; 2],
@@ -125,6 +144,7 @@ pub struct State {
     pub async_read: BTreeSet<(Mem, bool, Inst)>,
     /// Generic reads since the last barrier.
     pub reads: BTreeSet<(Mem, Inst)>,
+    /// Initialisation of each mbarrier allocation.
     pub init: BTreeMap<SharedId, Init>,
     /// Something since the last `fence.proxy.async` that a fence orders.
     pub fence_useful: bool,

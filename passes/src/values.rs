@@ -29,16 +29,22 @@ pub enum Base {
 /// The symbolic value of one SSA value.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Sym {
+    /// An integer, affine in the atoms.
     Int(Affine),
+    /// A pointer: a base plus an affine byte offset.
     Ptr(Base, Affine),
     /// Phase `idx` of the mbarrier at `bar`.
     Phase {
+        /// The mbarrier.
         bar: Box<Sym>,
+        /// The phase index.
         idx: Affine,
     },
+    /// Unknown.
     Unknown,
 }
 
+/// The symbolic value of every value of a kernel, with the loop and thread facts the analyses need.
 pub struct Syms {
     vals: Vec<Sym>,
     /// The `for` loops enclosing each value's definition, outermost first.
@@ -48,6 +54,7 @@ pub struct Syms {
     /// Values that may differ between the threads of one CTA: as
     /// `thread_dependent`, less what depends only on the CTA's rank.
     pub tid_dependent: Vec<bool>,
+    /// Ranges of loop induction variables and thread ids.
     pub bounds: Bounds,
 }
 
@@ -121,10 +128,12 @@ impl Syms {
         matches!((s(0), s(1)), (Some(a), Some(b)) if (a == tid && b.as_const().is_some()) || (b == tid && a.as_const().is_some()))
     }
 
+    /// The symbolic value of `v`.
     pub fn get(&self, v: Value) -> &Sym {
         &self.vals[v.index()]
     }
 
+    /// The symbolic value of an operand.
     pub fn arg(&self, a: Arg) -> Sym {
         match a.operand {
             Operand::Imm(i) => Sym::Int(Affine::constant(i)),
@@ -132,6 +141,7 @@ impl Syms {
         }
     }
 
+    /// The affine integer an operand equals, when it is one.
     pub fn int(&self, a: Arg) -> Option<Affine> {
         match self.arg(a) {
             Sym::Int(x) => Some(x),
@@ -139,6 +149,7 @@ impl Syms {
         }
     }
 
+    /// Computes the symbolic values of every value of `k`.
     pub fn compute(k: &Kernel) -> Syms {
         let n = k.values.len();
         let mut s = Syms {
@@ -442,7 +453,7 @@ impl Syms {
 
     /// The `%tid.x` values of the threads that can run code under the `if`
     /// conditions `conds` (value, polarity): those not comparing `%tid.x`
-    /// with a constant (see [`Self::tid_cond`]) leave the set as it is.
+    /// with a constant (see `tid_cond`) leave the set as it is.
     pub fn tids_under(&self, k: &Kernel, conds: &[(Value, bool)]) -> TidSet {
         conds.iter().fold(vec![(0, TID_INF)], |acc, &(c, pol)| {
             match self.tid_cond(k, c) {

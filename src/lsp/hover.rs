@@ -288,7 +288,7 @@ fn wait_group(k: &Kernel, i: Inst, g: Value, place: &Place) -> String {
         Some(Family::CpAsyncBulkWaitGroup) => "cp.async.bulk.wait_group",
         _ => "cp.async.wait_group",
     };
-    match cpflow_lowering::waits::plan(k) {
+    match cpflow_ir::waits::plan(k) {
         Ok(plan) => match plan.n.get(&i) {
             Some(n) => format!(
                 "derived **`{mnemonic} {n}`**: completes {which} ({n} newer group{} may stay pending)",

@@ -40,7 +40,9 @@ use egg::{
 };
 
 define_language! {
-    /// The descriptor language.
+    /// The descriptor language. egg's macro takes no docs on variants; the
+    /// rules in [`rules`] say what each node means.
+    #[allow(missing_docs)]
     pub enum Desc {
         Num(i64),
         "copy" = Copy([Id; 4]),
@@ -70,6 +72,7 @@ pub const MAX_PIECES: i64 = 32;
 /// factor (sizes, alignments), and for descriptors the bytes they move.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Data {
+    /// The constant the class equals.
     pub konst: Option<i64>,
     /// Known trailing zero bits (64: zero).
     pub tz: u32,
@@ -404,14 +407,18 @@ pub fn coalesce_rules(sm: u32, ptx: (u8, u8)) -> Vec<Rewrite<Desc, Facts>> {
 /// How a chosen form completes; a `seq` may combine one async kind with
 /// synchronous pieces only.
 pub const KIND_GROUP: u8 = 1;
+/// A form that completes through a bulk async-group.
 pub const KIND_BULK: u8 = 2;
+/// A form that completes through an mbarrier's tx-count.
 pub const KIND_MBAR: u8 = 4;
 
 /// The cost of a form: estimated cycles for the issuing thread, and the
 /// completion kinds it uses.
 #[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
 pub struct Cost {
+    /// Estimated cycles of the issuing thread.
     pub cycles: u64,
+    /// Completion kinds used (`KIND_*` bits).
     pub kinds: u8,
 }
 
@@ -445,6 +452,7 @@ pub const INFEASIBLE: u64 = u64::MAX / 4;
 /// * an unselected `copy`/`reduce` and a `seq` mixing two async kinds are
 ///   infeasible.
 pub struct CostModel<'a> {
+    /// The saturated e-graph whose facts price the nodes.
     pub egraph: &'a G,
 }
 
@@ -511,9 +519,13 @@ impl CostFunction<Desc> for CostModel<'_> {
 
 /// The outcome of saturating a set of descriptors.
 pub struct Saturated {
+    /// The e-graph.
     pub egraph: G,
+    /// The class of each descriptor, in input order.
     pub roots: Vec<Id>,
+    /// Why the runner stopped.
     pub stop: StopReason,
+    /// Iterations run.
     pub iterations: usize,
 }
 
@@ -560,23 +572,33 @@ pub fn extract(sat: &Saturated) -> Vec<(Cost, egg::RecExpr<Desc>)> {
 /// A piece of a chosen form: what to emit for bytes `offset..offset+size`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Piece {
+    /// First byte of the piece within the copy.
     pub offset: i64,
     /// `None`: the copy's whole (non-constant) size.
     pub size: Option<i64>,
+    /// How the piece is moved.
     pub mech: Mech,
 }
 
+/// What one piece becomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mech {
+    /// `cp.async` of this many bytes (4, 8 or 16).
     CpAsync(i64),
+    /// `cp.async.bulk` completing on an mbarrier.
     BulkMbar,
+    /// `cp.async.bulk` in a bulk async-group.
     BulkGroup,
+    /// `cp.reduce.async.bulk` in a bulk async-group.
     ReduceGroup,
+    /// Synchronous `ld`/`st` of this many bytes.
     Sync(i64),
     /// `count` zero-filling `cp.async` pieces of `w` bytes, each with a
     /// src-size of what is left of the copy.
     Zfill {
+        /// Bytes per piece.
         w: i64,
+        /// Number of pieces.
         count: i64,
     },
     /// The whole CTA tile by thread 0 (`size` is the thread's share).

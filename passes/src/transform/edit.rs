@@ -1,143 +1,12 @@
-//! Small helpers for building instructions into a kernel's arenas.
-//!
-//! New instructions are pushed into the arenas and returned; the caller
-//! places them in a region's instruction list. New values get fresh names
-//! that no existing value has, so the printed module parses back.
+//! Small helpers for the passes' edits: walking a kernel's instructions and
+//! inserting new ones at chosen spots, with [`cpflow_ir::build::Builder`]
+//! building them.
 
 use std::collections::{HashMap, HashSet};
 
-use cpflow_ir::diag::Span;
-use cpflow_ir::ir::{
-    Arg, Inst, InstData, Kernel, Op, Operand, PtxOp, Region, Value, ValueData, ValueDef,
-};
-use cpflow_ir::spec::{Family, Qual};
-use cpflow_ir::types::Type;
-
-pub struct Editor<'k> {
-    pub k: &'k mut Kernel,
-    names: HashSet<String>,
-    /// Span given to everything built (the abstract op being replaced).
-    pub span: Span,
-}
-
-pub fn val(v: Value) -> Arg {
-    Arg {
-        operand: Operand::Value(v),
-        span: Span::DUMMY,
-    }
-}
-
-pub fn imm(i: i64) -> Arg {
-    Arg {
-        operand: Operand::Imm(i),
-        span: Span::DUMMY,
-    }
-}
-
-pub fn ptx(family: Family, quals: &[Qual]) -> Op {
-    Op::Ptx(PtxOp {
-        family,
-        quals: quals.to_vec(),
-    })
-}
-
-impl<'k> Editor<'k> {
-    pub fn new(k: &'k mut Kernel) -> Editor<'k> {
-        let names = k.values.iter().map(|(_, v)| v.name.clone()).collect();
-        Editor {
-            k,
-            names,
-            span: Span::DUMMY,
-        }
-    }
-
-    /// A name based on `base` that no value has yet.
-    pub fn fresh(&mut self, base: &str) -> String {
-        let mut name = base.to_string();
-        let mut i = 1;
-        while self.names.contains(&name) {
-            name = format!("{base}_{i}");
-            i += 1;
-        }
-        self.names.insert(name.clone());
-        name
-    }
-
-    /// Builds an instruction with results of the given types and base names.
-    pub fn inst(&mut self, op: Op, args: Vec<Arg>, results: &[(Type, &str)]) -> (Inst, Vec<Value>) {
-        let nquals = match &op {
-            Op::Ptx(p) => p.quals.len(),
-            _ => 0,
-        };
-        let args = args
-            .into_iter()
-            .map(|a| Arg {
-                span: if a.span == Span::DUMMY {
-                    self.span
-                } else {
-                    a.span
-                },
-                ..a
-            })
-            .collect();
-        let inst = self.k.insts.push(InstData {
-            op,
-            args,
-            results: Vec::new(),
-            regions: Vec::new(),
-            span: self.span,
-            op_span: self.span,
-            qual_spans: vec![Span::DUMMY; nquals],
-        });
-        let mut out = Vec::new();
-        for (i, (ty, base)) in results.iter().enumerate() {
-            let name = self.fresh(base);
-            let v = self.k.values.push(ValueData {
-                ty: *ty,
-                name,
-                def: ValueDef::Result(inst, i),
-                span: self.span,
-                align: None,
-            });
-            out.push(v);
-        }
-        self.k.insts[inst].results = out.clone();
-        (inst, out)
-    }
-
-    /// Builds an instruction with one result.
-    pub fn inst1(&mut self, op: Op, args: Vec<Arg>, ty: Type, base: &str) -> (Inst, Value) {
-        let (i, vs) = self.inst(op, args, &[(ty, base)]);
-        (i, vs[0])
-    }
-
-    /// Makes `v` the `index`-th result of `inst` (reusing an existing value,
-    /// e.g. an abstract copy's token becoming its completion handle).
-    pub fn redefine(&mut self, v: Value, inst: Inst, ty: Type) {
-        self.k.values[v].def = ValueDef::Result(inst, 0);
-        self.k.values[v].ty = ty;
-        self.k.insts[inst].results = vec![v];
-    }
-
-    /// A new region with arguments of the given types.
-    pub fn region(&mut self, args: &[(Type, &str)]) -> (Region, Vec<Value>) {
-        let r = self.k.regions.push(Default::default());
-        let mut vs = Vec::new();
-        for (i, (ty, base)) in args.iter().enumerate() {
-            let name = self.fresh(base);
-            let v = self.k.values.push(ValueData {
-                ty: *ty,
-                name,
-                def: ValueDef::RegionArg(r, i),
-                span: self.span,
-                align: None,
-            });
-            vs.push(v);
-        }
-        self.k.regions[r].args = vs.clone();
-        (r, vs)
-    }
-}
+use cpflow_ir::build::Builder;
+use cpflow_ir::ir::{Inst, Kernel, Op, Region};
+use cpflow_ir::spec::Family;
 
 /// The instructions of `region` and every region nested in it, with the
 /// region each sits in.
@@ -194,7 +63,7 @@ pub fn insert_at(k: &mut Kernel, spots: &HashSet<Inst>, op: &Op, after: bool) {
     if spots.is_empty() {
         return;
     }
-    let mut ed = Editor::new(k);
+    let mut ed = Builder::new(k);
     let regions: Vec<Region> = ed.k.regions.keys().collect();
     for r in regions {
         if !ed.k.regions[r].insts.iter().any(|i| spots.contains(i)) {

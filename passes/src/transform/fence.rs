@@ -42,7 +42,8 @@ use cpflow_ir::ir::{Arg, Inst, Kernel, Module, Op, Region, SharedId};
 use cpflow_ir::spec::{Family, Qual, Role};
 use cpflow_ir::types::{Space, Type};
 
-use super::edit::{self, ptx, Editor};
+use super::edit;
+use cpflow_ir::build::{ptx, Builder};
 
 /// Inserts the fences, then hoists loop-invariant ones; returns how many
 /// were inserted.
@@ -188,7 +189,7 @@ fn hoist(k: &mut Kernel) -> usize {
     }
     let targets: HashSet<Inst> = moves.values().copied().collect();
     let span = |k: &Kernel, t: Inst| k.insts[t].span;
-    let mut ed = Editor::new(k);
+    let mut ed = Builder::new(k);
     let regions: Vec<Region> = ed.k.regions.keys().collect();
     for r in regions {
         let old = ed.k.regions[r].insts.clone();

@@ -42,11 +42,15 @@ use cpflow_ir::ir::Op;
 /// A transform pass.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pass {
+    /// Chooses each abstract copy's form through the e-graph.
     Select,
     /// Only directly after [`Pass::Select`]: that `select` coalesces.
     Coalesce,
+    /// Writes the waits that `await` asks for.
     Sync,
+    /// Inserts the `fence.proxy.async` that generic/async-proxy hand-offs need.
     Fence,
+    /// Drops redundant waits, fences and dead pure code.
     Cleanup,
 }
 
@@ -60,6 +64,7 @@ impl Pass {
         Pass::Cleanup,
     ];
 
+    /// The name in `--passes`.
     pub fn name(self) -> &'static str {
         match self {
             Pass::Select => "select",
@@ -70,6 +75,7 @@ impl Pass {
         }
     }
 
+    /// The pass named `s` in `--passes`.
     pub fn from_name(s: &str) -> Option<Pass> {
         Pass::NAMED.iter().copied().find(|p| p.name() == s)
     }
@@ -120,7 +126,9 @@ pub struct Report {
     pub runs: Vec<select::RunInfo>,
     /// Instructions inserted by [`sync`], [`fence`] and dropped by [`cleanup`].
     pub waits: usize,
+    /// `fence.proxy.async` inserted by [`fence`].
     pub fences: usize,
+    /// Instructions dropped by [`cleanup`].
     pub dropped: usize,
 }
 
@@ -157,6 +165,27 @@ pub fn run(module: &mut Module, passes: &[Pass]) -> Result<Report, Vec<Diagnosti
 }
 
 /// Runs the default pipeline.
+///
+/// ```
+/// // An abstract copy and its await become `cp.async`, its group and the
+/// // wait on it.
+/// let mut module = cpflow_ir::parse(
+///     "module @m target sm_80 ptx 8.0
+/// kernel @k(%src: ptr<global> align 16) {
+///   shared @tile: bytes[16] align 16
+///   %dst = addr @tile
+///   %t = copy %dst, %src, 16
+///   await %t
+///   %x = ld %dst : f32
+/// }
+/// ",
+/// )
+/// .expect("it parses");
+/// cpflow_passes::transform::optimize(&mut module).expect("it transforms");
+/// let text = cpflow_ir::print(&module);
+/// assert!(text.contains("cp.async.cg.shared.global"), "{text}");
+/// assert!(text.contains("cp.async.wait_group"), "{text}");
+/// ```
 pub fn optimize(module: &mut Module) -> Result<Report, Vec<Diagnostic>> {
     run(module, DEFAULT_PIPELINE)
 }

@@ -73,7 +73,7 @@ use std::collections::HashMap;
 use cpflow_ir::diag::{Diagnostic, Span};
 use cpflow_ir::facts::{yield_args, Facts};
 use cpflow_ir::ir::{CmpPred, Module, Operand};
-use cpflow_ir::ir::{Inst, Kernel, Op, Region, SharedAlloc, SharedKind, SpecialReg, Value};
+use cpflow_ir::ir::{Inst, Kernel, Op, Region, SharedKind, SpecialReg, Value};
 use cpflow_ir::spec::{self, Family, Qual, Role};
 use cpflow_ir::types::{Scalar, Space, Type};
 use egg::{CostFunction, RecExpr, StopReason};
@@ -81,19 +81,23 @@ use egg::{CostFunction, RecExpr, StopReason};
 use crate::values::sreg_equals;
 
 use super::desc::{self, Desc, Mech, Piece, INFEASIBLE, KIND_BULK, KIND_MBAR};
-use super::edit::{self, imm, ptx, val, Editor};
+use super::edit;
 use crate::affine::{Affine, Atom};
 use crate::values::{Base, Sym, Syms};
+use cpflow_ir::build::{imm, ptx, val, Builder};
 
 /// The choice made for one copy (`cpflow opt --explain`).
 #[derive(Debug, Clone)]
 pub struct Choice {
+    /// The kernel of the copy.
     pub kernel: String,
+    /// The copy instruction.
     pub span: Span,
     /// The descriptor, e.g. `(copy g2s 32 16 all)`.
     pub desc: String,
     /// The extracted form, e.g. `(cp.async 32 16)`.
     pub form: String,
+    /// The chosen form's cost (cycles).
     pub cost: u64,
     /// Every concrete form in the descriptor's e-class, with its cost.
     pub alternatives: Vec<(String, u64)>,
@@ -102,10 +106,15 @@ pub struct Choice {
 /// How the e-graph run of one kernel went.
 #[derive(Debug, Clone)]
 pub struct RunInfo {
+    /// The kernel.
     pub kernel: String,
+    /// Why saturation stopped.
     pub stop: String,
+    /// Iterations run.
     pub iterations: usize,
+    /// E-nodes at the end.
     pub nodes: usize,
+    /// E-classes at the end.
     pub classes: usize,
 }
 
@@ -503,7 +512,7 @@ fn select_kernel(
         .filter_map(|s| s.red.map(|r| (s.inst, r)))
         .collect();
     let body = k.body;
-    let mut ed = Editor::new(k);
+    let mut ed = Builder::new(k);
     let mut w = Writer {
         plans: &plans,
         red: &red,
@@ -946,7 +955,7 @@ struct Writer<'a> {
 }
 
 impl Writer<'_> {
-    fn region(&mut self, ed: &mut Editor, r: Region) {
+    fn region(&mut self, ed: &mut Builder, r: Region) {
         let old = ed.k.regions[r].insts.clone();
         let mut new = Vec::with_capacity(old.len());
         for inst in old {
@@ -983,7 +992,7 @@ impl Writer<'_> {
 
 /// The instructions that replace copy `inst` with `pieces`.
 fn expand(
-    ed: &mut Editor,
+    ed: &mut Builder,
     inst: Inst,
     pieces: &[Piece],
     red: Option<(Qual, Qual)>,
@@ -1029,7 +1038,7 @@ fn expand(
         out.push(i);
     }
     let addr =
-        |ed: &mut Editor, out: &mut Vec<Inst>, a: cpflow_ir::ir::Arg, off: i64, tag: &str| {
+        |ed: &mut Builder, out: &mut Vec<Inst>, a: cpflow_ir::ir::Arg, off: i64, tag: &str| {
             if off == 0 {
                 return a;
             }
@@ -1180,7 +1189,7 @@ fn expand(
 }
 
 /// A fresh one-mbarrier shared allocation.
-fn fresh_barrier(ed: &mut Editor, bars: &mut usize) -> cpflow_ir::ir::SharedId {
+fn fresh_barrier(ed: &mut Builder, bars: &mut usize) -> cpflow_ir::ir::SharedId {
     let name = loop {
         let n = format!("__cpflow_bar{bars}");
         *bars += 1;
@@ -1188,16 +1197,11 @@ fn fresh_barrier(ed: &mut Editor, bars: &mut usize) -> cpflow_ir::ir::SharedId {
             break n;
         }
     };
-    ed.k.shared.push(SharedAlloc {
-        name,
-        kind: SharedKind::Mbarriers(1),
-        align: 8,
-        span: ed.span,
-    })
+    ed.shared_mbarriers(&name, 1)
 }
 
 /// An `if` on `cond` with `then` as its body and an empty `else`.
-fn if_then(ed: &mut Editor, cond: Value, then: Vec<Inst>) -> Inst {
+fn if_then(ed: &mut Builder, cond: Value, then: Vec<Inst>) -> Inst {
     let (t, _) = ed.region(&[]);
     let (e, _) = ed.region(&[]);
     ed.k.regions[t].insts = then;
@@ -1217,7 +1221,7 @@ fn if_then(ed: &mut Editor, cond: Value, then: Vec<Inst>) -> Inst {
 /// before the loop and iteration `iv` uses phase `(iv - lo) / step`;
 /// otherwise both are written in place (phase 0). Returns (set-up, issue).
 fn expand_tile(
-    ed: &mut Editor,
+    ed: &mut Builder,
     first: Inst,
     share: i64,
     lp: Option<TileLoop>,
@@ -1298,7 +1302,7 @@ fn expand_tile(
 /// `%{base}_{names.0} = sreg reg` and `%{base}_{names.1} = cmp.eq` of it
 /// with 0 (thread 0, or rank 0 of the cluster); returns the test.
 fn first_of(
-    ed: &mut Editor,
+    ed: &mut Builder,
     out: &mut Vec<Inst>,
     reg: SpecialReg,
     base: &str,
@@ -1323,7 +1327,7 @@ fn first_of(
 
 /// `%{base}_bar = addr @bar` of a barrier allocation.
 fn bar_addr(
-    ed: &mut Editor,
+    ed: &mut Builder,
     out: &mut Vec<Inst>,
     id: cpflow_ir::ir::SharedId,
     base: &str,
@@ -1340,7 +1344,7 @@ fn bar_addr(
 
 /// `mbarrier.phase %bar, index`, defining the copy's `token` as the phase.
 fn phase_of(
-    ed: &mut Editor,
+    ed: &mut Builder,
     out: &mut Vec<Inst>,
     bar: Value,
     index: cpflow_ir::ir::Arg,
@@ -1411,7 +1415,7 @@ fn multicast_site(k: &Kernel, syms: &Syms, home: &HashMap<Inst, Region>, site: &
 /// `.multicast::cluster` copy with ctaMask `(1 << ctas) - 1`. The barrier
 /// is initialised and published cluster-wide by [`cluster_prologue`].
 fn expand_multicast(
-    ed: &mut Editor,
+    ed: &mut Builder,
     inst: Inst,
     id: cpflow_ir::ir::SharedId,
     ctas: u32,
@@ -1460,7 +1464,7 @@ fn expand_multicast(
 /// arrive, wait) publishes them before rank 0 may multicast into any peer.
 /// At the end: a cluster barrier, so no CTA exits while a multicast into
 /// it, or its peers' use of the cluster, may be in flight.
-fn cluster_prologue(ed: &mut Editor, bars: &[cpflow_ir::ir::SharedId]) {
+fn cluster_prologue(ed: &mut Builder, bars: &[cpflow_ir::ir::SharedId]) {
     let body = ed.k.body;
     ed.span = ed.k.span;
     let mut pro = Vec::new();
@@ -1513,7 +1517,7 @@ fn cluster_prologue(ed: &mut Editor, bars: &[cpflow_ir::ir::SharedId]) {
 /// Synchronous word copies: straight-line for up to 4 words, else a loop.
 #[allow(clippy::too_many_arguments)]
 fn sync_words(
-    ed: &mut Editor,
+    ed: &mut Builder,
     out: &mut Vec<Inst>,
     dst: cpflow_ir::ir::Arg,
     src: cpflow_ir::ir::Arg,
@@ -1523,11 +1527,11 @@ fn sync_words(
     base: &str,
 ) {
     let scalar = if w == 8 { Scalar::I64 } else { Scalar::I32 };
-    let ty_of = |ed: &Editor, a: cpflow_ir::ir::Arg| {
+    let ty_of = |ed: &Builder, a: cpflow_ir::ir::Arg| {
         a.value().map_or(Type::Ptr(Space::Global), |v| ed.k.ty(v))
     };
     let (dty, sty) = (ty_of(ed, dst), ty_of(ed, src));
-    let word = |ed: &mut Editor, out: &mut Vec<Inst>, off: cpflow_ir::ir::Arg| {
+    let word = |ed: &mut Builder, out: &mut Vec<Inst>, off: cpflow_ir::ir::Arg| {
         let (i, ps) = ed.inst1(Op::PtrAdd, vec![src, off], sty, &format!("{base}_ls"));
         out.push(i);
         let (i, x) = ed.inst1(

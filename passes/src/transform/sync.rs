@@ -50,9 +50,10 @@ use cpflow_ir::ir::{Arg, Inst, Kernel, Module, Op, Region, Value};
 use cpflow_ir::spec::{Family, Qual, Role};
 use cpflow_ir::types::{Space, Type};
 
-use super::edit::{self, ptx, Editor};
+use super::edit;
 use crate::affine::disjoint;
 use crate::values::{Base, Sym, Syms};
+use cpflow_ir::build::{ptx, val, Builder};
 
 /// Rewrites every `await` on a handle; returns how many waits it wrote.
 pub fn sync(module: &mut Module) -> usize {
@@ -65,7 +66,7 @@ fn sync_kernel(k: &mut Kernel) -> usize {
     let syms = Syms::compute(k);
     order_overlaps(k, &syms);
     let body = k.body;
-    let mut ed = Editor::new(k);
+    let mut ed = Builder::new(k);
     let mut done = HashSet::new();
     let mut written = Vec::new();
     let count = region(&mut ed, body, &mut done, &mut written);
@@ -73,7 +74,7 @@ fn sync_kernel(k: &mut Kernel) -> usize {
 }
 
 fn region(
-    ed: &mut Editor,
+    ed: &mut Builder,
     r: Region,
     done: &mut HashSet<Value>,
     written: &mut Vec<(Region, Inst, Value)>,
@@ -653,7 +654,7 @@ fn order_overlaps(k: &mut Kernel, syms: &Syms) {
             }
         }
     }
-    let mut ed = Editor::new(k);
+    let mut ed = Builder::new(k);
     // The new awaits, by region and by the instruction they go before; each
     // region's list is then rebuilt once.
     let mut by_region: HashMap<Region, HashMap<Inst, Vec<Inst>>> = HashMap::new();
@@ -661,7 +662,7 @@ fn order_overlaps(k: &mut Kernel, syms: &Syms) {
         ed.span = ed.k.insts[before].span;
         let waits = handles
             .into_iter()
-            .map(|h| ed.inst(ptx(Family::Await, &[]), vec![edit::val(h)], &[]).0);
+            .map(|h| ed.inst(ptx(Family::Await, &[]), vec![val(h)], &[]).0);
         by_region
             .entry(r)
             .or_default()

@@ -11,10 +11,10 @@
 
 use std::collections::HashMap;
 
-use cpflow_ir::diag::{Diagnostic, Span};
-use cpflow_ir::ir::{Inst, Kernel, Op, Region, Value};
-use cpflow_ir::spec::Family;
-use cpflow_ir::types::Type;
+use crate::diag::{Diagnostic, Span};
+use crate::ir::{Inst, Kernel, Op, Region, Value};
+use crate::spec::Family;
+use crate::types::Type;
 
 /// A committed group, or an unknown number of them.
 #[derive(Clone, Debug, PartialEq)]
@@ -80,9 +80,11 @@ fn rebuild(named: &[(Value, u32)]) -> Vec<Entry> {
 
 /// The derived N of each group-form wait.
 pub struct WaitPlan {
+    /// N of each `wait_group %g`, by instruction.
     pub n: HashMap<Inst, u32>,
 }
 
+/// Derives the N of every group-form wait of `k`, or explains why it cannot.
 pub fn plan(k: &Kernel) -> Result<WaitPlan, Vec<Diagnostic>> {
     let mut a = Analysis {
         k,
