@@ -18,7 +18,8 @@
 //! counted). It runs under the interpreter's standard schedules plus a few
 //! random seeds (and exhaustively, with a run limit, when tiny); whenever
 //! the interpreter reports undefined behaviour (an error-severity finding),
-//! `cpflow::check` must report at least one error.
+//! `cpflow::check` must report at least one error, and whenever it reports
+//! none, `cpflow::check` must report no error.
 //!
 //! The default run covers `0..SEEDS`; `CPFLOW_SOUNDNESS_SEEDS=N` runs `0..N`
 //! (`cargo test --release --test soundness -- --nocapture` prints the counts),
@@ -1799,4 +1800,7 @@ fn checker_flags_every_interpreter_ub() {
         assert!(c.ub > 0 && c.ub < c.programs, "{c:?}");
     }
     assert!(c.missed.is_empty(), "missed UB: {:?}", c.missed);
+    // Precision: a program the interpreter runs clean under every schedule
+    // tried gets no error (CPFLOW_SOUNDNESS_VERBOSE=1 prints each one).
+    assert_eq!(c.flagged_clean, 0, "clean programs the checker flags: {c:?}");
 }
