@@ -1802,5 +1802,8 @@ fn checker_flags_every_interpreter_ub() {
     assert!(c.missed.is_empty(), "missed UB: {:?}", c.missed);
     // Precision: a program the interpreter runs clean under every schedule
     // tried gets no error (CPFLOW_SOUNDNESS_VERBOSE=1 prints each one).
-    assert_eq!(c.flagged_clean, 0, "clean programs the checker flags: {c:?}");
+    assert_eq!(
+        c.flagged_clean, 0,
+        "clean programs the checker flags: {c:?}"
+    );
 }

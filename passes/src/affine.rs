@@ -284,6 +284,72 @@ impl Bounds {
     }
 }
 
+/// [`disjoint`] for offsets in which a thread index appears under `mod` or
+/// `div` (a swizzle, a `lane ^ 1` partner): bounding those terms apart from
+/// the linear ones loses their correlation, so each `%tid.x` (and each other
+/// thread's, when both sides name threads) up to `max_tid` is put in and the
+/// rest proved as before. None when there are too many combinations.
+fn disjoint_per_thread(
+    a: &Affine,
+    sa: i64,
+    b: &Affine,
+    sb: i64,
+    distinct_threads: bool,
+    bnd: &Bounds,
+    max_tid: i64,
+) -> Option<bool> {
+    const MAX_PAIRS: i64 = 16_384;
+    let uses = |e: &Affine, d: u8| {
+        e.mentions(&|x| match (x, d) {
+            (Atom::Tid(0 | 3), 0) | (Atom::OtherTid(0 | 3), 1) => true,
+            _ => false,
+        })
+    };
+    let this = uses(a, 0) || uses(b, 0);
+    let other = uses(a, 1) || uses(b, 1);
+    let count = |used: bool| if used { max_tid + 1 } else { 1 };
+    if max_tid < 0 || count(this).checked_mul(count(other))? > MAX_PAIRS {
+        return None;
+    }
+    let pin = |e: &Affine, tid: Atom, lane: Atom, t: i64| {
+        e.subst(&lane, &Affine::constant(t % 32))
+            .subst(&tid, &Affine::constant(t))
+    };
+    let values = |used: bool| -> Vec<Option<i64>> {
+        if used {
+            (0..=max_tid).map(Some).collect()
+        } else {
+            vec![None]
+        }
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    for t in values(this) {
+        let (at, bt) = match t {
+            Some(t) => (
+                pin(a, Atom::Tid(0), Atom::Tid(3), t),
+                pin(b, Atom::Tid(0), Atom::Tid(3), t),
+            ),
+            None => (a.clone(), b.clone()),
+        };
+        for o in values(other) {
+            if distinct_threads && t.is_some() && t == o {
+                continue;
+            }
+            let (ap, bp) = match o {
+                Some(o) => (
+                    pin(&at, Atom::OtherTid(0), Atom::OtherTid(3), o),
+                    pin(&bt, Atom::OtherTid(0), Atom::OtherTid(3), o),
+                ),
+                None => (at.clone(), bt.clone()),
+            };
+            if seen.insert(ap.sub(&bp)) && !disjoint(&ap, sa, &bp, sb, false, bnd) {
+                return Some(false);
+            }
+        }
+    }
+    Some(true)
+}
+
 fn gcd(a: i64, b: i64) -> i64 {
     if b == 0 {
         a.abs()
@@ -304,6 +370,21 @@ pub fn disjoint(
     distinct_threads: bool,
     bnd: &Bounds,
 ) -> bool {
+    let thread_under_mod = |e: &Affine| {
+        e.mentions(&|x| match x {
+            Atom::Mod(i, _) | Atom::Div(i, _) => {
+                i.mentions(&|y| matches!(y, Atom::Tid(0 | 3) | Atom::OtherTid(0 | 3)))
+            }
+            _ => false,
+        })
+    };
+    if thread_under_mod(a) || thread_under_mod(b) {
+        if let Some(m) = bnd.max_tid {
+            if let Some(proved) = disjoint_per_thread(a, sa, b, sb, distinct_threads, bnd, m) {
+                return proved;
+            }
+        }
+    }
     let d = a.sub(b);
     // Overlap iff -sa < d < sb.
     let (lo_gap, hi_gap) = (-sa, sb);

@@ -782,6 +782,7 @@ impl<'a> Engine<'a> {
         st.gen_writes.retain(|(_, _, i)| !of_inst(i));
         st.async_read.retain(|(_, _, i)| !of_inst(i));
         st.reads.retain(|(_, i)| !of_inst(i));
+        st.released.retain(|(_, _, i)| !of_inst(i));
     }
 
     /// What `a` says about a phase: a predicate fact, or a constant (which
@@ -1124,6 +1125,18 @@ impl<'a> Engine<'a> {
             Family::MbarrierArrive | Family::MbarrierArriveExpectTx | Family::MbarrierExpectTx => {
                 if let Some(ph) = &first {
                     self.use_bar(st, ph, inst, false);
+                    // This thread's arrival releases its reads so far on this
+                    // phase; joins keep a release only when every path made
+                    // it, so every thread that made a read arrives after it.
+                    let arrives = p.family != Family::MbarrierExpectTx;
+                    if arrives && !relaxed {
+                        let ph = norm_sym(ph);
+                        if matches!(ph, Sym::Phase { .. }) {
+                            for (m, i) in st.reads.clone() {
+                                st.released.insert((ph.clone(), m, i));
+                            }
+                        }
+                    }
                 }
             }
             Family::MbarrierTestWaitParity | Family::MbarrierTryWaitParity => {
@@ -1139,6 +1152,19 @@ impl<'a> Engine<'a> {
                     self.use_bar(st, ph, inst, false);
                     if !relaxed {
                         self.observe(st, ph);
+                        // The phase completes only after every reader's
+                        // arrival, which followed its reads.
+                        let ph = norm_sym(ph);
+                        let ordered: Vec<(Mem, Inst)> = st
+                            .released
+                            .iter()
+                            .filter(|(q, _, _)| *q == ph)
+                            .map(|(_, m, i)| (m.clone(), *i))
+                            .collect();
+                        for r in &ordered {
+                            st.reads.remove(r);
+                        }
+                        st.released.retain(|(q, _, _)| *q != ph);
                     }
                 }
             }
@@ -1209,6 +1235,7 @@ impl<'a> Engine<'a> {
             })
             .collect();
         st.reads.clear();
+        st.released.clear();
         st.gen_writes.retain(|(_, fenced, _)| !fenced);
         st.async_read.retain(|(_, fenced, _)| !fenced);
         let released = cluster && std::mem::take(&mut st.cluster_release);

@@ -144,6 +144,11 @@ pub struct State {
     pub async_read: BTreeSet<(Mem, bool, Inst)>,
     /// Generic reads since the last barrier.
     pub reads: BTreeSet<(Mem, Inst)>,
+    /// Reads of `reads` that this thread released on an mbarrier phase: on
+    /// every path, an arrive on that phase (not `.relaxed`, run by every
+    /// thread that reaches the reads) follows them. An acquire wait on the
+    /// phase orders every thread's such reads before what follows it.
+    pub released: BTreeSet<(Sym, Mem, Inst)>,
     /// Initialisation of each mbarrier allocation.
     pub init: BTreeMap<SharedId, Init>,
     /// Something since the last `fence.proxy.async` that a fence orders.
@@ -208,6 +213,7 @@ impl State {
         out.gen_writes = then.gen_writes.union(&els.gen_writes).cloned().collect();
         out.async_read = then.async_read.union(&els.async_read).cloned().collect();
         out.reads = then.reads.union(&els.reads).cloned().collect();
+        out.released = then.released.intersection(&els.released).cloned().collect();
         let ids: BTreeSet<SharedId> = then.init.keys().chain(els.init.keys()).copied().collect();
         for id in ids {
             let a = then.init.get(&id).copied().unwrap_or(Init::None);
@@ -282,6 +288,14 @@ impl State {
                 (m, i)
             })
             .collect();
+        self.released = std::mem::take(&mut self.released)
+            .into_iter()
+            .map(|(ph, mut m, i)| {
+                m.map(f);
+                (map_sym(&ph), m, i)
+            })
+            .filter(|(ph, _, _)| matches!(ph, Sym::Phase { .. }))
+            .collect();
         self.preds = std::mem::take(&mut self.preds)
             .into_iter()
             .map(|(v, (ph, pol))| (v, (map_sym(&ph), pol)))
@@ -328,6 +342,9 @@ impl State {
 
     /// Mbarrier-tracked ops of the iteration that ran become a family of
     /// instances ("some earlier iteration"), matched to waits by slot.
+    /// Generic reads keep their iteration (the back edge's shift makes it
+    /// the previous one): what releases them is this thread's own arrive,
+    /// in program order, not a completion matched by slot.
     pub fn familyize(&mut self, l: Inst) {
         let iv = Atom::Iv(l);
         let ex = Affine::atom(Atom::Exist(l));
@@ -335,7 +352,11 @@ impl State {
             .into_iter()
             .partition(|r| r.kind == Kind::Mbar);
         let preds = std::mem::take(&mut self.preds);
+        let reads = std::mem::take(&mut self.reads);
+        let released = std::mem::take(&mut self.released);
         self.map_exprs(&|e: &Affine| Some(e.subst(&iv, &ex)));
+        self.reads = reads;
+        self.released = released;
         let mut tmp = State {
             ops: fam,
             ..State::default()
