@@ -300,10 +300,7 @@ fn disjoint_per_thread(
 ) -> Option<bool> {
     const MAX_PAIRS: i64 = 16_384;
     let uses = |e: &Affine, d: u8| {
-        e.mentions(&|x| match (x, d) {
-            (Atom::Tid(0 | 3), 0) | (Atom::OtherTid(0 | 3), 1) => true,
-            _ => false,
-        })
+        e.mentions(&|x| matches!((x, d), (Atom::Tid(0 | 3), 0) | (Atom::OtherTid(0 | 3), 1)))
     };
     let this = uses(a, 0) || uses(b, 0);
     let other = uses(a, 1) || uses(b, 1);
