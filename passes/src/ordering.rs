@@ -991,6 +991,99 @@ struct Graph {
 /// A generation of a CTA barrier: (CTA rank, barrier id, generation from 1).
 type Generation = (i64, i64, usize);
 
+/// The generation of each CTA-barrier arrival, by (role, event).
+type Assignment = HashMap<(usize, usize), usize>;
+
+/// The generation of every CTA-barrier arrival, (role, event) -> generation,
+/// found by running the roles against the barriers' counts: the roles take
+/// turns, one event each; an arrival joins the generation in progress of its
+/// barrier (a role counts its threads), a generation completes when its
+/// count has arrived, and a `bar.sync` holds its role until its generation
+/// completes. This is how a thread's `bar.arrive` and later `bar.sync` can
+/// meet in one generation (FlashAttention-3's first signal). Other waits are
+/// left to the happens-before graph: an arrival this order puts in a
+/// generation it need not belong to is an arrival nothing orders after the
+/// previous generation, reported as E1018. None without a declared block
+/// (the roles' thread counts are unknown) or when a role's arrival
+/// overfills a generation. When the run stops with a role
+/// held at a `bar.sync` whose generation never completes (with every other
+/// wait taken to succeed: a hang), the arrivals after it have no
+/// generation, and the stalls are returned beside the assignment.
+fn simulate_generations(
+    roles: &[(Thread, Vec<Event>)],
+    ranges: &[Vec<(i64, i64)>],
+    block: Option<[u32; 3]>,
+) -> Option<(Assignment, Vec<Miscount>)> {
+    let [x, y, z] = block?;
+    let cta_threads = i64::from(x) * i64::from(y) * i64::from(z);
+    let weight = |r: usize| -> i64 {
+        ranges[r].iter().map(|(lo, hi)| hi - lo + 1).sum::<i64>() * i64::from(y) * i64::from(z)
+    };
+    // Per (rank, id): the generation in progress and its threads arrived.
+    let mut bars: HashMap<(i64, i64), (usize, i64)> = HashMap::new();
+    let mut cursor = vec![0usize; roles.len()];
+    let mut held: Vec<Option<((i64, i64), usize)>> = vec![None; roles.len()];
+    let mut out = HashMap::new();
+    let mut progress = true;
+    while progress {
+        progress = false;
+        for (r, (th, events)) in roles.iter().enumerate() {
+            if let Some((key, gen)) = held[r] {
+                if bars[&key].0 <= gen {
+                    continue;
+                }
+                held[r] = None;
+            }
+            let Some(e) = events.get(cursor[r]) else {
+                continue;
+            };
+            let i = cursor[r];
+            cursor[r] += 1;
+            progress = true;
+            if let Step::CtaBarrier { id, count, wait } = e.step {
+                let key = (th.rank, id);
+                let bar = bars.entry(key).or_insert((1, 0));
+                let gen = bar.0;
+                out.insert((r, i), gen);
+                bar.1 += weight(r);
+                let need = count.unwrap_or(cta_threads);
+                // A role's threads arrive together here: a generation they
+                // overfill is split between generations, which only the
+                // per-thread pairing (and its E1018 count) describes.
+                if bar.1 > need {
+                    return None;
+                }
+                if bar.1 == need {
+                    *bar = (gen + 1, 0);
+                } else if wait {
+                    held[r] = Some((key, gen));
+                }
+            }
+        }
+    }
+    let mut stalls: Vec<Miscount> = Vec::new();
+    for (r, held) in held.iter().enumerate() {
+        let Some((key, gen)) = *held else {
+            continue;
+        };
+        if bars[&key].0 > gen || stalls.iter().any(|m| m.id == key.1 && m.at.0 == r) {
+            continue;
+        }
+        let i = cursor[r] - 1;
+        let Step::CtaBarrier { count, .. } = roles[r].1[i].step else {
+            continue;
+        };
+        stalls.push(Miscount {
+            at: (r, i),
+            id: key.1,
+            named: vec![count],
+            arrive: bars[&key].1,
+            cta_threads,
+        });
+    }
+    Some((out, stalls))
+}
+
 /// A generation of a CTA barrier (in a kernel with a declared block) at
 /// which the threads that arrive are not the count it names (E1018).
 struct Miscount {
@@ -1037,13 +1130,20 @@ impl Graph {
         let mut arrivals: BTreeMap<Generation, Vec<(usize, usize, Option<i64>)>> = BTreeMap::new();
         let mut cluster_barriers: BTreeMap<usize, NodeIndex> = BTreeMap::new();
         let mut counts: Vec<(i64, [usize; 3])> = Vec::new();
+        let simulated = simulate_generations(roles, ranges, block).map(|(assigned, stalls)| {
+            gr.miscounts.extend(stalls);
+            assigned
+        });
         for (r, (th, events)) in roles.iter().enumerate() {
             let mut prev: Option<NodeIndex> = None;
             let mut passed = [0usize; 3];
             let mut gens: BTreeMap<i64, usize> = BTreeMap::new();
             let mut generation = |i: usize, id: i64, count: Option<i64>| {
                 let gen = gens.entry(id).or_default();
-                *gen += 1;
+                *gen = simulated
+                    .as_ref()
+                    .and_then(|assigned| assigned.get(&(r, i)).copied())
+                    .unwrap_or(*gen + 1);
                 arrivals
                     .entry((th.rank, id, *gen))
                     .or_default()
@@ -1242,7 +1342,15 @@ impl Graph {
                 named.sort();
                 named.dedup();
                 let arrive: i64 = list.iter().map(|&(r, _, _)| threads(r)).sum();
-                if named.len() > 1 || arrive != named[0].unwrap_or(cta_threads) {
+                // A generation that only `bar.arrive`s reach and that never
+                // completes holds no thread (a last hand-off left pending).
+                let waited = list.iter().any(|&(r, i, _)| {
+                    matches!(roles[r].1[i].step, Step::CtaBarrier { wait: true, .. })
+                });
+                let short = arrive < named[0].unwrap_or(cta_threads);
+                if named.len() > 1
+                    || (arrive != named[0].unwrap_or(cta_threads) && (waited || !short))
+                {
                     gr.miscounts.push(Miscount {
                         at: (list[0].0, list[0].1),
                         id,
