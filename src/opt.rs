@@ -22,7 +22,8 @@ pub struct OptArgs {
     #[arg(long)]
     no_check: bool,
     /// Passes to run, in order (default: select,coalesce,sync,fence,cleanup;
-    /// `coalesce` must directly follow `select`: without it no copies merge).
+    /// `coalesce` must directly follow `select`: without it no copies merge;
+    /// `pipeline` or `pipeline:N` first turns copy loops into rings).
     #[arg(long)]
     passes: Option<String>,
     /// Select for this target instead of the module's (the output keeps it).
@@ -53,6 +54,31 @@ pub fn lower_abstract(module: &mut Module) -> Result<(), Vec<Diagnostic>> {
 /// The `--explain` text: one block per copy, as comments.
 pub fn explain(report: &Report, text: &str) -> String {
     let mut out = String::new();
+    let line_of = |span: cpflow::ir::diag::Span| {
+        let at = (span.start as usize).min(text.len());
+        text.get(..at).unwrap_or("").matches('\n').count() + 1
+    };
+    for p in &report.pipelined {
+        out.push_str(&format!(
+            "// @{} line {}: pipelined, {} stages ({}), {} shared bytes\n",
+            p.kernel,
+            line_of(p.span),
+            p.stages,
+            p.why,
+            p.shared_bytes
+        ));
+        for c in &p.copies {
+            out.push_str(&format!("//   {c}\n"));
+        }
+    }
+    for d in &report.not_pipelined {
+        out.push_str(&format!(
+            "// line {}: {} [{}]\n",
+            line_of(d.span),
+            d.message,
+            d.code
+        ));
+    }
     for run in &report.runs {
         out.push_str(&format!(
             "// e-graph @{}: {} after {} iterations ({} nodes, {} classes)\n",
@@ -60,8 +86,7 @@ pub fn explain(report: &Report, text: &str) -> String {
         ));
     }
     for c in &report.choices {
-        let at = (c.span.start as usize).min(text.len());
-        let line = text.get(..at).unwrap_or("").matches('\n').count() + 1;
+        let line = line_of(c.span);
         out.push_str(&format!(
             "// @{} line {line}: {} -> {} (cost {})\n",
             c.kernel, c.desc, c.form, c.cost
