@@ -359,17 +359,39 @@ fn substitute(k: &mut Kernel, insts: &[Inst], map: &HashMap<Value, Value>) {
     }
 }
 
-/// Clones copy `c`'s address slice at the builder's cursor with the
-/// induction variable `iv` as `tile` and each copied allocation's
-/// pointers `roots` moved by `offset`; returns the new copy's token.
-fn clone_copy(
-    b: &mut Builder,
-    body: Region,
-    c: Inst,
-    iv: Value,
-    tile: Value,
-    roots: &HashMap<Value, Value>,
-) -> Value {
+/// Drops pure instructions of `r` and the regions nested in it whose
+/// results nothing uses (the address arithmetic of slots and tiles that a
+/// copy no longer needs), until none is left.
+fn drop_dead(k: &mut Kernel, r: Region) {
+    loop {
+        let mut all = Vec::new();
+        k.walk(r, &mut |i| all.push(i));
+        let mut used = HashSet::new();
+        let mut every = Vec::new();
+        k.walk(k.body, &mut |i| every.push(i));
+        for &i in &every {
+            used.extend(k.insts[i].args.iter().filter_map(|a| a.value()));
+        }
+        let dead: HashSet<Inst> = all
+            .into_iter()
+            .filter(|&i| pure(k, i) && k.insts[i].results.iter().all(|v| !used.contains(v)))
+            .collect();
+        if dead.is_empty() {
+            return;
+        }
+        let regions: Vec<Region> = k.regions.keys().collect();
+        for r in regions {
+            k.regions[r].insts.retain(|i| !dead.contains(i));
+        }
+    }
+}
+
+/// Clones copy `c` and its address slice at the builder's cursor, through
+/// `map` (the induction variable to the tile issued, each copied
+/// allocation's root pointer to its slot); clones are added to `map`, so
+/// copies of one stage share their common address arithmetic. Returns the
+/// new copy's token.
+fn clone_copy(b: &mut Builder, body: Region, c: Inst, map: &mut HashMap<Value, Value>) -> Value {
     let order: Vec<Inst> = b.k.regions[body].insts.clone();
     let mut need: HashSet<Value> = b.k.insts[c].args.iter().filter_map(|a| a.value()).collect();
     // Backwards over the body: the pure instructions the copy depends on.
@@ -380,9 +402,9 @@ fn clone_copy(
             need.extend(b.k.insts[i].args.iter().filter_map(|a| a.value()));
         }
     }
-    let mut map: HashMap<Value, Value> = roots.clone();
-    map.insert(iv, tile);
-    for i in slice.into_iter().rev().chain([c]) {
+    slice.reverse();
+    slice.retain(|i| !map.contains_key(&b.k.insts[*i].results[0]));
+    for i in slice.into_iter().chain([c]) {
         let d = b.k.insts[i].clone();
         let args: Vec<Arg> = d
             .args
@@ -478,18 +500,30 @@ fn rewrite(k: &mut Kernel, p: &Plan, s: u32, why: String) -> Schedule {
         b.yield_(inits.clone());
     }
     b.cursor = Some(branch.then_region);
+    // Tile indices are `k + min.u(last - k, d)`: never past the last tile,
+    // and no intermediate overflows (`last - k` is the distance as u32).
     let last = b.binary(BinaryOp::Sub, hi, imm(1), Scalar::I32);
+    let clamp = |b: &mut Builder, k: Arg, d: u32| -> Value {
+        let left = b.binary(BinaryOp::Sub, val(last), k, Scalar::I32);
+        let d = b.binary(BinaryOp::MinU, val(left), imm(i64::from(d)), Scalar::I32);
+        b.binary(BinaryOp::Add, k, val(d), Scalar::I32)
+    };
     let mut prologue: Vec<Vec<Value>> = vec![Vec::new(); p.copies.len()];
     for j in 0..s - 1 {
-        let t = b.binary(BinaryOp::Add, lo, imm(i64::from(j)), Scalar::I32);
-        let t = b.binary(BinaryOp::MinS, val(t), val(last), Scalar::I32);
-        let mut moved = HashMap::new();
+        let mut map = HashMap::new();
+        let t = match (j, lo.value()) {
+            (0, Some(v)) => v,
+            _ => clamp(&mut b, lo, j),
+        };
+        map.insert(iv, t);
         for &(r, al) in &roots {
-            let off = i64::from(j) * slot_of(al) as i64;
-            moved.insert(r, b.ptr_add(r, imm(off)));
+            if j > 0 {
+                let off = i64::from(j) * slot_of(al) as i64;
+                map.insert(r, b.ptr_add(r, imm(off)));
+            }
         }
         for (n, &c) in p.copies.iter().enumerate() {
-            prologue[n].push(clone_copy(&mut b, body, c, iv, t, &moved));
+            prologue[n].push(clone_copy(&mut b, body, c, &mut map));
         }
     }
     let mut loop_inits = inits.clone();
@@ -504,13 +538,7 @@ fn rewrite(k: &mut Kernel, p: &Plan, s: u32, why: String) -> Schedule {
     let slot = b.binary(BinaryOp::RemU, val(rel), imm(i64::from(s)), Scalar::I32);
     let ahead = b.binary(BinaryOp::Add, val(rel), imm(i64::from(s - 1)), Scalar::I32);
     let next_slot = b.binary(BinaryOp::RemU, val(ahead), imm(i64::from(s)), Scalar::I32);
-    let next = b.binary(
-        BinaryOp::Add,
-        val(ring.index),
-        imm(i64::from(s - 1)),
-        Scalar::I32,
-    );
-    let next = b.binary(BinaryOp::MinS, val(next), val(last), Scalar::I32);
+    let next = clamp(&mut b, val(ring.index), s - 1);
     let mut here = HashMap::new();
     let mut ahead_roots = HashMap::new();
     for &(r, al) in &roots {
@@ -522,10 +550,11 @@ fn rewrite(k: &mut Kernel, p: &Plan, s: u32, why: String) -> Schedule {
     }
     let mut issued = Vec::new();
     let mut moved = Vec::new();
+    ahead_roots.insert(iv, next);
     let old_body = b.k.regions[body].insts.clone();
     for &i in &old_body {
         if p.copies.contains(&i) {
-            issued.push(clone_copy(&mut b, body, i, iv, next, &ahead_roots));
+            issued.push(clone_copy(&mut b, body, i, &mut ahead_roots));
             continue;
         }
         if let Some(n) = p.awaits.iter().position(|&a| a == i) {
@@ -545,13 +574,13 @@ fn rewrite(k: &mut Kernel, p: &Plan, s: u32, why: String) -> Schedule {
     substitute(b.k, &moved, &map);
     // The yield carries the old values, then each copy's tokens shifted.
     let y = *moved.last().unwrap_or(&lp);
-    for n in 0..p.copies.len() {
+    for (n, &tok) in issued.iter().enumerate() {
         for m in 1..per {
             b.k.insts[y]
                 .args
                 .push(val(ring.carried[nold + n * per + m]));
         }
-        b.k.insts[y].args.push(val(issued[n]));
+        b.k.insts[y].args.push(val(tok));
     }
     b.cursor = Some(branch.then_region);
     for &t in &ring.results[nold..] {
@@ -568,6 +597,7 @@ fn rewrite(k: &mut Kernel, p: &Plan, s: u32, why: String) -> Schedule {
     let mut everything = Vec::new();
     b.k.walk(b.k.body, &mut |i| everything.push(i));
     substitute(b.k, &everything, &after);
+    drop_dead(b.k, branch.then_region);
 
     let copies = p
         .targets
