@@ -254,25 +254,23 @@ fn plan(k: &Kernel, region: Region, lp: Inst) -> Result<Plan, String> {
         let mut bad = None;
         edit::any_in(k, top, &mut |j| {
             let jd = &k.insts[j];
-            let tile = jd
-                .args
-                .iter()
-                .filter_map(|a| a.value())
-                .find_map(|v| derived.get(&v));
+            // What the pointer of a load or store may reach: a copied
+            // tile unless it provably points elsewhere.
+            let ptr = jd.args.first().and_then(|a| a.value());
+            let space = ptr.map(|v| k.ty(v));
+            let other_shared = ptr
+                .and_then(|v| derived.get(&v))
+                .is_some_and(|a| !allocs.contains(a));
+            let may_be_tile = space != Some(Type::Ptr(Space::Global)) && !other_shared;
             bad = match &jd.op {
                 Op::Ptx(_) => Some(
                     "it has an asynchronous, atomic or synchronising operation besides the copies",
                 ),
-                Op::Store(_) => match tile {
-                    Some(a) if allocs.contains(a) => Some("it stores to a copied tile"),
-                    Some(_) => None,
-                    None => Some(
-                        "it stores outside shared memory, which may alias a later tile's source",
-                    ),
-                },
-                Op::Load(_)
-                    if tile.is_some_and(|a| allocs.contains(a)) && (n < first || n > last) =>
-                {
+                Op::Store(_) if space != Some(Type::Ptr(Space::Shared)) => {
+                    Some("it stores outside shared memory, which may alias a later tile's source")
+                }
+                Op::Store(_) if may_be_tile => Some("it stores to a copied tile"),
+                Op::Load(_) if may_be_tile && (n < first || n > last) => {
                     Some("it reads a copied tile outside the two `barrier.cta`")
                 }
                 _ => None,
@@ -284,20 +282,27 @@ fn plan(k: &Kernel, region: Region, lp: Inst) -> Result<Plan, String> {
         }
     }
     // A copied allocation is touched only inside the loop (its slot 0
-    // alone would otherwise be what code outside sees).
+    // alone would otherwise be what code outside sees), and no pointer
+    // into it enters the loop as a carried value (it would not be moved
+    // to the iteration's slot).
+    let copied = |v: Value| derived.get(&v).filter(|a| allocs.contains(a)).copied();
+    if let Some(a) = d.args[3..]
+        .iter()
+        .filter_map(|a| a.value())
+        .find_map(copied)
+    {
+        return Err(format!(
+            "a pointer into @{} is loop-carried",
+            k.shared[a].name
+        ));
+    }
     for (_, j) in edit::all_insts(k) {
         let jd = &k.insts[j];
-        let touches = !matches!(jd.op, Op::PtrAdd | Op::Addr(_))
-            && jd
-                .args
-                .iter()
-                .filter_map(|a| a.value())
-                .any(|v| derived.get(&v).is_some_and(|a| allocs.contains(a)));
-        if touches && j != lp && !inside.contains(&j) {
-            return Err(format!(
-                "@{} is used outside the loop",
-                k.shared[allocs[0]].name
-            ));
+        let touched = jd.args.iter().filter_map(|a| a.value()).find_map(copied);
+        if let Some(a) = touched.filter(|_| !matches!(jd.op, Op::PtrAdd | Op::Addr(_))) {
+            if j != lp && !inside.contains(&j) {
+                return Err(format!("@{} is used outside the loop", k.shared[a].name));
+            }
         }
     }
     Ok(Plan {
@@ -620,5 +625,87 @@ fn rewrite(k: &mut Kernel, p: &Plan, s: u32, why: String) -> Schedule {
         why,
         copies,
         shared_bytes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A one-tile loop over `tile` bytes with step `step`, with `extra`
+    /// spliced in before its copy.
+    fn module(tile: u32, step: &str, extra: &str) -> Module {
+        let text = format!(
+            "module @m target sm_80 ptx 8.0
+
+kernel @k(%src: ptr<global> align 16, %idx: ptr<global> align 16, %n: i32) {{
+  shared @tile: bytes[{tile}] align 128
+  shared @other: bytes[16] align 16
+  %tile = addr @tile
+  %other = addr @other
+  %zero = const 0.0 : f32
+  %total = for %k = 0 to %n step {step} iter(%acc = %zero) {{
+    %k64 = zext %k : i32 to i64
+    %off = mul %k64, 16 : i64
+    %src_k = ptr.add %src, %off
+{extra}
+    %t = copy %tile, %src_k, 16
+    await %t
+    barrier.cta
+    %x = ld %tile : f32
+    %acc2 = fadd %acc, %x : f32
+    barrier.cta
+    yield %acc2
+  }}
+  st %other, %total : f32
+}}
+"
+        );
+        let m = cpflow_ir::parse(&text).expect("it parses");
+        let v = cpflow_ir::verify(&m);
+        assert!(v.iter().all(|d| !d.is_error()), "{v:?}");
+        m
+    }
+
+    fn stages_of(mut m: Module, stages: Option<u32>) -> Result<u32, String> {
+        let out = pipeline(&mut m, stages);
+        match (out.schedules.first(), out.refused.first()) {
+            (Some(s), None) => Ok(s.stages),
+            (None, Some(d)) => Err(d.message.clone()),
+            _ => panic!("one loop, one outcome: {out:?}"),
+        }
+    }
+
+    #[test]
+    fn stage_count_defaults_overrides_and_fits_the_budget() {
+        assert_eq!(stages_of(module(2048, "1", ""), None), Ok(DEFAULT_STAGES));
+        assert_eq!(stages_of(module(2048, "1", ""), Some(6)), Ok(6));
+        // 20 KiB per stage: only two fit in 48 KiB.
+        assert_eq!(stages_of(module(20480, "1", ""), Some(4)), Ok(2));
+        let err = stages_of(module(30720, "1", ""), None).expect_err("too big");
+        assert!(err.contains("do not fit"), "{err}");
+    }
+
+    #[test]
+    fn unprovable_loops_are_left_alone_with_a_reason() {
+        let cases = [
+            (module(2048, "2", ""), "step is not the constant 1"),
+            (
+                module(
+                    2048,
+                    "1",
+                    "    %i = ld %idx : i32\n    %i64 = zext %i : i32 to i64\n    %src_k2 = ptr.add %src_k, %i64\n    %t2 = copy %other, %src_k2, 16\n    await %t2",
+                ),
+                "depends on a value loaded in the loop",
+            ),
+            (
+                module(2048, "1", "    %y = ld %tile : f32"),
+                "reads a copied tile outside the two `barrier.cta`",
+            ),
+        ];
+        for (m, reason) in cases {
+            let err = stages_of(m, None).expect_err(reason);
+            assert!(err.contains(reason), "`{err}` does not say `{reason}`");
+        }
     }
 }
