@@ -8,7 +8,7 @@
 //!   reports nothing on it;
 //! * it compiles to PTX through MLIR for its target;
 //! * under `Schedule::standard()` and two more random seeds, for every
-//!   `// run:` line (trip counts 0, 1, S-1, S, S+1, 2S+1), the interpreter
+//!   `// run:` line, with the default stage count and with `pipeline:4` (trip counts 0, 1, S-1, S, S+1, 2S+1), the interpreter
 //!   gives bit-identical global buffers before and after, with no
 //!   undefined behaviour after.
 //!
@@ -47,6 +47,55 @@ fn schedule_text(report: &transform::Report) -> String {
     out
 }
 
+/// Runs `passes` on `before` and checks the output (see the module doc).
+fn validate(
+    name: &str,
+    before: &Module,
+    passes: &[Pass],
+    lines: &[runline::RunLine],
+    mlir: &Mlir,
+) -> (Module, transform::Report) {
+    let mut after = before.clone();
+    let report = transform::run(&mut after, passes).unwrap_or_else(|d| panic!("{name}: {d:?}"));
+    assert!(
+        !report.pipelined.is_empty(),
+        "{name}: nothing pipelined: {:?}",
+        report.not_pipelined
+    );
+    let out = print(&after);
+    let checked = cpflow::check(&out);
+    assert!(
+        checked.diagnostics.is_empty(),
+        "{name}: output does not check clean: {:#?}\n{out}",
+        checked.diagnostics
+    );
+    if let Err(d) = compile(mlir, &after) {
+        panic!("{name}: output does not compile: {d:#?}\n{out}");
+    }
+    let mut schedules = Schedule::standard();
+    schedules.extend([Schedule::Random(11), Schedule::Random(12)]);
+    for line in lines {
+        for schedule in &schedules {
+            let what = format!(
+                "{name} ({} stages) @{} {:?} under {schedule}",
+                report.pipelined[0].stages, line.launch.kernel, line.inputs.scalars
+            );
+            let b = run(before, &line.launch, &line.inputs, schedule.clone())
+                .unwrap_or_else(|d| panic!("{what}: {d:?}"));
+            assert!(!b.has_ub(), "{what}: UB before: {:#?}", b.findings);
+            let a = run(&after, &line.launch, &line.inputs, schedule.clone())
+                .unwrap_or_else(|d| panic!("{what}: {d:?}"));
+            assert!(
+                !a.has_ub(),
+                "{what}: UB after the pipeline: {:#?}",
+                a.findings
+            );
+            assert!(b.buffers == a.buffers, "{what}: outputs differ\n{out}");
+        }
+    }
+    (after, report)
+}
+
 fn check_file(path: &Path, mlir: &Mlir) -> String {
     let text = std::fs::read_to_string(path).unwrap();
     let name = path.file_name().unwrap().to_string_lossy().to_string();
@@ -56,12 +105,12 @@ fn check_file(path: &Path, mlir: &Mlir) -> String {
         v.iter().all(|d| !d.is_error()),
         "{name}: input must verify clean: {v:?}"
     );
-    let mut after: Module = before.clone();
     let refused = text
         .lines()
         .find_map(|l| l.strip_prefix("// refused: "))
         .map(str::to_string);
     if let Some(reason) = refused {
+        let mut after = before.clone();
         let report = transform::run(&mut after, &[Pass::Pipeline(None)])
             .unwrap_or_else(|d| panic!("{name}: {d:?}"));
         assert!(report.pipelined.is_empty(), "{name}: was pipelined");
@@ -80,48 +129,17 @@ fn check_file(path: &Path, mlir: &Mlir) -> String {
         );
         return format!("{text}\n// ---- refused ----\n{}", schedule_text(&report));
     }
-    let report = transform::run(&mut after, PIPELINE).unwrap_or_else(|d| panic!("{name}: {d:?}"));
-    assert!(
-        !report.pipelined.is_empty(),
-        "{name}: nothing pipelined: {:?}",
-        report.not_pipelined
-    );
-    let out = print(&after);
-    let checked = cpflow::check(&out);
-    assert!(
-        checked.diagnostics.is_empty(),
-        "{name}: output does not check clean: {:#?}\n{out}",
-        checked.diagnostics
-    );
-    if let Err(d) = compile(mlir, &after) {
-        panic!("{name}: output does not compile: {d:#?}\n{out}");
-    }
     let lines = runline::parse_all(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
     assert!(
         lines.len() >= 6,
         "{name}: needs run lines for 0, 1, S-1, S, S+1, 2S+1"
     );
-    let mut schedules = Schedule::standard();
-    schedules.extend([Schedule::Random(11), Schedule::Random(12)]);
-    for line in &lines {
-        for schedule in &schedules {
-            let what = format!(
-                "{name} @{} {:?} under {schedule}",
-                line.launch.kernel, line.inputs.scalars
-            );
-            let b = run(&before, &line.launch, &line.inputs, schedule.clone())
-                .unwrap_or_else(|d| panic!("{what}: {d:?}"));
-            assert!(!b.has_ub(), "{what}: UB before: {:#?}", b.findings);
-            let a = run(&after, &line.launch, &line.inputs, schedule.clone())
-                .unwrap_or_else(|d| panic!("{what}: {d:?}"));
-            assert!(
-                !a.has_ub(),
-                "{what}: UB after the pipeline: {:#?}",
-                a.findings
-            );
-            assert!(b.buffers == a.buffers, "{what}: outputs differ\n{out}");
-        }
-    }
+    // Four stages too: the same proof on a deeper ring.
+    let mut deeper = PIPELINE.to_vec();
+    deeper[0] = Pass::Pipeline(Some(4));
+    validate(&name, &before, &deeper, &lines, mlir);
+    let (after, report) = validate(&name, &before, PIPELINE, &lines, mlir);
+    let out = print(&after);
     format!(
         "{text}\n// ---- schedule ----\n{}\n// ---- after pipeline,select,coalesce,sync,fence,cleanup ----\n{out}",
         schedule_text(&report)
