@@ -8,9 +8,11 @@
 //!   reports nothing on it;
 //! * it compiles to PTX through MLIR for its target;
 //! * under `Schedule::standard()` and two more random seeds, for every
-//!   `// run:` line, with the default stage count and with `pipeline:4` (trip counts 0, 1, S-1, S, S+1, 2S+1), the interpreter
-//!   gives bit-identical global buffers before and after, with no
-//!   undefined behaviour after.
+//!   `// run:` line (trip counts 0, 1, S-1, S, S+1, 2S+1 for the default
+//!   S = 3), the interpreter gives bit-identical global buffers before and
+//!   after, with no undefined behaviour before or after.
+//!
+//! All of it holds for the default stage count and for `pipeline:4`.
 //!
 //! The snapshot holds the input, the schedule and the output.
 
