@@ -29,8 +29,8 @@ use std::collections::{HashMap, HashSet};
 
 use cpflow_ir::build::{imm, val, Builder};
 use cpflow_ir::ir::{
-    Arg, BinaryOp, CmpPred, Inst, Kernel, Op, Operand, Region, SharedId, SharedKind, Value,
-    ValueDef,
+    Arg, BinaryOp, CmpPred, Constant, Inst, Kernel, Op, Operand, Region, SharedId, SharedKind,
+    Value, ValueDef,
 };
 use cpflow_ir::spec::Family;
 use cpflow_ir::types::{Scalar, Space, Type};
@@ -516,8 +516,10 @@ fn rewrite(k: &mut Kernel, p: &Plan, s: u32, why: String) -> Schedule {
     let mut prologue: Vec<Vec<Value>> = vec![Vec::new(); p.copies.len()];
     for j in 0..s - 1 {
         let mut map = HashMap::new();
-        let t = match (j, lo.value()) {
-            (0, Some(v)) => v,
+        // Tile `lo` exists whenever the loop runs.
+        let t = match (j, lo.operand) {
+            (0, Operand::Value(v)) => v,
+            (0, Operand::Imm(c)) => b.constant(Constant::Int(c), Scalar::I32),
             _ => clamp(&mut b, lo, j),
         };
         map.insert(iv, t);
@@ -539,7 +541,10 @@ fn rewrite(k: &mut Kernel, p: &Plan, s: u32, why: String) -> Schedule {
     // The new body: slot arithmetic, then the old body with the copies
     // reissued for tile k+S-1 and the awaits on tile k's carried token.
     b.cursor = Some(ring.body);
-    let rel = b.binary(BinaryOp::Sub, val(ring.index), lo, Scalar::I32);
+    let rel = match lo.imm() {
+        Some(0) => ring.index,
+        _ => b.binary(BinaryOp::Sub, val(ring.index), lo, Scalar::I32),
+    };
     let slot = b.binary(BinaryOp::RemU, val(rel), imm(i64::from(s)), Scalar::I32);
     let ahead = b.binary(BinaryOp::Add, val(rel), imm(i64::from(s - 1)), Scalar::I32);
     let next_slot = b.binary(BinaryOp::RemU, val(ahead), imm(i64::from(s)), Scalar::I32);
