@@ -29,8 +29,9 @@ pub struct OptArgs {
     /// Select for this target instead of the module's (the output keeps it).
     #[arg(long)]
     target: Option<String>,
-    /// Print, per copy, the form chosen, its cost and the alternatives (as
-    /// `//` comments before the IR).
+    /// Print, per copy, the form chosen, its cost and the alternatives, and
+    /// each loop `pipeline` rewrote (stages, slots) or left alone (why), as
+    /// `//` comments before the IR.
     #[arg(long)]
     explain: bool,
 }
@@ -51,7 +52,8 @@ pub fn lower_abstract(module: &mut Module) -> Result<(), Vec<Diagnostic>> {
     transform::optimize(module).map(|_| ())
 }
 
-/// The `--explain` text: one block per copy, as comments.
+/// The `--explain` text, as comments: each pipelined loop and each loop
+/// left alone, then one block per copy.
 pub fn explain(report: &Report, text: &str) -> String {
     let mut out = String::new();
     let line_of = |span: cpflow::ir::diag::Span| {
