@@ -76,17 +76,7 @@ fn check_file_with(path: &Path, mlir: &Mlir, passes: &[transform::Pass]) -> Stri
         "{name}: abstract ops remain"
     );
 
-    // Verifies and checks clean (through the text, as a user would see it).
-    let checked = cpflow::check(&out);
-    assert!(
-        checked.diagnostics.is_empty(),
-        "{name}: output does not check clean: {:#?}\n{out}",
-        checked.diagnostics
-    );
-    // Compiles.
-    if let Err(d) = compile(mlir, &after) {
-        panic!("{name}: output does not compile: {d:#?}\n{out}");
-    }
+    common::assert_checks_and_compiles(&name, &after, mlir);
     // Same results before and after, no UB after.
     let schedules = [
         Schedule::Eager,

@@ -20,7 +20,7 @@ use std::path::Path;
 
 use cpflow::interp::{run, runline, Schedule};
 use cpflow::ir::{parse, print, verify, Module};
-use cpflow::lowering::{compile, Mlir};
+use cpflow::lowering::Mlir;
 use cpflow::passes::transform::{self, Pass};
 
 mod common;
@@ -65,16 +65,7 @@ fn validate(
         "{name}: nothing pipelined: {:?}",
         report.not_pipelined
     );
-    let out = print(&after);
-    let checked = cpflow::check(&out);
-    assert!(
-        checked.diagnostics.is_empty(),
-        "{name}: output does not check clean: {:#?}\n{out}",
-        checked.diagnostics
-    );
-    if let Err(d) = compile(mlir, &after) {
-        panic!("{name}: output does not compile: {d:#?}\n{out}");
-    }
+    common::assert_checks_and_compiles(name, &after, mlir);
     let mut schedules = Schedule::standard();
     schedules.extend([Schedule::Random(11), Schedule::Random(12)]);
     common::assert_same_runs(name, text, before, &after, &schedules);

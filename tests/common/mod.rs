@@ -7,6 +7,7 @@ use std::path::Path;
 
 use cpflow::interp::{run, runline, Schedule};
 use cpflow::ir::{Diagnostic, Module, SourceFile};
+use cpflow::lowering::{compile, Mlir};
 
 pub fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
@@ -82,5 +83,22 @@ pub fn assert_same_runs(
             );
             assert!(b.buffers == a.buffers, "{what}: outputs differ");
         }
+    }
+}
+
+/// A transform's output: it verifies and checks with no diagnostic at all
+/// (through its text, as a user would see it) and compiles through MLIR.
+// Each test crate compiles this module; only the transform drivers use it.
+#[allow(dead_code)]
+pub fn assert_checks_and_compiles(name: &str, after: &Module, mlir: &Mlir) {
+    let out = cpflow::ir::print(after);
+    let checked = cpflow::check(&out);
+    assert!(
+        checked.diagnostics.is_empty(),
+        "{name}: output does not check clean: {:#?}\n{out}",
+        checked.diagnostics
+    );
+    if let Err(d) = compile(mlir, after) {
+        panic!("{name}: output does not compile: {d:#?}\n{out}");
     }
 }
