@@ -23,11 +23,14 @@
 //! written nor read through other means inside the loop, so issuing a tile
 //! early reads the bytes the input would have read.
 //!
-//! A loop it cannot prove safe is left alone with warning `W2001` saying why.
+//! A loop it cannot prove safe is left alone with warning `W2001` saying
+//! why; so is a loop in `skip` (the rings that [`super::run`] found the
+//! checker rejects once lowered).
 
 use std::collections::{HashMap, HashSet};
 
 use cpflow_ir::build::{imm, val, Builder};
+use cpflow_ir::diag::Span;
 use cpflow_ir::ir::{
     Arg, BinaryOp, CmpPred, Constant, Inst, Kernel, Op, Operand, Region, SharedId, SharedKind,
     Value, ValueDef,
@@ -52,7 +55,7 @@ pub struct Schedule {
     /// The kernel, without `@`.
     pub kernel: String,
     /// The `for` that was pipelined.
-    pub span: cpflow_ir::diag::Span,
+    pub span: Span,
     /// The stage count chosen.
     pub stages: u32,
     /// Why this stage count.
@@ -88,9 +91,10 @@ struct Plan {
     allocs: Vec<SharedId>,
 }
 
-/// Pipelines every loop of the input shape; `stages` overrides the cost
-/// model's stage count (still capped by [`SHARED_BUDGET`]).
-pub fn pipeline(module: &mut Module, stages: Option<u32>) -> Outcome {
+/// Pipelines every loop of the input shape but those in `skip` (the `for`'s
+/// span, with the reason to give); `stages` overrides the cost model's
+/// stage count (still capped by [`SHARED_BUDGET`]).
+pub fn pipeline(module: &mut Module, stages: Option<u32>, skip: &[(Span, String)]) -> Outcome {
     let mut out = Outcome::default();
     for k in &mut module.kernels {
         let loops: Vec<(Region, Inst)> = edit::all_insts(k)
@@ -105,8 +109,14 @@ pub fn pipeline(module: &mut Module, stages: Option<u32>) -> Outcome {
             .collect();
         for (region, lp) in loops {
             let span = k.insts[lp].span;
-            match plan(k, region, lp).and_then(|p| choose_stages(k, &p, stages).map(|s| (p, s))) {
-                Ok((p, (s, why))) => out.schedules.push(rewrite(k, &p, s, why)),
+            let planned = match skip.iter().find(|(at, _)| *at == span) {
+                Some((_, reason)) => Err(reason.clone()),
+                None => {
+                    plan(k, region, lp).and_then(|p| choose_stages(k, &p, stages).map(|s| (p, s)))
+                }
+            };
+            match planned.map(|(p, (s, why))| rewrite(k, &p, s, why)) {
+                Ok(schedule) => out.schedules.push(schedule),
                 Err(reason) => out.refused.push(
                     Diagnostic::warning("W2001", format!("loop not pipelined: {reason}"), span)
                         .with_label("left single-buffered")
@@ -673,7 +683,7 @@ kernel @k(%src: ptr<global> align 16, %idx: ptr<global> align 16, %n: i32) {{
     }
 
     fn stages_of(mut m: Module, stages: Option<u32>) -> Result<u32, String> {
-        let out = pipeline(&mut m, stages);
+        let out = pipeline(&mut m, stages, &[]);
         match (out.schedules.first(), out.refused.first()) {
             (Some(s), None) => Ok(s.stages),
             (None, Some(d)) => Err(d.message.clone()),
