@@ -22,14 +22,16 @@ pub struct OptArgs {
     #[arg(long)]
     no_check: bool,
     /// Passes to run, in order (default: select,coalesce,sync,fence,cleanup;
-    /// `coalesce` must directly follow `select`: without it no copies merge).
+    /// `coalesce` must directly follow `select`: without it no copies merge;
+    /// `pipeline` or `pipeline:N` first turns copy loops into rings).
     #[arg(long)]
     passes: Option<String>,
     /// Select for this target instead of the module's (the output keeps it).
     #[arg(long)]
     target: Option<String>,
-    /// Print, per copy, the form chosen, its cost and the alternatives (as
-    /// `//` comments before the IR).
+    /// Print, per copy, the form chosen, its cost and the alternatives, and
+    /// each loop `pipeline` rewrote (stages, slots) or left alone (why), as
+    /// `//` comments before the IR.
     #[arg(long)]
     explain: bool,
 }
@@ -50,9 +52,35 @@ pub fn lower_abstract(module: &mut Module) -> Result<(), Vec<Diagnostic>> {
     transform::optimize(module).map(|_| ())
 }
 
-/// The `--explain` text: one block per copy, as comments.
+/// The `--explain` text, as comments: each pipelined loop and each loop
+/// left alone, then one block per copy.
 pub fn explain(report: &Report, text: &str) -> String {
     let mut out = String::new();
+    let line_of = |span: cpflow::ir::diag::Span| {
+        let at = (span.start as usize).min(text.len());
+        text.get(..at).unwrap_or("").matches('\n').count() + 1
+    };
+    for p in &report.pipelined {
+        out.push_str(&format!(
+            "// @{} line {}: pipelined, {} stages ({}), {} shared bytes\n",
+            p.kernel,
+            line_of(p.span),
+            p.stages,
+            p.why,
+            p.shared_bytes
+        ));
+        for c in &p.copies {
+            out.push_str(&format!("//   {c}\n"));
+        }
+    }
+    for d in &report.not_pipelined {
+        out.push_str(&format!(
+            "// line {}: {} [{}]\n",
+            line_of(d.span),
+            d.message,
+            d.code
+        ));
+    }
     for run in &report.runs {
         out.push_str(&format!(
             "// e-graph @{}: {} after {} iterations ({} nodes, {} classes)\n",
@@ -60,8 +88,7 @@ pub fn explain(report: &Report, text: &str) -> String {
         ));
     }
     for c in &report.choices {
-        let at = (c.span.start as usize).min(text.len());
-        let line = text.get(..at).unwrap_or("").matches('\n').count() + 1;
+        let line = line_of(c.span);
         out.push_str(&format!(
             "// @{} line {line}: {} -> {} (cost {})\n",
             c.kernel, c.desc, c.form, c.cost

@@ -18,6 +18,8 @@ use cpflow::ir::{parse, print, verify, Module};
 use cpflow::lowering::{compile, Mlir};
 use cpflow::passes::transform;
 
+mod common;
+
 fn optimized(text: &str) -> (Module, transform::Report) {
     optimized_with(text, transform::DEFAULT_PIPELINE)
 }
@@ -43,7 +45,7 @@ fn check_file(path: &Path, mlir: &Mlir) -> String {
 /// Runs `passes` on the file and checks the output (see the module doc);
 /// returns the snapshot text.
 fn check_file_with(path: &Path, mlir: &Mlir, passes: &[transform::Pass]) -> String {
-    let text = std::fs::read_to_string(path).unwrap();
+    let text = common::read(path);
     let name = path.file_name().unwrap().to_string_lossy().to_string();
     let before = parse(&text).unwrap_or_else(|d| panic!("{name}: {d:?}"));
     let v = verify(&before);
@@ -74,40 +76,15 @@ fn check_file_with(path: &Path, mlir: &Mlir, passes: &[transform::Pass]) -> Stri
         "{name}: abstract ops remain"
     );
 
-    // Verifies and checks clean (through the text, as a user would see it).
-    let checked = cpflow::check(&out);
-    assert!(
-        checked.diagnostics.is_empty(),
-        "{name}: output does not check clean: {:#?}\n{out}",
-        checked.diagnostics
-    );
-    // Compiles.
-    if let Err(d) = compile(mlir, &after) {
-        panic!("{name}: output does not compile: {d:#?}\n{out}");
-    }
+    common::assert_checks_and_compiles(&name, &after, mlir);
     // Same results before and after, no UB after.
-    let lines = runline::parse_all(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
-    assert!(!lines.is_empty(), "{name}: needs a // run: line");
-    for line in &lines {
-        for schedule in [
-            Schedule::Eager,
-            Schedule::Lazy,
-            Schedule::Random(1),
-            Schedule::Random(7),
-        ] {
-            let what = format!("{name} @{} under {schedule}", line.launch.kernel);
-            let b = run(&before, &line.launch, &line.inputs, schedule.clone())
-                .unwrap_or_else(|d| panic!("{what}: {d:?}"));
-            let a = run(&after, &line.launch, &line.inputs, schedule.clone())
-                .unwrap_or_else(|d| panic!("{what}: {d:?}"));
-            assert!(
-                !a.has_ub(),
-                "{what}: UB after the pipeline: {:#?}",
-                a.findings
-            );
-            assert!(b.buffers == a.buffers, "{what}: outputs differ");
-        }
-    }
+    let schedules = [
+        Schedule::Eager,
+        Schedule::Lazy,
+        Schedule::Random(1),
+        Schedule::Random(7),
+    ];
+    common::assert_same_runs(&name, &text, &before, &after, &schedules);
     let pipeline: Vec<&str> = passes.iter().map(|p| p.name()).collect();
     format!(
         "{text}\n// ---- choices ----\n{}\n// ---- after {} ----\n{out}",

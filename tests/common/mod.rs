@@ -1,10 +1,13 @@
 //! What the file-driven test drivers share: reading inputs, rendering
-//! diagnostics with repository-relative names, and the case convention of
-//! `tests/verify/` and `tests/check/`.
+//! diagnostics with repository-relative names, the case convention of
+//! `tests/verify/` and `tests/check/`, and the before/after runs of the
+//! transform drivers.
 
 use std::path::Path;
 
-use cpflow::ir::{Diagnostic, SourceFile};
+use cpflow::interp::{run, runline, Schedule};
+use cpflow::ir::{Diagnostic, Module, SourceFile};
+use cpflow::lowering::{compile, Mlir};
 
 pub fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
@@ -47,4 +50,55 @@ pub fn case_report(path: &Path, text: &str, diags: &[Diagnostic], what: &str) ->
         render(path, text, diags)
     );
     Some(render(path, text, diags))
+}
+
+/// Runs every `// run:` line of `text` on `before` and on `after` (the
+/// same program transformed) under each schedule: `after` has no undefined
+/// behaviour and leaves the same buffers as `before`.
+// Each test crate compiles this module; only the transform drivers use it.
+#[allow(dead_code)]
+pub fn assert_same_runs(
+    name: &str,
+    text: &str,
+    before: &Module,
+    after: &Module,
+    schedules: &[Schedule],
+) {
+    let lines = runline::parse_all(text).unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert!(!lines.is_empty(), "{name}: needs a // run: line");
+    for line in &lines {
+        for schedule in schedules {
+            let what = format!(
+                "{name} @{} {:?} under {schedule}",
+                line.launch.kernel, line.inputs.scalars
+            );
+            let b = run(before, &line.launch, &line.inputs, schedule.clone())
+                .unwrap_or_else(|d| panic!("{what}: {d:?}"));
+            let a = run(after, &line.launch, &line.inputs, schedule.clone())
+                .unwrap_or_else(|d| panic!("{what}: {d:?}"));
+            assert!(
+                !a.has_ub(),
+                "{what}: UB after the transform: {:#?}",
+                a.findings
+            );
+            assert!(b.buffers == a.buffers, "{what}: outputs differ");
+        }
+    }
+}
+
+/// A transform's output: it verifies and checks with no diagnostic at all
+/// (through its text, as a user would see it) and compiles through MLIR.
+// Each test crate compiles this module; only the transform drivers use it.
+#[allow(dead_code)]
+pub fn assert_checks_and_compiles(name: &str, after: &Module, mlir: &Mlir) {
+    let out = cpflow::ir::print(after);
+    let checked = cpflow::check(&out);
+    assert!(
+        checked.diagnostics.is_empty(),
+        "{name}: output does not check clean: {:#?}\n{out}",
+        checked.diagnostics
+    );
+    if let Err(d) = compile(mlir, after) {
+        panic!("{name}: output does not compile: {d:#?}\n{out}");
+    }
 }

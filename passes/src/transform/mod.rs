@@ -22,6 +22,10 @@
 //!   of loops that write no shared memory through the generic proxy;
 //! * [`cleanup`] drops redundant waits, empty groups and duplicate fences.
 //!
+//! Before them, [`pipeline`] (not in the default pipeline) rewrites
+//! single-buffered copy loops into S-stage rings of abstract copies, which
+//! the passes above then lower like any hand-written ring.
+//!
 //! Every pass assumes a module that verifies clean and returns diagnostics,
 //! never panics, when it cannot do its job. Side-effecting instructions keep
 //! their program order; passes only insert, replace or drop them.
@@ -30,6 +34,7 @@ pub mod cleanup;
 pub mod desc;
 mod edit;
 pub mod fence;
+pub mod pipeline;
 pub mod select;
 pub mod sync;
 
@@ -42,6 +47,9 @@ use cpflow_ir::ir::Op;
 /// A transform pass.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pass {
+    /// Pipelines single-buffered copy loops into rings of this many stages
+    /// (`pipeline:N`), or of the cost model's choice (`pipeline`).
+    Pipeline(Option<u32>),
     /// Chooses each abstract copy's form through the e-graph.
     Select,
     /// Only directly after [`Pass::Select`]: that `select` coalesces.
@@ -57,6 +65,7 @@ pub enum Pass {
 impl Pass {
     /// Every pass, in pipeline order.
     pub const NAMED: &'static [Pass] = &[
+        Pass::Pipeline(None),
         Pass::Select,
         Pass::Coalesce,
         Pass::Sync,
@@ -67,6 +76,7 @@ impl Pass {
     /// The name in `--passes`.
     pub fn name(self) -> &'static str {
         match self {
+            Pass::Pipeline(_) => "pipeline",
             Pass::Select => "select",
             Pass::Coalesce => "coalesce",
             Pass::Sync => "sync",
@@ -75,14 +85,28 @@ impl Pass {
         }
     }
 
-    /// The pass named `s` in `--passes`.
+    /// The pass named `s` in `--passes`; `pipeline:N` asks for N stages
+    /// (at least 2).
     pub fn from_name(s: &str) -> Option<Pass> {
+        if let Some(n) = s.strip_prefix("pipeline:") {
+            return n
+                .parse()
+                .ok()
+                .filter(|&n| n >= 2)
+                .map(|n| Pass::Pipeline(Some(n)));
+        }
         Pass::NAMED.iter().copied().find(|p| p.name() == s)
     }
 }
 
-/// The default pipeline.
-pub const DEFAULT_PIPELINE: &[Pass] = Pass::NAMED;
+/// The default pipeline (without [`Pass::Pipeline`]).
+pub const DEFAULT_PIPELINE: &[Pass] = &[
+    Pass::Select,
+    Pass::Coalesce,
+    Pass::Sync,
+    Pass::Fence,
+    Pass::Cleanup,
+];
 
 /// Parses a comma-separated pass list such as `select,sync`; every
 /// `coalesce` must directly follow a `select` ([`check_pipeline`]).
@@ -130,6 +154,10 @@ pub struct Report {
     pub fences: usize,
     /// Instructions dropped by [`cleanup`].
     pub dropped: usize,
+    /// Loops rewritten into rings by [`pipeline`].
+    pub pipelined: Vec<pipeline::Schedule>,
+    /// Loops [`pipeline`] left alone, each with its reason (`W2001`).
+    pub not_pipelined: Vec<Diagnostic>,
 }
 
 /// Whether the module still has abstract `copy` or `await` operations.
@@ -143,11 +171,62 @@ pub fn has_abstract(module: &Module) -> bool {
 
 /// Runs `passes` in order on a module that verifies clean; a pipeline that
 /// [`check_pipeline`] rejects is error `T0003`.
+///
+/// With [`Pass::Pipeline`] and passes that lower every abstract op after
+/// it, the output is validated: when the checker reports more errors on it
+/// than on the input, the passes run again with every ring left out, and
+/// each such loop gets `W2001` with the first new error, so a lowered ring
+/// the checker cannot prove never reaches the output. (Abstract rings are
+/// not judged: the checker cannot yet tell `rem.u` slots of abstract
+/// copies apart.)
 pub fn run(module: &mut Module, passes: &[Pass]) -> Result<Report, Vec<Diagnostic>> {
     check_pipeline(passes).map_err(|e| vec![Diagnostic::error("T0003", e, Span::new(0, 0))])?;
+    if !passes.iter().any(|p| matches!(p, Pass::Pipeline(_))) {
+        return run_once(module, passes, &[]);
+    }
+    let errors = |m: &Module| {
+        crate::check(m)
+            .into_iter()
+            .filter(Diagnostic::is_error)
+            .count()
+    };
+    let before = errors(module);
+    let mut out = module.clone();
+    let report = run_once(&mut out, passes, &[])?;
+    let after: Vec<Diagnostic> = crate::check(&out)
+        .into_iter()
+        .filter(Diagnostic::is_error)
+        .collect();
+    if report.pipelined.is_empty() || has_abstract(&out) || after.len() <= before {
+        *module = out;
+        return Ok(report);
+    }
+    let reason = format!(
+        "the checker cannot prove the lowered ring safe ({}: {})",
+        after[0].code, after[0].message
+    );
+    let skip: Vec<(Span, String)> = report
+        .pipelined
+        .iter()
+        .map(|p| (p.span, reason.clone()))
+        .collect();
+    run_once(module, passes, &skip)
+}
+
+/// One run of `passes`; `pipeline` leaves the loops of `skip` alone.
+fn run_once(
+    module: &mut Module,
+    passes: &[Pass],
+    skip: &[(Span, String)],
+) -> Result<Report, Vec<Diagnostic>> {
     let mut report = Report::default();
     for (n, pass) in passes.iter().enumerate() {
         match pass {
+            Pass::Pipeline(stages) => {
+                let out = pipeline::pipeline(module, *stages, skip);
+                report.pipelined.extend(out.schedules);
+                report.not_pipelined.extend(out.refused);
+            }
             Pass::Select => {
                 let coalesce = passes.get(n + 1) == Some(&Pass::Coalesce);
                 let (choices, runs) = select::select(module, coalesce)?;

@@ -1,0 +1,726 @@
+//! `pipeline`: software pipelining of single-buffered copy loops into an
+//! S-stage ring, at the abstract level (`copy`/`await`).
+//!
+//! Input shape, a `for` of step 1 whose body is, at its top level:
+//!
+//! ```text
+//! %t = copy %dst_k, %src_k, SIZE   // one or more, dst into a shared allocation
+//! await %t                         // the copy's only use
+//! barrier.cta
+//! ... loads of the destination ...
+//! barrier.cta
+//! ```
+//!
+//! Output: each copied allocation grows to `S` slots; under `if lo < hi`, a
+//! prologue issues tiles `lo .. lo+S-2` into slots `0 .. S-2`, iteration `k`
+//! issues tile `min(k+S-1, hi-1)` into slot `(k-lo+S-1) mod S` where the
+//! copy stood, awaits tile `k` through `S-1` loop-carried tokens and reads
+//! slot `(k-lo) mod S`; the tokens still in flight are awaited after the
+//! loop. Invariants: every copy the output issues reads a tile the input
+//! reads (indices are clamped to `hi-1`, and nothing is issued when the
+//! loop runs zero times); a slot is overwritten only after the second
+//! `barrier.cta` of the iteration that read it; global memory is neither
+//! written nor read through other means inside the loop, so issuing a tile
+//! early reads the bytes the input would have read.
+//!
+//! A loop it cannot prove safe is left alone with warning `W2001` saying
+//! why; so is a loop in `skip` (the rings that [`super::run`] found the
+//! checker rejects once lowered).
+
+use std::collections::{HashMap, HashSet};
+
+use cpflow_ir::build::{imm, val, Builder};
+use cpflow_ir::diag::Span;
+use cpflow_ir::ir::{
+    Arg, BinaryOp, CmpPred, Constant, Inst, Kernel, Op, Operand, Region, SharedId, SharedKind,
+    Value, ValueDef,
+};
+use cpflow_ir::spec::Family;
+use cpflow_ir::types::{Scalar, Space, Type};
+use cpflow_ir::{Diagnostic, Module};
+
+use super::edit::{self, family, pure};
+
+/// Stages when the pass is not told how many.
+pub const DEFAULT_STAGES: u32 = 3;
+
+/// Static shared memory a CTA may declare without opting in (48 KiB, CUDA
+/// C Programming Guide, "Shared Memory"): the ring and every other
+/// allocation must fit in it.
+pub const SHARED_BUDGET: u64 = 48 * 1024;
+
+/// One pipelined loop, for `--explain`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Schedule {
+    /// The kernel, without `@`.
+    pub kernel: String,
+    /// The `for` that was pipelined.
+    pub span: Span,
+    /// The stage count chosen.
+    pub stages: u32,
+    /// Why this stage count.
+    pub why: String,
+    /// One line per copy: its allocation, slot and bytes per slot.
+    pub copies: Vec<String>,
+    /// Shared bytes of the kernel after the rewrite.
+    pub shared_bytes: u64,
+}
+
+/// What the pass did: loops pipelined and loops left alone (`W2001`).
+#[derive(Clone, Debug, Default)]
+pub struct Outcome {
+    /// The schedules chosen.
+    pub schedules: Vec<Schedule>,
+    /// One `W2001` per loop left alone.
+    pub refused: Vec<Diagnostic>,
+}
+
+/// A loop found pipelinable: its copies, awaits and allocations.
+struct Plan {
+    /// Where the loop sits.
+    region: Region,
+    /// The `for`.
+    lp: Inst,
+    /// The copies, in body order.
+    copies: Vec<Inst>,
+    /// The await of each copy.
+    awaits: Vec<Inst>,
+    /// The allocation each copy writes.
+    targets: Vec<SharedId>,
+    /// The allocations the copies write, each once.
+    allocs: Vec<SharedId>,
+}
+
+/// Pipelines every loop of the input shape but those in `skip` (the `for`'s
+/// span, with the reason to give); `stages` overrides the cost model's
+/// stage count (still capped by [`SHARED_BUDGET`]).
+pub fn pipeline(module: &mut Module, stages: Option<u32>, skip: &[(Span, String)]) -> Outcome {
+    let mut out = Outcome::default();
+    for k in &mut module.kernels {
+        let loops: Vec<(Region, Inst)> = edit::all_insts(k)
+            .into_iter()
+            .filter(|&(_, i)| {
+                k.insts[i].op == Op::For
+                    && k.regions[k.insts[i].regions[0]]
+                        .insts
+                        .iter()
+                        .any(|&j| family(k, j) == Some(Family::Copy))
+            })
+            .collect();
+        for (region, lp) in loops {
+            let span = k.insts[lp].span;
+            let planned = match skip.iter().find(|(at, _)| *at == span) {
+                Some((_, reason)) => Err(reason.clone()),
+                None => {
+                    plan(k, region, lp).and_then(|p| choose_stages(k, &p, stages).map(|s| (p, s)))
+                }
+            };
+            match planned.map(|(p, (s, why))| rewrite(k, &p, s, why)) {
+                Ok(schedule) => out.schedules.push(schedule),
+                Err(reason) => out.refused.push(
+                    Diagnostic::warning("W2001", format!("loop not pipelined: {reason}"), span)
+                        .with_label("left single-buffered")
+                        .with_help("see docs/pipeline.md for the loop shape `pipeline` takes"),
+                ),
+            }
+        }
+    }
+    out
+}
+
+/// Values derived from `addr @A` (through `ptr.add`), with their allocation.
+fn derived(k: &Kernel) -> HashMap<Value, SharedId> {
+    let mut out = HashMap::new();
+    for (_, i) in edit::all_insts(k) {
+        let d = &k.insts[i];
+        match d.op {
+            Op::Addr(a) if matches!(k.shared[a].kind, SharedKind::Bytes(_)) => {
+                out.insert(d.results[0], a);
+            }
+            Op::PtrAdd => {
+                if let Some(&a) = d.args[0].value().and_then(|v| out.get(&v)) {
+                    out.insert(d.results[0], a);
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Every instruction nested in `r` (not `r`'s own list).
+fn nested(k: &Kernel, r: Region) -> HashSet<Inst> {
+    let mut out = HashSet::new();
+    k.walk(r, &mut |i| {
+        out.insert(i);
+    });
+    out
+}
+
+/// Whether `v` is defined inside `body` (an instruction result there or an
+/// argument of a region nested in it).
+fn defined_in(k: &Kernel, body: Region, inside: &HashSet<Inst>, v: Value) -> bool {
+    match k.values[v].def {
+        ValueDef::Result(i, _) => inside.contains(&i),
+        ValueDef::RegionArg(r, _) => {
+            r == body || inside.iter().any(|&i| k.insts[i].regions.contains(&r))
+        }
+        ValueDef::Param(_) => false,
+    }
+}
+
+/// Checks the loop against the input shape; `Err` is the reason it is left
+/// alone.
+fn plan(k: &Kernel, region: Region, lp: Inst) -> Result<Plan, String> {
+    let d = &k.insts[lp];
+    if k.const_int(d.args[2]) != Some(1) {
+        return Err("its step is not the constant 1".into());
+    }
+    let body = d.regions[0];
+    let insts = &k.regions[body].insts;
+    let inside = nested(k, body);
+    let derived = derived(k);
+    let carried: HashSet<Value> = k.regions[body].args[1..].iter().copied().collect();
+    let iv = k.regions[body].args[0];
+    let barriers: Vec<usize> = (0..insts.len())
+        .filter(|&n| {
+            family(k, insts[n]) == Some(Family::BarrierCta) && k.insts[insts[n]].args.is_empty()
+        })
+        .collect();
+    let (first, last) = match (barriers.first(), barriers.last()) {
+        (Some(&a), Some(&b)) if a != b => (a, b),
+        _ => return Err("its body needs a `barrier.cta` after the awaits and one after the last read of the tile".into()),
+    };
+    let mut copies = Vec::new();
+    let mut awaits = Vec::new();
+    let mut targets = Vec::new();
+    let mut allocs = Vec::new();
+    for (n, &i) in insts.iter().enumerate() {
+        if family(k, i) != Some(Family::Copy) {
+            continue;
+        }
+        if n > first {
+            return Err("a copy comes after the first `barrier.cta`".into());
+        }
+        let c = &k.insts[i];
+        let dst = c.args[0].value().and_then(|v| derived.get(&v).copied());
+        let Some(alloc) = dst else {
+            return Err("a copy's destination is not a shared allocation".into());
+        };
+        if k.arg_ty(c.args[1]) != Some(Type::Ptr(Space::Global)) {
+            return Err("a copy's source is not global memory".into());
+        }
+        // The address slice must be recomputable for a later tile: pure,
+        // in the body's top level, free of loop-carried values.
+        let mut stack: Vec<Value> = c.args.iter().filter_map(|a| a.value()).collect();
+        let mut seen = HashSet::new();
+        while let Some(v) = stack.pop() {
+            if !seen.insert(v) {
+                continue;
+            }
+            if carried.contains(&v) {
+                return Err("a copy's address depends on a loop-carried value".into());
+            }
+            if v == iv || !defined_in(k, body, &inside, v) {
+                continue;
+            }
+            let Some(def) = k.def_inst(v).filter(|&j| insts.contains(&j)) else {
+                return Err("a copy's address is computed in a nested region".into());
+            };
+            if !pure(k, def) {
+                return Err("a copy's address depends on a value loaded in the loop".into());
+            }
+            stack.extend(k.insts[def].args.iter().filter_map(|a| a.value()));
+        }
+        let token = c.results[0];
+        let users: Vec<usize> = (0..insts.len())
+            .filter(|&m| {
+                edit::any_in(k, insts[m], &mut |j| {
+                    k.insts[j].args.iter().any(|a| a.value() == Some(token))
+                })
+            })
+            .collect();
+        let await_at = match users.as_slice() {
+            [m] if family(k, insts[*m]) == Some(Family::Await) && *m < first => *m,
+            _ => return Err(
+                "a copy's token is used other than by one `await` before the first `barrier.cta`"
+                    .into(),
+            ),
+        };
+        if !allocs.contains(&alloc) {
+            allocs.push(alloc);
+        }
+        copies.push(i);
+        awaits.push(insts[await_at]);
+        targets.push(alloc);
+    }
+    // The rest of the body: reads of the tiles between the barriers, no
+    // other memory writes than stores to other shared allocations, no
+    // other asynchronous or synchronising operation.
+    for (n, &top) in insts.iter().enumerate() {
+        if copies.contains(&top) || awaits.contains(&top) || barriers.contains(&n) {
+            continue;
+        }
+        let mut bad = None;
+        edit::any_in(k, top, &mut |j| {
+            let jd = &k.insts[j];
+            // What the pointer of a load or store may reach: a copied
+            // tile unless it provably points elsewhere.
+            let ptr = jd.args.first().and_then(|a| a.value());
+            let space = ptr.map(|v| k.ty(v));
+            let other_shared = ptr
+                .and_then(|v| derived.get(&v))
+                .is_some_and(|a| !allocs.contains(a));
+            let may_be_tile = space != Some(Type::Ptr(Space::Global)) && !other_shared;
+            bad = match &jd.op {
+                Op::Ptx(_) => Some(
+                    "it has an asynchronous, atomic or synchronising operation besides the copies",
+                ),
+                Op::Store(_) if space != Some(Type::Ptr(Space::Shared)) => {
+                    Some("it stores outside shared memory, which may alias a later tile's source")
+                }
+                Op::Store(_) if may_be_tile => Some("it stores to a copied tile"),
+                Op::Load(_) if may_be_tile && (n < first || n > last) => {
+                    Some("it reads a copied tile outside the two `barrier.cta`")
+                }
+                _ => None,
+            };
+            bad.is_some()
+        });
+        if let Some(reason) = bad {
+            return Err(reason.into());
+        }
+    }
+    // A copied allocation is touched only inside the loop (its slot 0
+    // alone would otherwise be what code outside sees), and no pointer
+    // into it enters the loop as a carried value (it would not be moved
+    // to the iteration's slot).
+    let copied = |v: Value| derived.get(&v).filter(|a| allocs.contains(a)).copied();
+    if let Some(a) = d.args[3..]
+        .iter()
+        .filter_map(|a| a.value())
+        .find_map(copied)
+    {
+        return Err(format!(
+            "a pointer into @{} is loop-carried",
+            k.shared[a].name
+        ));
+    }
+    for (_, j) in edit::all_insts(k) {
+        let jd = &k.insts[j];
+        let touched = jd.args.iter().filter_map(|a| a.value()).find_map(copied);
+        if let Some(a) = touched.filter(|_| !matches!(jd.op, Op::PtrAdd | Op::Addr(_))) {
+            if j != lp && !inside.contains(&j) {
+                return Err(format!("@{} is used outside the loop", k.shared[a].name));
+            }
+        }
+    }
+    Ok(Plan {
+        region,
+        lp,
+        copies,
+        awaits,
+        targets,
+        allocs,
+    })
+}
+
+/// The stage count: `stages` or [`DEFAULT_STAGES`], capped so that the
+/// ring and the other allocations fit in [`SHARED_BUDGET`]; at least 2.
+fn choose_stages(k: &Kernel, p: &Plan, stages: Option<u32>) -> Result<(u32, String), String> {
+    let per_stage: u64 = p.allocs.iter().map(|&a| k.shared[a].size_bytes()).sum();
+    let others: u64 = k
+        .shared
+        .iter()
+        .filter(|(a, _)| !p.allocs.contains(a))
+        .map(|(_, s)| s.size_bytes())
+        .sum();
+    let fit = SHARED_BUDGET.saturating_sub(others) / per_stage.max(1);
+    let wanted = stages.unwrap_or(DEFAULT_STAGES);
+    let s = u64::from(wanted).min(fit);
+    if s < 2 {
+        return Err(format!(
+            "two stages of {per_stage} bytes do not fit beside {others} other shared bytes in {SHARED_BUDGET}"
+        ));
+    }
+    let why = if s < u64::from(wanted) {
+        format!("{wanted} wanted, {s} fit: {per_stage} bytes per stage, {others} other shared bytes, budget {SHARED_BUDGET}")
+    } else if stages.is_some() {
+        format!("{wanted} asked for; {per_stage} bytes per stage fit")
+    } else {
+        format!("default {DEFAULT_STAGES}; {per_stage} bytes per stage fit")
+    };
+    Ok((s as u32, why))
+}
+
+/// Replaces every use of a key of `map` in `insts` and the regions nested
+/// in them.
+fn substitute(k: &mut Kernel, insts: &[Inst], map: &HashMap<Value, Value>) {
+    let mut all = Vec::new();
+    for &i in insts {
+        all.push(i);
+        for r in k.insts[i].regions.clone() {
+            k.walk(r, &mut |j| all.push(j));
+        }
+    }
+    for i in all {
+        for a in &mut k.insts[i].args {
+            if let Operand::Value(v) = a.operand {
+                if let Some(&w) = map.get(&v) {
+                    a.operand = Operand::Value(w);
+                }
+            }
+        }
+    }
+}
+
+/// Drops pure instructions of `r` and the regions nested in it whose
+/// results nothing uses (the address arithmetic of slots and tiles that a
+/// copy no longer needs), until none is left.
+fn drop_dead(k: &mut Kernel, r: Region) {
+    loop {
+        let mut all = Vec::new();
+        k.walk(r, &mut |i| all.push(i));
+        let mut used = HashSet::new();
+        let mut every = Vec::new();
+        k.walk(k.body, &mut |i| every.push(i));
+        for &i in &every {
+            used.extend(k.insts[i].args.iter().filter_map(|a| a.value()));
+        }
+        let dead: HashSet<Inst> = all
+            .into_iter()
+            .filter(|&i| pure(k, i) && k.insts[i].results.iter().all(|v| !used.contains(v)))
+            .collect();
+        if dead.is_empty() {
+            return;
+        }
+        let regions: Vec<Region> = k.regions.keys().collect();
+        for r in regions {
+            k.regions[r].insts.retain(|i| !dead.contains(i));
+        }
+    }
+}
+
+/// Clones copy `c` and its address slice at the builder's cursor, through
+/// `map` (the induction variable to the tile issued, each copied
+/// allocation's root pointer to its slot); clones are added to `map`, so
+/// copies of one stage share their common address arithmetic. Returns the
+/// new copy's token.
+fn clone_copy(b: &mut Builder, body: Region, c: Inst, map: &mut HashMap<Value, Value>) -> Value {
+    let order: Vec<Inst> = b.k.regions[body].insts.clone();
+    let mut need: HashSet<Value> = b.k.insts[c].args.iter().filter_map(|a| a.value()).collect();
+    // Backwards over the body: the pure instructions the copy depends on.
+    let mut slice = Vec::new();
+    for &i in order.iter().rev() {
+        if b.k.insts[i].results.iter().any(|r| need.contains(r)) {
+            slice.push(i);
+            need.extend(b.k.insts[i].args.iter().filter_map(|a| a.value()));
+        }
+    }
+    slice.reverse();
+    slice.retain(|i| !map.contains_key(&b.k.insts[*i].results[0]));
+    for i in slice.into_iter().chain([c]) {
+        let d = b.k.insts[i].clone();
+        let args: Vec<Arg> = d
+            .args
+            .iter()
+            .map(|a| match a.operand {
+                Operand::Value(v) => val(*map.get(&v).unwrap_or(&v)),
+                Operand::Imm(n) => imm(n),
+            })
+            .collect();
+        let results: Vec<(Type, String)> = d
+            .results
+            .iter()
+            .map(|&r| (b.k.ty(r), b.k.values[r].name.clone()))
+            .collect();
+        let named: Vec<(Type, &str)> = results.iter().map(|(t, n)| (*t, n.as_str())).collect();
+        let (_, new) = b.inst(d.op.clone(), args, &named);
+        for (old, new) in d.results.iter().zip(new) {
+            map.insert(*old, new);
+        }
+    }
+    map[&b.k.insts[c].results[0]]
+}
+
+/// Rewrites the planned loop into an `s`-stage ring (see the module doc).
+fn rewrite(k: &mut Kernel, p: &Plan, s: u32, why: String) -> Schedule {
+    let lp = p.lp;
+    let body = k.insts[lp].regions[0];
+    let span = k.insts[lp].span;
+    let iv = k.regions[body].args[0];
+    let lo = k.insts[lp].args[0];
+    let hi = k.insts[lp].args[1];
+    let inits: Vec<Arg> = k.insts[lp].args[3..].to_vec();
+    let old_results = k.insts[lp].results.clone();
+    let old_carried: Vec<Value> = k.regions[body].args[1..].to_vec();
+    let slot_bytes: Vec<u64> = p.allocs.iter().map(|&a| k.shared[a].size_bytes()).collect();
+    for (&a, &n) in p.allocs.iter().zip(&slot_bytes) {
+        k.shared[a].kind = SharedKind::Bytes((n * u64::from(s)) as u32);
+    }
+    let derived = derived(k);
+    let inside = nested(k, body);
+    // `addr` of a copied allocation inside the body moves before the loop,
+    // so that every pointer into it has a root defined outside.
+    let hoisted: Vec<Inst> = k.regions[body]
+        .insts
+        .iter()
+        .copied()
+        .filter(|&i| matches!(k.insts[i].op, Op::Addr(a) if p.allocs.contains(&a)))
+        .collect();
+    k.regions[body].insts.retain(|i| !hoisted.contains(i));
+    let mut roots: Vec<(Value, SharedId)> = Vec::new();
+    let mut used = Vec::new();
+    k.walk(body, &mut |i| used.push(i));
+    for i in used {
+        for a in k.insts[i].args.iter().filter_map(|a| a.value()) {
+            let outside = !defined_in(k, body, &inside, a)
+                || hoisted.iter().any(|&h| k.insts[h].results[0] == a);
+            if let Some(&al) = derived.get(&a).filter(|al| p.allocs.contains(al)) {
+                if outside && !roots.iter().any(|r| r.0 == a) {
+                    roots.push((a, al));
+                }
+            }
+        }
+    }
+    let slot_of = |al: SharedId| slot_bytes[p.allocs.iter().position(|&x| x == al).unwrap_or(0)];
+
+    let pos = edit::next_index(k, p.region, lp) - 1;
+    k.regions[p.region].insts.remove(pos);
+    let mut b = Builder::new(k);
+    b.span = span;
+    let outer = p.region;
+    let mut before: Vec<Inst> = hoisted.clone();
+    b.cursor = None;
+    // if lo < hi { prologue; ring; drain } else { inits }
+    let go = {
+        let (i, v) = b.inst1(
+            Op::Cmp(CmpPred::Slt, Scalar::I32),
+            vec![lo, hi],
+            Type::I1,
+            "pipe_go",
+        );
+        before.push(i);
+        v
+    };
+    let result_types: Vec<Type> = old_results.iter().map(|&r| b.k.ty(r)).collect();
+    let branch = b.if_else(val(go), &result_types);
+    before.push(branch.inst);
+    let tail: Vec<Inst> = b.k.regions[outer].insts.split_off(pos);
+    b.k.regions[outer].insts.extend(before);
+    b.k.regions[outer].insts.extend(tail);
+
+    b.cursor = Some(branch.else_region);
+    if !result_types.is_empty() {
+        b.yield_(inits.clone());
+    }
+    b.cursor = Some(branch.then_region);
+    // Tile indices are `k + min.u(last - k, d)`: never past the last tile,
+    // and no intermediate overflows (`last - k` is the distance as u32).
+    let last = b.binary(BinaryOp::Sub, hi, imm(1), Scalar::I32);
+    let clamp = |b: &mut Builder, k: Arg, d: u32| -> Value {
+        let left = b.binary(BinaryOp::Sub, val(last), k, Scalar::I32);
+        let d = b.binary(BinaryOp::MinU, val(left), imm(i64::from(d)), Scalar::I32);
+        b.binary(BinaryOp::Add, k, val(d), Scalar::I32)
+    };
+    let mut prologue: Vec<Vec<Value>> = vec![Vec::new(); p.copies.len()];
+    for j in 0..s - 1 {
+        let mut map = HashMap::new();
+        // Tile `lo` exists whenever the loop runs.
+        let t = match (j, lo.operand) {
+            (0, Operand::Value(v)) => v,
+            (0, Operand::Imm(c)) => b.constant(Constant::Int(c), Scalar::I32),
+            _ => clamp(&mut b, lo, j),
+        };
+        map.insert(iv, t);
+        for &(r, al) in &roots {
+            if j > 0 {
+                let off = i64::from(j) * slot_of(al) as i64;
+                map.insert(r, b.ptr_add(r, imm(off)));
+            }
+        }
+        for (n, &c) in p.copies.iter().enumerate() {
+            prologue[n].push(clone_copy(&mut b, body, c, &mut map));
+        }
+    }
+    let mut loop_inits = inits.clone();
+    loop_inits.extend(prologue.iter().flatten().map(|&t| val(t)));
+    let ring = b.for_loop(lo, hi, imm(1), &loop_inits);
+    let nold = old_carried.len();
+    let per = (s - 1) as usize;
+    // The new body: slot arithmetic, then the old body with the copies
+    // reissued for tile k+S-1 and the awaits on tile k's carried token.
+    b.cursor = Some(ring.body);
+    let rel = match lo.imm() {
+        Some(0) => ring.index,
+        _ => b.binary(BinaryOp::Sub, val(ring.index), lo, Scalar::I32),
+    };
+    let slot = b.binary(BinaryOp::RemU, val(rel), imm(i64::from(s)), Scalar::I32);
+    let ahead = b.binary(BinaryOp::Add, val(rel), imm(i64::from(s - 1)), Scalar::I32);
+    let next_slot = b.binary(BinaryOp::RemU, val(ahead), imm(i64::from(s)), Scalar::I32);
+    let next = clamp(&mut b, val(ring.index), s - 1);
+    let mut here = HashMap::new();
+    let mut ahead_roots = HashMap::new();
+    for &(r, al) in &roots {
+        let bytes = slot_of(al) as i64;
+        let off = b.binary(BinaryOp::Mul, val(slot), imm(bytes), Scalar::I32);
+        here.insert(r, b.ptr_add(r, val(off)));
+        let off = b.binary(BinaryOp::Mul, val(next_slot), imm(bytes), Scalar::I32);
+        ahead_roots.insert(r, b.ptr_add(r, val(off)));
+    }
+    let mut issued = Vec::new();
+    let mut moved = Vec::new();
+    ahead_roots.insert(iv, next);
+    let old_body = b.k.regions[body].insts.clone();
+    for &i in &old_body {
+        if p.copies.contains(&i) {
+            issued.push(clone_copy(&mut b, body, i, &mut ahead_roots));
+            continue;
+        }
+        if let Some(n) = p.awaits.iter().position(|&a| a == i) {
+            b.k.insts[i].args[0] = val(ring.carried[nold + n * per]);
+        }
+        b.k.regions[ring.body].insts.push(i);
+        moved.push(i);
+    }
+    if !moved.last().is_some_and(|&i| b.k.insts[i].op == Op::Yield) {
+        moved.push(b.yield_(Vec::new()));
+    }
+    let mut map: HashMap<Value, Value> = here;
+    map.insert(iv, ring.index);
+    for (&o, &n) in old_carried.iter().zip(&ring.carried) {
+        map.insert(o, n);
+    }
+    substitute(b.k, &moved, &map);
+    // The yield carries the old values, then each copy's tokens shifted.
+    let y = *moved.last().unwrap_or(&lp);
+    for (n, &tok) in issued.iter().enumerate() {
+        for m in 1..per {
+            b.k.insts[y]
+                .args
+                .push(val(ring.carried[nold + n * per + m]));
+        }
+        b.k.insts[y].args.push(val(tok));
+    }
+    b.cursor = Some(branch.then_region);
+    for &t in &ring.results[nold..] {
+        b.ptx(Family::Await, &[], vec![val(t)]);
+    }
+    if !result_types.is_empty() {
+        b.yield_(ring.results[..nold].iter().map(|&v| val(v)).collect());
+    }
+    let after: HashMap<Value, Value> = old_results
+        .iter()
+        .copied()
+        .zip(branch.results.iter().copied())
+        .collect();
+    let mut everything = Vec::new();
+    b.k.walk(b.k.body, &mut |i| everything.push(i));
+    substitute(b.k, &everything, &after);
+    drop_dead(b.k, branch.then_region);
+
+    let copies = p
+        .targets
+        .iter()
+        .map(|&al| {
+            format!(
+                "copy into @{}: {s} slots of {} bytes; tile k+{} issued into slot (k-lo+{}) mod {s}, tile k read from slot (k-lo) mod {s}",
+                b.k.shared[al].name,
+                slot_of(al),
+                s - 1,
+                s - 1
+            )
+        })
+        .collect();
+    let shared_bytes = b.k.shared.iter().map(|(_, a)| a.size_bytes()).sum();
+    Schedule {
+        kernel: b.k.name.clone(),
+        span,
+        stages: s,
+        why,
+        copies,
+        shared_bytes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A one-tile loop over `tile` bytes with step `step`, with `extra`
+    /// spliced in before its copy.
+    fn module(tile: u32, step: &str, extra: &str) -> Module {
+        let text = format!(
+            "module @m target sm_80 ptx 8.0
+
+kernel @k(%src: ptr<global> align 16, %idx: ptr<global> align 16, %n: i32) {{
+  shared @tile: bytes[{tile}] align 128
+  shared @other: bytes[16] align 16
+  %tile = addr @tile
+  %other = addr @other
+  %zero = const 0.0 : f32
+  %total = for %k = 0 to %n step {step} iter(%acc = %zero) {{
+    %k64 = zext %k : i32 to i64
+    %off = mul %k64, 16 : i64
+    %src_k = ptr.add %src, %off
+{extra}
+    %t = copy %tile, %src_k, 16
+    await %t
+    barrier.cta
+    %x = ld %tile : f32
+    %acc2 = fadd %acc, %x : f32
+    barrier.cta
+    yield %acc2
+  }}
+  st %other, %total : f32
+}}
+"
+        );
+        let m = cpflow_ir::parse(&text).expect("it parses");
+        let v = cpflow_ir::verify(&m);
+        assert!(v.iter().all(|d| !d.is_error()), "{v:?}");
+        m
+    }
+
+    fn stages_of(mut m: Module, stages: Option<u32>) -> Result<u32, String> {
+        let out = pipeline(&mut m, stages, &[]);
+        match (out.schedules.first(), out.refused.first()) {
+            (Some(s), None) => Ok(s.stages),
+            (None, Some(d)) => Err(d.message.clone()),
+            _ => panic!("one loop, one outcome: {out:?}"),
+        }
+    }
+
+    #[test]
+    fn stage_count_defaults_overrides_and_fits_the_budget() {
+        assert_eq!(stages_of(module(2048, "1", ""), None), Ok(DEFAULT_STAGES));
+        assert_eq!(stages_of(module(2048, "1", ""), Some(6)), Ok(6));
+        // 20 KiB per stage: only two fit in 48 KiB.
+        assert_eq!(stages_of(module(20480, "1", ""), Some(4)), Ok(2));
+        let err = stages_of(module(30720, "1", ""), None).expect_err("too big");
+        assert!(err.contains("do not fit"), "{err}");
+    }
+
+    #[test]
+    fn unprovable_loops_are_left_alone_with_a_reason() {
+        let cases = [
+            (module(2048, "2", ""), "step is not the constant 1"),
+            (
+                module(
+                    2048,
+                    "1",
+                    "    %i = ld %idx : i32\n    %i64 = zext %i : i32 to i64\n    %src_k2 = ptr.add %src_k, %i64\n    %t2 = copy %other, %src_k2, 16\n    await %t2",
+                ),
+                "depends on a value loaded in the loop",
+            ),
+            (
+                module(2048, "1", "    %y = ld %tile : f32"),
+                "reads a copied tile outside the two `barrier.cta`",
+            ),
+        ];
+        for (m, reason) in cases {
+            let err = stages_of(m, None).expect_err(reason);
+            assert!(err.contains(reason), "`{err}` does not say `{reason}`");
+        }
+    }
+}
