@@ -43,12 +43,28 @@ impl fmt::Display for Schedule {
             Schedule::Random(s) => write!(f, "random:{s}"),
             Schedule::Exhaustive { limit } => write!(f, "exhaustive:{limit}"),
             Schedule::Replay(c) => {
-                let parts: Vec<String> = c.iter().map(u32::to_string).collect();
+                // Choices past the end are 0, and runs of one choice are
+                // written `C*N`: a replay string stays short.
+                let used = c.iter().rposition(|&x| x != 0).map_or(0, |i| i + 1);
+                let mut parts: Vec<String> = Vec::new();
+                let mut i = 0;
+                while i < used {
+                    let run = c[i..used].iter().take_while(|&&x| x == c[i]).count();
+                    if run >= 3 {
+                        parts.push(format!("{}*{run}", c[i]));
+                    } else {
+                        parts.extend(std::iter::repeat_n(c[i].to_string(), run));
+                    }
+                    i += run;
+                }
                 write!(f, "replay:{}", parts.join("."))
             }
         }
     }
 }
+
+/// The most choices a replay string may name (each run makes far fewer).
+pub const MAX_REPLAY_CHOICES: usize = 1 << 24;
 
 impl Schedule {
     /// The schedules a UB-free program must agree under: eager, lazy and
@@ -65,7 +81,8 @@ impl Schedule {
     }
 
     /// Parses `eager`, `lazy`, `random:SEED`, `exhaustive[:LIMIT]`,
-    /// `replay:C.C.C`.
+    /// `replay:C.C.C` (a part `C*N` is N choices C; at most
+    /// [`MAX_REPLAY_CHOICES`] in all).
     pub fn parse(s: &str) -> Result<Schedule, String> {
         let (head, arg) = match s.split_once(':') {
             Some((h, a)) => (h, Some(a)),
@@ -85,10 +102,22 @@ impl Schedule {
                 .map(|limit| Schedule::Exhaustive { limit })
                 .map_err(|_| format!("`{a}` is not a run limit")),
             ("replay", Some(a)) => {
-                let choices: Result<Vec<u32>, _> = a.split('.').filter(|p| !p.is_empty()).map(str::parse).collect();
-                choices
-                    .map(Schedule::Replay)
-                    .map_err(|_| format!("`{a}` is not a choice sequence like 0.2.1"))
+                let bad = || format!("`{a}` is not a choice sequence like 0.2.1 or 0*40.2");
+                let mut choices = Vec::new();
+                for part in a.split('.').filter(|p| !p.is_empty()) {
+                    let (c, n) = match part.split_once('*') {
+                        Some((c, n)) => (c, n.parse::<usize>().map_err(|_| bad())?),
+                        None => (part, 1),
+                    };
+                    let c: u32 = c.parse().map_err(|_| bad())?;
+                    if choices.len().saturating_add(n) > MAX_REPLAY_CHOICES {
+                        return Err(format!(
+                            "a replay of more than {MAX_REPLAY_CHOICES} choices"
+                        ));
+                    }
+                    choices.extend(std::iter::repeat_n(c, n));
+                }
+                Ok(Schedule::Replay(choices))
             }
             _ => Err(format!(
                 "unknown schedule `{s}`: use eager, lazy, random:SEED, exhaustive[:LIMIT] or replay:C.C.C"
@@ -268,4 +297,28 @@ pub fn next_in_tree(record: &[(u32, u32)]) -> Option<Vec<u32>> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs of one choice print as `C*N`, trailing zeros (the default past
+    /// the end) are left out, and the text parses back to the same run.
+    #[test]
+    fn replay_strings_are_compact_and_parse_back() {
+        let choices = vec![0, 0, 0, 0, 2, 1, 1, 1, 1, 3, 0, 0];
+        let text = Schedule::Replay(choices.clone()).to_string();
+        assert_eq!(text, "replay:0*4.2.1*4.3");
+        let Ok(Schedule::Replay(back)) = Schedule::parse(&text) else {
+            panic!("{text} does not parse");
+        };
+        assert_eq!(back, choices[..10]);
+        assert_eq!(
+            Schedule::parse("replay:0.2.1").ok(),
+            Some(Schedule::Replay(vec![0, 2, 1]))
+        );
+        assert!(Schedule::parse("replay:0*99999999999").is_err());
+        assert!(Schedule::parse("replay:1*x").is_err());
+    }
 }
