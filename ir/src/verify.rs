@@ -964,6 +964,10 @@ impl Verifier<'_> {
                 ty == Some(want) || imm.is_some()
             }
             OperandKind::Tokens | OperandKind::Token => ty == Some(Type::Token),
+            OperandKind::Awaited => matches!(
+                ty,
+                Some(Type::Token | Type::Group | Type::BulkGroup | Type::Phase(_))
+            ),
             OperandKind::WaitTarget => {
                 let group = match variant.family {
                     Family::CpAsyncBulkWaitGroup => Type::BulkGroup,
@@ -1035,6 +1039,7 @@ impl Verifier<'_> {
             OperandKind::SrcSizeOrIgnore => "an `i32` src-size or an `i1` ignore-src".to_string(),
             OperandKind::RedValue => "a value of the reduction's `.type`".to_string(),
             OperandKind::Tokens | OperandKind::Token => "a `token`".to_string(),
+            OperandKind::Awaited => "a `token` or a completion handle".to_string(),
             OperandKind::WaitTarget => match variant.family {
                 Family::CpAsyncBulkWaitGroup => "a `bulk_group` or an immediate N".to_string(),
                 _ => "a `group` or an immediate N".to_string(),
