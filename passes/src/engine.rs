@@ -16,6 +16,7 @@ use cpflow_ir::spec::{Completion, Family};
 use cpflow_ir::types::{Scalar, Type};
 
 use crate::affine::{disjoint, Affine, Atom};
+use crate::sites::Sites;
 use crate::state::{Init, Issuer, Kind, Mem, OpRec, State};
 use crate::values::{intersect, is_sreg, mapa_of, Base, Sym, Syms};
 
@@ -32,7 +33,7 @@ pub struct Engine<'a> {
     conds: Vec<(Value, bool)>,
     loops: Vec<Inst>,
     report: bool,
-    diags: BTreeMap<(u32, &'static str, u32), Diagnostic>,
+    diags: Sites,
     /// For each wait: the shallowest depth a later use needed, and its N.
     demand: BTreeMap<Inst, u32>,
     wait_n: BTreeMap<Inst, u32>,
@@ -135,7 +136,7 @@ impl<'a> Engine<'a> {
             conds: Vec::new(),
             loops: Vec::new(),
             report: false,
-            diags: BTreeMap::new(),
+            diags: Sites::default(),
             demand: BTreeMap::new(),
             wait_n: BTreeMap::new(),
             waited_bars,
@@ -150,15 +151,12 @@ impl<'a> Engine<'a> {
         self.region(self.k.body, &mut st);
         self.at_exit(&st);
         self.lint_waits();
-        self.diags.into_values().collect()
+        self.diags.into_diagnostics()
     }
 
     fn emit(&mut self, d: Diagnostic) {
         if self.report {
-            let second = d.secondary.first().map_or(0, |s| s.span.start);
-            self.diags
-                .entry((d.span.start, d.code, second))
-                .or_insert(d);
+            self.diags.add(d);
         }
     }
 

@@ -55,6 +55,7 @@ use cpflow_ir::spec::{Completion, Family};
 use cpflow_ir::types::{Scalar, Type};
 
 use crate::affine::{disjoint, Affine, Atom, Bounds};
+use crate::sites::Sites;
 use crate::values::{mapa_of, Base, Sym, Syms};
 
 /// The value every integer kernel parameter takes: a trip count that runs
@@ -1502,7 +1503,7 @@ impl Report<'_> {
             .collect();
         let inst = |a: &Access| self.event(a.role, a.event).inst;
         let mut seen: BTreeSet<(Inst, Inst)> = BTreeSet::new();
-        let mut out = Vec::new();
+        let mut out = Sites::default();
         for bucket in buckets.values() {
             for (i, &a) in bucket.iter().enumerate() {
                 for &b in &bucket[i + 1..] {
@@ -1553,7 +1554,7 @@ impl Report<'_> {
                         };
                         if !fence && overlap(w, x) && !rewritten() {
                             seen.insert((inst(x), inst(w)));
-                            out.push(self.unfenced(w, x));
+                            out.add(self.unfenced(w, x));
                         }
                         continue;
                     }
@@ -1577,12 +1578,11 @@ impl Report<'_> {
                                 && before(w.start, x.start)
                         });
                     seen.insert((inst(x), inst(y)));
-                    out.push(self.race(x, y, overwrite));
+                    out.add(self.race(x, y, overwrite));
                 }
             }
         }
-        out.sort_by_key(|d| (d.span.start, d.code));
-        out
+        out.into_diagnostics()
     }
 
     /// E1006 for a generic write another thread's async op reads unfenced.
