@@ -9,12 +9,14 @@
 //! A worker thread runs the targets; the main thread is the watchdog. A
 //! panic is caught and its input saved; an input that runs past
 //! `--timeout` seconds or takes more than `--memory` MiB is saved and ends
-//! the run. Saved inputs go to `--out` (default `target/fuzz-failures`), each
+//! the run, and an abort leaves it as `last-input.cpf`; one slower than `--slow` seconds is saved and listed, not
+//! counted as a failure. Saved inputs go to `--out` (default `target/fuzz-failures`), each
 //! with a first line naming the target and the failure; move them to
 //! `tests/fuzz/` once fixed. Exit status: 0 clean, 1 on any failure.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
+use std::os::unix::fs::FileExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -69,6 +71,7 @@ struct Options {
     execs: Option<u64>,
     seed: u64,
     timeout: Duration,
+    slow: Duration,
     memory_mib: usize,
     out: PathBuf,
 }
@@ -79,6 +82,7 @@ fn options() -> Result<Options, String> {
         execs: None,
         seed: 1,
         timeout: Duration::from_secs(10),
+        slow: Duration::from_secs(2),
         memory_mib: 1024,
         out: repo_root().join("target/fuzz-failures"),
     };
@@ -97,11 +101,12 @@ fn options() -> Result<Options, String> {
             "--execs" => o.execs = Some(num()?),
             "--seed" => o.seed = num()?,
             "--timeout" => o.timeout = Duration::from_secs(num()?),
+            "--slow" => o.slow = Duration::from_secs(num()?),
             "--memory" => o.memory_mib = usize::try_from(num()?).map_err(|e| e.to_string())?,
             "--out" => o.out = PathBuf::from(value),
             _ => {
                 return Err(format!(
-                "unknown flag `{flag}`; known: --seconds --execs --seed --timeout --memory --out"
+                "unknown flag `{flag}`; known: --seconds --execs --seed --timeout --slow --memory --out"
             ))
             }
         }
@@ -124,7 +129,11 @@ struct Current {
 #[derive(Default)]
 struct Tally {
     execs: Vec<u64>,
+    /// Seconds spent per target.
+    secs: Vec<f64>,
     failures: Vec<String>,
+    /// Inputs that took longer than `--slow` (saved, not failures).
+    slow: Vec<String>,
     done: bool,
 }
 
@@ -166,80 +175,106 @@ fn main() -> ExitCode {
         TARGETS.len(),
         o.seed
     );
+    let _ = std::fs::create_dir_all(&o.out);
     std::panic::set_hook(Box::new(|_| {}));
     CAP.store(o.memory_mib << 20, Ordering::Relaxed);
     let current = Arc::new(Mutex::new(Current::default()));
     let tally = Arc::new(Mutex::new(Tally {
         execs: vec![0; TARGETS.len()],
+        secs: vec![0.0; TARGETS.len()],
         ..Tally::default()
     }));
     let start = Instant::now();
     let deadline = o.seconds.map(|s| start + Duration::from_secs(s));
     let worker = {
-        let (current, tally, out, seed, execs) = (
+        let (current, tally, out, seed, execs, slow) = (
             current.clone(),
             tally.clone(),
             o.out.clone(),
             o.seed,
             o.execs,
+            o.slow,
         );
-        std::thread::spawn(move || {
-            WORKER.with(|w| w.set(true));
-            let dict = Dictionary::new(&seeds);
-            let mut corpus = seeds;
-            let mut rng = Rng::new(seed);
-            let mut n: u64 = 0;
-            loop {
-                let total: u64 = tally.lock().map(|t| t.execs.iter().sum()).unwrap_or(0);
-                if execs.is_some_and(|e| total >= e) || deadline.is_some_and(|d| Instant::now() > d)
-                {
-                    break;
-                }
-                let mut input = rng.pick(&corpus).clone();
-                for _ in 0..=rng.below(3) {
-                    n += 1;
-                    input = mutate(&input, &dict, &mut rng, n);
-                }
-                for (i, t) in TARGETS.iter().enumerate() {
-                    if let Ok(mut c) = current.lock() {
-                        c.input.clone_from(&input);
-                        c.target = t.name;
-                        c.since = Some(Instant::now());
+        // The CLI's main thread has 8 MiB of stack; the worker gets the same.
+        std::thread::Builder::new()
+            .name("fuzz-worker".into())
+            .stack_size(8 << 20)
+            .spawn(move || {
+                WORKER.with(|w| w.set(true));
+                let dict = Dictionary::new(&seeds);
+                let mut corpus = seeds;
+                let mut rng = Rng::new(seed);
+                let mut n: u64 = 0;
+                let last = std::fs::File::create(out.join("last-input.cpf")).ok();
+                loop {
+                    let total: u64 = tally.lock().map(|t| t.execs.iter().sum()).unwrap_or(0);
+                    if execs.is_some_and(|e| total >= e)
+                        || deadline.is_some_and(|d| Instant::now() > d)
+                    {
+                        break;
                     }
-                    let result = catch_unwind(AssertUnwindSafe(|| (t.run)(&input)));
-                    if let Ok(mut c) = current.lock() {
-                        c.since = None;
+                    let mut input = rng.pick(&corpus).clone();
+                    for _ in 0..=rng.below(3) {
+                        n += 1;
+                        input = mutate(&input, &dict, &mut rng, n);
                     }
-                    let failure = match result {
-                        Ok(Ok(())) => None,
-                        Ok(Err(why)) => Some(("wrong", why)),
-                        Err(p) => {
-                            let msg = p
-                                .downcast_ref::<String>()
-                                .cloned()
-                                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                                .unwrap_or_default();
-                            Some(("panic", msg))
+                    // An abort (a stack overflow) leaves the input behind here.
+                    if let Some(f) = &last {
+                        let _ = f.set_len(0);
+                        let _ = f.write_all_at(input.as_bytes(), 0);
+                    }
+                    for (i, t) in TARGETS.iter().enumerate() {
+                        if let Ok(mut c) = current.lock() {
+                            c.input.clone_from(&input);
+                            c.target = t.name;
+                            c.since = Some(Instant::now());
                         }
-                    };
-                    if let Ok(mut tl) = tally.lock() {
-                        tl.execs[i] += 1;
-                        if let Some((kind, why)) = failure {
-                            let path = save(&out, kind, t.name, &why, &input);
-                            tl.failures
-                                .push(format!("{kind} in {}: {why} ({path})", t.name));
+                        let began = Instant::now();
+                        let result = catch_unwind(AssertUnwindSafe(|| (t.run)(&input)));
+                        let took = began.elapsed();
+                        if let Ok(mut c) = current.lock() {
+                            c.since = None;
+                        }
+                        let failure = match result {
+                            Ok(Ok(())) => None,
+                            Ok(Err(why)) => Some(("wrong", why)),
+                            Err(p) => {
+                                let msg = p
+                                    .downcast_ref::<String>()
+                                    .cloned()
+                                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                                    .unwrap_or_default();
+                                Some(("panic", msg))
+                            }
+                        };
+                        if let Ok(mut tl) = tally.lock() {
+                            tl.execs[i] += 1;
+                            tl.secs[i] += took.as_secs_f64();
+                            if took > slow {
+                                let why = format!("{:.1} s", took.as_secs_f64());
+                                let path = save(&out, "slow", t.name, &why, &input);
+                                tl.slow.push(format!("slow in {}: {why} ({path})", t.name));
+                            }
+                            if let Some((kind, why)) = failure {
+                                let path = save(&out, kind, t.name, &why, &input);
+                                tl.failures
+                                    .push(format!("{kind} in {}: {why} ({path})", t.name));
+                            }
                         }
                     }
+                    // Mutants that verify are kept as seeds for further mutation.
+                    if cpflow::ir::parse(&input).is_ok() && corpus.len() < 20_000 {
+                        corpus.push(input);
+                    }
                 }
-                // Mutants that verify are kept as seeds for further mutation.
-                if cpflow::ir::parse(&input).is_ok() && corpus.len() < 20_000 {
-                    corpus.push(input);
+                if let Ok(mut t) = tally.lock() {
+                    t.done = true;
                 }
-            }
-            if let Ok(mut t) = tally.lock() {
-                t.done = true;
-            }
-        })
+            })
+    };
+    let Ok(worker) = worker else {
+        eprintln!("error: cannot start the worker thread");
+        return ExitCode::from(2);
     };
     let mut last_report = Instant::now();
     let verdict = loop {
@@ -281,8 +316,12 @@ fn main() -> ExitCode {
         return ExitCode::from(1);
     };
     let total: u64 = t.execs.iter().sum();
-    for (target, n) in TARGETS.iter().zip(&t.execs) {
-        println!("  {:<14} {n:>12} executions", target.name);
+    for ((target, n), s) in TARGETS.iter().zip(&t.execs).zip(&t.secs) {
+        println!(
+            "  {:<14} {n:>12} executions {s:>9.1} s ({:.0} µs each)",
+            target.name,
+            s * 1e6 / (*n).max(1) as f64
+        );
     }
     println!(
         "fuzz: {total} executions in {secs:.1} s ({:.0}/s), {} failures",
@@ -291,6 +330,16 @@ fn main() -> ExitCode {
     );
     for f in t.failures.iter().chain(verdict.iter()) {
         println!("  {f}");
+    }
+    if !t.slow.is_empty() {
+        println!(
+            "fuzz: {} inputs took more than {} s (not failures):",
+            t.slow.len(),
+            o.slow.as_secs()
+        );
+        for s in &t.slow {
+            println!("  {s}");
+        }
     }
     if t.failures.is_empty() && verdict.is_none() {
         ExitCode::SUCCESS

@@ -42,6 +42,7 @@
 //! group value), it assumes the wait completes every group, which only
 //! adds ordering.
 
+use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use petgraph::algo::tarjan_scc;
@@ -941,6 +942,10 @@ struct Graph {
     /// Each phase's node for peer CTAs' `.release.cluster` arrivals, which
     /// only an `.acquire.cluster` wait acquires.
     remote: BTreeMap<(Bar, i64), NodeIndex>,
+    /// The transitive closure along ordering edges ([0]) and along every
+    /// edge ([1]), one bitset row per node, built on first use; None when
+    /// the graph has a cycle.
+    closure: [OnceCell<Option<Vec<Vec<u64>>>>; 2],
 }
 
 impl Graph {
@@ -951,6 +956,7 @@ impl Graph {
             done: HashMap::new(),
             phases: BTreeMap::new(),
             remote: BTreeMap::new(),
+            closure: [OnceCell::new(), OnceCell::new()],
         };
         let mut inits: BTreeMap<Bar, usize> = BTreeMap::new();
         for e in roles.iter().flat_map(|(_, events)| events) {
@@ -1168,6 +1174,12 @@ impl Graph {
     /// `any`) along every edge (what must happen first in time).
     fn reach(&self, from: NodeIndex, any: bool) -> Vec<u64> {
         use petgraph::visit::EdgeRef;
+        if let Some(rows) = self.closure[usize::from(any)]
+            .get_or_init(|| self.close(any))
+            .as_ref()
+        {
+            return rows[from.index()].clone();
+        }
         let mut seen = vec![0u64; self.g.node_count().div_ceil(64)];
         let mut stack = vec![from];
         while let Some(n) = stack.pop() {
@@ -1180,6 +1192,34 @@ impl Graph {
             }
         }
         seen
+    }
+}
+
+impl Graph {
+    /// Every node's reachable set, row by row in reverse topological order
+    /// (a row is the union of its successors' rows and bits): linear in
+    /// edges times nodes / 64, instead of one search per node. None when
+    /// the graph has a cycle.
+    fn close(&self, any: bool) -> Option<Vec<Vec<u64>>> {
+        use petgraph::visit::EdgeRef;
+        let order = petgraph::algo::toposort(&self.g, None).ok()?;
+        let words = self.g.node_count().div_ceil(64);
+        let mut rows = vec![Vec::new(); self.g.node_count()];
+        for &n in order.iter().rev() {
+            let mut row = vec![0u64; words];
+            for e in self.g.edges_directed(n, Direction::Outgoing) {
+                if !(any || e.weight().orders) {
+                    continue;
+                }
+                let t = e.target().index();
+                row[t / 64] |= 1 << (t % 64);
+                for (w, x) in row.iter_mut().zip(&rows[t]) {
+                    *w |= *x;
+                }
+            }
+            rows[n.index()] = row;
+        }
+        Some(rows)
     }
 }
 
