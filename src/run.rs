@@ -127,10 +127,12 @@ pub fn run(a: RunArgs) -> ExitCode {
             Ok(n) if n as u64 <= cpflow_interp::MAX_MEMORY => {
                 inputs.buffers.insert(k, vec![0; n]);
             }
-            _ => return usage(format!(
+            _ => {
+                return usage(format!(
                 "`{v}` is not a buffer size (bytes, at most {}: the interpreter's memory limit)",
                 cpflow_interp::MAX_MEMORY
-            )),
+            ))
+            }
         }
     }
     for s in &a.inputs {

@@ -264,8 +264,7 @@ impl<'a> Engine<'a> {
     /// A generic read (`write == false`) or write of `m` at `at`.
     fn access(&mut self, st: &mut State, m: &Mem, at: Inst, write: bool) {
         let what = if write { "writes" } else { "reads" };
-        let ops: Vec<OpRec> = st.ops.iter().cloned().collect();
-        for r in &ops {
+        for r in st.ops.iter() {
             let issued = self.span(r.inst);
             if let Some(d) = &r.dst {
                 let (same, cross) = self.either_thread(m, d, r);
@@ -378,8 +377,7 @@ impl<'a> Engine<'a> {
         if let Some(d) = &dst {
             // The copy writes `d`: an earlier async op still reading it
             // (a bulk store whose `.read` wait is missing or too weak).
-            let ops: Vec<OpRec> = st.ops.iter().cloned().collect();
-            for r in &ops {
+            for r in st.ops.iter() {
                 if let Some(s) = &r.src {
                     let (same, cross) = self.either_thread(d, s, r);
                     if r.issuer == Issuer::InFlight && !r.seen && (same || cross) {
@@ -1043,16 +1041,20 @@ impl<'a> Engine<'a> {
             }
             Family::Await => {
                 if let Some(t) = data.args.first().and_then(|a| a.value()) {
-                    st.ops = std::mem::take(&mut st.ops)
-                        .into_iter()
-                        .map(|mut r| {
-                            if r.tok.contains(&t) {
-                                r.seen = true;
-                                r.issuer = Issuer::Done;
-                            }
-                            r
-                        })
+                    // Only the ops the token names change (a rebuild of
+                    // the whole set per await is quadratic in copies).
+                    let named: Vec<OpRec> = st
+                        .ops
+                        .iter()
+                        .filter(|r| r.tok.contains(&t))
+                        .cloned()
                         .collect();
+                    for mut r in named {
+                        st.ops.remove(&r);
+                        r.seen = true;
+                        r.issuer = Issuer::Done;
+                        st.ops.insert(r);
+                    }
                 }
             }
             Family::CpAsyncCommitGroup | Family::CpAsyncBulkCommitGroup => {

@@ -34,9 +34,11 @@
 //!
 //! Where it cannot unroll it says nothing: a condition, loop bound, barrier
 //! or phase it cannot evaluate (a branch on a value computed from kernel
-//! parameters alone included), more than [`MAX_STEPS`] instructions run, a
-//! barrier initialised twice, roles that disagree on how many barriers they
-//! pass, or more than [`MAX_NODES`] events. Integer kernel parameters are
+//! parameters alone included), a barrier initialised twice, or roles that
+//! disagree on how many barriers they pass. Past its budget (more than
+//! [`MAX_STEPS`] instructions run, [`MAX_NODES`] events or [`MAX_PAIRS`]
+//! pairs of accesses to compare) it stops with warning W1004, which names
+//! what is not proved. Integer kernel parameters are
 //! taken to be [`PARAM_VALUE`] (as trip counts) and polls to succeed.
 //! Where it cannot tell which wait completes an async-group (a wait on a
 //! group value), it assumes the wait completes every group, which only
@@ -45,7 +47,7 @@
 use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use petgraph::algo::tarjan_scc;
+use petgraph::algo::kosaraju_scc;
 use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::visit::EdgeFiltered;
 use petgraph::Direction;
@@ -66,12 +68,20 @@ pub const PARAM_VALUE: i64 = 16;
 pub const MAX_STEPS: usize = 400_000;
 /// The most events (over all roles) that are analysed.
 pub const MAX_NODES: usize = 12_000;
+/// The most pairs of accesses whose ordering is compared.
+pub const MAX_PAIRS: usize = 200_000;
 /// The most CTAs of a cluster that are unrolled.
 const MAX_CTAS: i64 = 16;
 const HUGE: i64 = 1 << 40;
 
-/// The analysis cannot place something; it reports nothing for the kernel.
-struct GiveUp;
+/// Why the analysis stops for a kernel.
+enum GiveUp {
+    /// It cannot place something; it reports nothing for the kernel.
+    Unknown,
+    /// The kernel is past a budget ([`MAX_STEPS`], [`MAX_NODES`],
+    /// [`MAX_PAIRS`]); it reports W1004, saying what is not proved.
+    Budget,
+}
 
 /// One representative thread.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -177,14 +187,27 @@ struct Event {
 /// that involve an instruction whose span starts at an offset in `known`
 /// (already reported by another analysis).
 pub fn check(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Vec<Diagnostic> {
-    analyse(k, syms, known).unwrap_or_default()
+    match analyse(k, syms, known) {
+        Ok(found) => found,
+        Err(GiveUp::Unknown) => Vec::new(),
+        Err(GiveUp::Budget) => vec![Diagnostic::warning(
+            "W1004",
+            "the cross-thread analysis stopped at its budget: races between threads are not proved absent",
+            k.span,
+        )
+        .with_label("this kernel unrolls past the analysis budget")
+        .with_help("use smaller constant trip counts or split the kernel to have its cross-thread ordering checked")
+        .with_note(format!(
+            "not proved: E1001, E1003, E1005, E1006, E1008, E1011 and E1017 between threads, and cross-thread deadlocks; the budget is {MAX_STEPS} instructions, {MAX_NODES} events and {MAX_PAIRS} pairs of accesses (docs/limits.md)"
+        ))],
+    }
 }
 
 fn analyse(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Result<Vec<Diagnostic>, GiveUp> {
     let dims = k.cluster.map_or([1, 1, 1], |c| c.map(i64::from));
     let ctas = dims.iter().product::<i64>();
     if ctas > MAX_CTAS {
-        return Err(GiveUp);
+        return Err(GiveUp::Unknown);
     }
     let tids = representative_tids(k, syms);
     let max_tid = syms.bounds.max_tid.unwrap_or(MAX_TID);
@@ -201,7 +224,7 @@ fn analyse(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Result<Vec<Diagnos
             budget = left;
             total += events.len();
             if total > MAX_NODES {
-                return Err(GiveUp);
+                return Err(GiveUp::Budget);
             }
             let range = (
                 tid,
@@ -232,7 +255,7 @@ fn analyse(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Result<Vec<Diagnos
         return Ok(deadlocks);
     }
     let mut out = report.run_ahead();
-    out.extend(report.races(&syms.bounds));
+    out.extend(report.races(&syms.bounds)?);
     Ok(out)
 }
 
@@ -363,16 +386,16 @@ impl<'a> Tracer<'a> {
     fn region(&mut self, r: Region) -> Result<Vec<Option<i64>>, GiveUp> {
         let k = self.k;
         for &inst in &k.regions[r].insts {
-            self.budget = self.budget.checked_sub(1).ok_or(GiveUp)?;
+            self.budget = self.budget.checked_sub(1).ok_or(GiveUp::Budget)?;
             let data = &k.insts[inst];
             match &data.op {
                 Op::Yield => return Ok(data.args.iter().map(|a| self.val(*a)).collect()),
                 Op::If => {
-                    let c = data.args.first().ok_or(GiveUp)?;
+                    let c = data.args.first().ok_or(GiveUp::Unknown)?;
                     if c.value().is_some_and(|v| self.assumed[v.index()]) {
-                        return Err(GiveUp);
+                        return Err(GiveUp::Unknown);
                     }
-                    let c = self.val(*c).ok_or(GiveUp)?;
+                    let c = self.val(*c).ok_or(GiveUp::Unknown)?;
                     let out = match data.regions.get(usize::from(c == 0)) {
                         Some(&branch) => self.region(branch)?,
                         None => Vec::new(),
@@ -386,7 +409,7 @@ impl<'a> Tracer<'a> {
                 _ => self.inst(inst)?,
             }
             if self.events.len() > MAX_NODES {
-                return Err(GiveUp);
+                return Err(GiveUp::Budget);
             }
         }
         Ok(Vec::new())
@@ -395,10 +418,15 @@ impl<'a> Tracer<'a> {
     fn for_loop(&mut self, inst: Inst) -> Result<(), GiveUp> {
         let k = self.k;
         let data = &k.insts[inst];
-        let bound = |i: usize| data.args.get(i).and_then(|a| self.val(*a)).ok_or(GiveUp);
+        let bound = |i: usize| {
+            data.args
+                .get(i)
+                .and_then(|a| self.val(*a))
+                .ok_or(GiveUp::Unknown)
+        };
         let (lo, hi, step) = (bound(0)?, bound(1)?, bound(2)?);
         if step <= 0 {
-            return Err(GiveUp);
+            return Err(GiveUp::Unknown);
         }
         let span = i128::from(hi) - i128::from(lo);
         let trips = if span > 0 {
@@ -408,7 +436,7 @@ impl<'a> Tracer<'a> {
         };
         // Each iteration runs at least one instruction of the budget.
         if trips > self.budget as i128 {
-            return Err(GiveUp);
+            return Err(GiveUp::Budget);
         }
         let body = data.regions[0];
         let args = &k.regions[body].args;
@@ -421,7 +449,7 @@ impl<'a> Tracer<'a> {
             let iv = t
                 .checked_mul(step)
                 .and_then(|x| x.checked_add(lo))
-                .ok_or(GiveUp)?;
+                .ok_or(GiveUp::Unknown)?;
             self.vals[args[0].index()] = Some(iv);
             for (a, v) in args.iter().skip(1).zip(&carried) {
                 self.vals[a.index()] = *v;
@@ -561,26 +589,26 @@ impl<'a> Tracer<'a> {
 
     fn bar(&self, a: Arg, ptr: &Sym) -> Result<Bar, GiveUp> {
         let Sym::Ptr(base, off) = ptr else {
-            return Err(GiveUp);
+            return Err(GiveUp::Unknown);
         };
         let (alloc, remote) = match base {
             Base::Shared(id) => (*id, false),
             Base::Remote(id) => (*id, true),
-            _ => return Err(GiveUp),
+            _ => return Err(GiveUp::Unknown),
         };
         let off = self.pin(off, true).and_then(|o| o.as_const());
         match (self.cta(a, remote), off) {
             (Some(cta), Some(off)) => Ok(Bar { cta, alloc, off }),
-            _ => Err(GiveUp),
+            _ => Err(GiveUp::Unknown),
         }
     }
 
     fn phase(&self, a: Arg) -> Result<(Bar, i64), GiveUp> {
         let Sym::Phase { bar, idx } = self.syms.arg(a) else {
-            return Err(GiveUp);
+            return Err(GiveUp::Unknown);
         };
         let q = self.pin(&idx, true).and_then(|q| q.as_const());
-        Ok((self.bar(a, &bar)?, q.ok_or(GiveUp)?))
+        Ok((self.bar(a, &bar)?, q.ok_or(GiveUp::Unknown)?))
     }
 
     /// Records a table instruction's event; the value of its result (a
@@ -589,7 +617,7 @@ impl<'a> Tracer<'a> {
         let k = self.k;
         let data = &k.insts[inst];
         let has = |q: &str| p.quals.iter().any(|x| x.spelling() == q);
-        let first = || data.args.first().copied().ok_or(GiveUp);
+        let first = || data.args.first().copied().ok_or(GiveUp::Unknown);
         let step = match p.family {
             Family::CpAsync | Family::Copy => {
                 let n = data.args.get(2).and_then(|a| self.val(*a));
@@ -685,7 +713,7 @@ impl<'a> Tracer<'a> {
     /// A bulk copy, bulk reduction or `red.async`: the bytes it writes (in
     /// every CTA of a multicast mask), reads, and how it completes.
     fn bulk(&self, p: &PtxOp, data: &InstData) -> Result<Step, GiveUp> {
-        let variant = p.variant().ok_or(GiveUp)?;
+        let variant = p.variant().ok_or(GiveUp::Unknown)?;
         let operand = |name: &str| {
             let b = variant.bind_operands(&p.quals, data.args.len()).ok()?;
             b.one(variant.operand(name)?)
@@ -700,11 +728,13 @@ impl<'a> Tracer<'a> {
         } else {
             data.args.get(2).and_then(|a| self.val(*a))
         };
-        let dst = data.args.first().ok_or(GiveUp)?;
+        let dst = data.args.first().ok_or(GiveUp::Unknown)?;
         let mut writes: Vec<Bytes> = self.bytes(*dst, size).into_iter().collect();
         let ranks: Option<Vec<i64>> = if p.quals.iter().any(|q| q.spelling().contains("multicast"))
         {
-            let mask = operand("ctaMask").and_then(|a| self.val(a)).ok_or(GiveUp)?;
+            let mask = operand("ctaMask")
+                .and_then(|a| self.val(a))
+                .ok_or(GiveUp::Unknown)?;
             Some((0..16).filter(|r| mask >> r & 1 == 1).collect())
         } else {
             None
@@ -730,7 +760,7 @@ impl<'a> Tracer<'a> {
                     .args
                     .iter()
                     .find(|a| matches!(self.syms.arg(**a), Sym::Phase { .. }))
-                    .ok_or(GiveUp)?;
+                    .ok_or(GiveUp::Unknown)?;
                 let (bar, q) = self.phase(*a)?;
                 let bars = match ranks {
                     Some(ranks) => ranks.into_iter().map(|cta| Bar { cta, ..bar }).collect(),
@@ -965,7 +995,7 @@ impl Graph {
             }
         }
         if inits.values().any(|&n| n > 1) {
-            return Err(GiveUp);
+            return Err(GiveUp::Unknown);
         }
         let mut cta_barriers: BTreeMap<(i64, usize), NodeIndex> = BTreeMap::new();
         let mut cluster_barriers: BTreeMap<usize, NodeIndex> = BTreeMap::new();
@@ -1126,7 +1156,7 @@ impl Graph {
             .windows(2)
             .all(|w| w[0].1[1..] == w[1].1[1..] && (w[0].0 != w[1].0 || w[0].1[0] == w[1].1[0]));
         if !agree {
-            return Err(GiveUp);
+            return Err(GiveUp::Unknown);
         }
         // Phase q completes after phase q - 1, and a peer's arrival is one
         // of the arrivals the phase needs.
@@ -1303,7 +1333,8 @@ impl Report<'_> {
     fn deadlocks(&self) -> Vec<Diagnostic> {
         let blocking = EdgeFiltered::from_fn(&self.g.g, |e| e.weight().blocks);
         let mut out: BTreeMap<Inst, (usize, Diagnostic)> = BTreeMap::new();
-        for scc in tarjan_scc(&blocking) {
+        // Kosaraju's search is iterative: a long cycle does not deepen the stack.
+        for scc in kosaraju_scc(&blocking) {
             if scc.len() < 2 {
                 continue;
             }
@@ -1482,8 +1513,9 @@ impl Report<'_> {
         out
     }
 
-    /// Each pair of conflicting accesses by two roles that nothing orders.
-    fn races(&self, bounds: &Bounds) -> Vec<Diagnostic> {
+    /// Each pair of conflicting accesses by two roles that nothing orders;
+    /// more than [`MAX_PAIRS`] pairs to compare is over budget.
+    fn races(&self, bounds: &Bounds) -> Result<Vec<Diagnostic>, GiveUp> {
         let mut accesses = self.accesses();
         if self.roles.len() == 1 {
             // One role: only pairs of its async ops can conflict here.
@@ -1544,8 +1576,13 @@ impl Report<'_> {
         let inst = |a: &Access| self.event(a.role, a.event).inst;
         let mut seen: BTreeSet<(Inst, Inst)> = BTreeSet::new();
         let mut out = Sites::default();
+        let mut pairs = 0usize;
         for bucket in buckets.values() {
             for (i, &a) in bucket.iter().enumerate() {
+                pairs = pairs.saturating_add(bucket.len() - i - 1);
+                if pairs > MAX_PAIRS {
+                    return Err(GiveUp::Budget);
+                }
                 for &b in &bucket[i + 1..] {
                     // Within a role, program order relates the accesses but
                     // not the completion of its async ops: only those count.
@@ -1622,7 +1659,7 @@ impl Report<'_> {
                 }
             }
         }
-        out.into_diagnostics()
+        Ok(out.into_diagnostics())
     }
 
     /// E1006 for a generic write another thread's async op reads unfenced.
