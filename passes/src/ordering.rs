@@ -446,6 +446,8 @@ impl<'a> Tracer<'a> {
         let mut carried: Vec<Option<i64>> =
             data.args.iter().skip(3).map(|a| self.val(*a)).collect();
         for t in 0..trips as i64 {
+            // An iteration costs a step even when its body is empty.
+            self.budget = self.budget.checked_sub(1).ok_or(GiveUp::Budget)?;
             let iv = t
                 .checked_mul(step)
                 .and_then(|x| x.checked_add(lo))
