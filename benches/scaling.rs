@@ -120,6 +120,8 @@ fn exponent(points: &[(usize, f64)]) -> f64 {
 }
 
 type Stage = (&'static str, fn(&str));
+/// A shape: its name, its generator and its smallest size.
+type Shape = (&'static str, fn(usize) -> String, usize);
 
 fn check(text: &str) {
     std::hint::black_box(cpflow::check(text));
@@ -141,7 +143,7 @@ fn lower(text: &str) {
 }
 
 fn main() {
-    let shapes: &[(&str, fn(usize) -> String, usize)] = &[
+    let shapes: &[Shape] = &[
         ("overlapping copies", overlapping, 250),
         ("abstract copies", abstract_copies, 1000),
         ("phase in a loop (trips)", loop_phases, 256),
