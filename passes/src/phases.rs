@@ -538,9 +538,11 @@ impl Walk<'_> {
         let mut envs: Vec<Vec<(Inst, i64)>> = vec![Vec::new()];
         for &l in &s.loops {
             let (lo, trips, step) = self.constant_loop(l)?;
-            // The cap is tested on the trip count, before any value is made.
-            if i64::try_from(envs.len())
-                .map_or(true, |e| e.saturating_mul(trips) > MAX_INSTANCES as i64)
+            // The cap is tested on the trip count, before any value is made
+            // (alone too: an earlier loop of no trips leaves no env).
+            let cap = MAX_INSTANCES as i64;
+            if trips > cap
+                || i64::try_from(envs.len()).map_or(true, |e| e.saturating_mul(trips) > cap)
             {
                 return None;
             }
