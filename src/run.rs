@@ -181,10 +181,15 @@ pub fn run(a: RunArgs, rep: &mut Reporter) -> ExitCode {
             Err(e) => return usage(e),
         };
         match v.parse::<usize>() {
-            Ok(n) if n <= 1 << 30 => {
+            Ok(n) if n as u64 <= cpflow_interp::MAX_MEMORY => {
                 inputs.buffers.insert(k, vec![0; n]);
             }
-            _ => return usage(format!("`{v}` is not a buffer size (bytes, at most 1 GiB)")),
+            _ => {
+                return usage(format!(
+                "`{v}` is not a buffer size (bytes, at most {}: the interpreter's memory limit)",
+                cpflow_interp::MAX_MEMORY
+            ))
+            }
         }
     }
     for s in &a.inputs {

@@ -126,6 +126,10 @@ pub const MAX_THREADS: u32 = 1 << 16;
 /// Most bytes of global buffers and shared memory (all CTAs) per launch;
 /// every byte also carries about 40 bytes of shadow state.
 pub const MAX_MEMORY: u64 = 16 << 20;
+/// Most bytes of per-launch bookkeeping besides memory: the vector clocks of
+/// threads, CTAs, clusters and mbarrier objects (each as long as a cluster's
+/// threads x 4 plus its mbarrier objects) and every thread's SSA values.
+pub const MAX_STATE: u64 = 256 << 20;
 /// Default bound on executed instructions per run.
 pub const DEFAULT_STEP_LIMIT: u64 = 200_000_000;
 
@@ -135,6 +139,38 @@ fn launch_error(module: &Module, msg: String) -> Diagnostic {
         .first()
         .map_or(module.target_span, |k| k.span);
     Diagnostic::error("U0002", msg, span).with_label("cannot launch this kernel")
+}
+
+/// The bytes [`Machine::new`] sets aside for clocks and values (before
+/// memory): every clock has one `u32` per thread component (4 per thread)
+/// and per mbarrier object of a cluster; there is one clock per thread, CTA
+/// and mbarrier object (4 for an mbarrier), two per cluster.
+fn state_bytes(kernel: &cpflow_ir::Kernel, ctas: u32, threads: u32, cluster: u32) -> u64 {
+    use cpflow_ir::ir::SharedKind;
+    let slots: u64 = kernel
+        .shared
+        .iter()
+        .map(|(_, a)| match a.kind {
+            SharedKind::Mbarriers(n) => u64::from(n),
+            SharedKind::Bytes(_) => 0,
+        })
+        .sum();
+    let (ctas, threads, cluster) = (u64::from(ctas), u64::from(threads), u64::from(cluster));
+    let clock_len = cluster
+        .saturating_mul(threads.saturating_mul(4).saturating_add(slots))
+        .saturating_mul(4);
+    let clocks = ctas
+        .saturating_mul(
+            threads
+                .saturating_add(1)
+                .saturating_add(slots.saturating_mul(4)),
+        )
+        .saturating_add(ctas / cluster.max(1) * 2);
+    let values = ctas
+        .saturating_mul(threads)
+        .saturating_mul(kernel.values.len() as u64)
+        .saturating_mul(std::mem::size_of::<Val>() as u64);
+    clocks.saturating_mul(clock_len).saturating_add(values)
 }
 
 /// Runs a verified kernel of `module` under `schedule`.
@@ -283,16 +319,26 @@ fn launch_run(
         .shared
         .iter()
         .map(|(_, a)| a.size_bytes())
-        .sum::<u64>()
-        * u64::from(launch.ctas);
-    if global as u64 + shared > MAX_MEMORY {
+        .fold(0u64, u64::saturating_add)
+        .saturating_mul(u64::from(launch.ctas));
+    let memory = (global as u64).saturating_add(shared);
+    if memory > MAX_MEMORY {
         return Err(launch_error(
             module,
             format!(
-                "the launch needs {} bytes of memory; the interpreter allows {MAX_MEMORY}",
-                global as u64 + shared
+                "the launch needs {memory} bytes of memory; the interpreter allows {MAX_MEMORY}"
             ),
         ));
+    }
+    let state = state_bytes(kernel, launch.ctas, launch.threads, cluster);
+    if state > MAX_STATE {
+        return Err(launch_error(
+            module,
+            format!(
+                "the launch needs {state} bytes of vector clocks and thread state; the interpreter allows {MAX_STATE}"
+            ),
+        )
+        .with_help("run fewer threads, smaller clusters or fewer mbarrier objects"));
     }
     let mut buffers = Vec::new();
     let mut scalars = Vec::new();

@@ -295,8 +295,11 @@ pub struct Machine<'a> {
     trace: Option<Recorder>,
 }
 
+/// Whether byte ranges `(start, len)` overlap; in i128, so a start near
+/// the end of the i64 range does not wrap.
 fn overlap(a: (i64, u64), b: (i64, u64)) -> bool {
-    a.0 < b.0 + b.1 as i64 && b.0 < a.0 + a.1 as i64
+    let (a0, b0) = (i128::from(a.0), i128::from(b.0));
+    a0 < b0 + i128::from(b.1) && b0 < a0 + i128::from(a.1)
 }
 
 impl<'a> Machine<'a> {

@@ -15,7 +15,7 @@
 
 use cpflow_ir::types::Scalar;
 
-use crate::{Inputs, Launch, ScalarArg, Schedule};
+use crate::{Inputs, Launch, ScalarArg, Schedule, MAX_MEMORY};
 
 /// How a buffer is filled before a launch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,6 +31,13 @@ pub enum Fill {
 }
 
 impl Fill {
+    /// The buffer's size in bytes.
+    pub fn size(self) -> usize {
+        match self {
+            Fill::Pattern(n) | Fill::Zero(n) | Fill::F32(n) | Fill::U32(n, _) => n,
+        }
+    }
+
     /// The buffer's initial bytes.
     pub fn bytes(self) -> Vec<u8> {
         match self {
@@ -123,6 +130,20 @@ pub fn parse_line(line: &str) -> Result<RunLine, String> {
             .ok_or_else(|| format!("`{w}` is not key=value"))?;
         if let Some(name) = k.strip_prefix('%') {
             if let Some((fill, dtype)) = parse_fill(v) {
+                // The launch's limit is tested before any byte is made.
+                let others: usize = out
+                    .inputs
+                    .buffers
+                    .iter()
+                    .filter(|(n, _)| *n != name)
+                    .map(|(_, b)| b.len())
+                    .sum();
+                if fill.size() as u64 > MAX_MEMORY.saturating_sub(others as u64) {
+                    return Err(format!(
+                        "buffer `%{name}` of {} bytes: a launch's buffers hold at most {MAX_MEMORY} bytes in all (the interpreter's memory limit)",
+                        fill.size()
+                    ));
+                }
                 out.inputs.buffers.insert(name.into(), fill.bytes());
                 if let Some(d) = dtype {
                     out.float_buffers.push((name.into(), d));
@@ -171,5 +192,8 @@ mod tests {
             ]
         );
         assert!(parse_line("@k 1x1 %a=bogus:1").is_err());
+        let huge = parse_line("@k 1x1 %a=zero:18446744073709551615").unwrap_err();
+        assert!(huge.contains("memory limit"), "{huge}");
+        assert!(parse_line("@k 1x1 %a=zero:16777216 %b=1b").is_err());
     }
 }

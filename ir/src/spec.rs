@@ -498,6 +498,9 @@ pub enum OperandKind {
     WaitTarget,
     /// One token.
     Token,
+    /// What `await` names: a copy's token, or the completion handle
+    /// (`group`, `bulk_group`, `phase`) `select` turned it into.
+    Awaited,
 }
 
 /// When an operand is present.
@@ -1412,7 +1415,7 @@ pub static VARIANTS: &[Variant] = &[
     Variant {
         family: Family::Await,
         form: "await",
-        operands: &[operand("token", K::Token)],
+        operands: &[operand("token", K::Awaited)],
         gate: gate(7, 0, 80),
         source: None,
         ..BASE

@@ -24,6 +24,10 @@ use crate::types::{Scalar, Space, Type};
 /// The most threads a CTA can have (every `sm_` target cpflow knows).
 pub const MAX_BLOCK_THREADS: u64 = 1024;
 
+/// The most shared memory a kernel may declare (227 KiB, the largest
+/// per-CTA shared memory of any sm target).
+pub const MAX_SHARED_BYTES: u64 = 227 * 1024;
+
 /// Every code the verifier emits, with a one-line summary (the docs page and
 /// a test that each code has a case are generated from this list).
 pub const CODES: &[(&str, &str)] = &[
@@ -300,8 +304,35 @@ impl Verifier<'_> {
                 );
             }
         }
+        self.shared_total(k);
         self.region(k.body, None);
         GroupChecker::new(k, self.diags).run();
+    }
+
+    /// E0105 when a kernel's shared allocations, laid out in declaration
+    /// order at their alignments, pass [`MAX_SHARED_BYTES`].
+    fn shared_total(&mut self, k: &Kernel) {
+        let mut end = 0u64;
+        for (_, s) in k.shared.iter() {
+            let align = u64::from(s.align.max(1));
+            end = end
+                .div_ceil(align)
+                .saturating_mul(align)
+                .saturating_add(s.size_bytes());
+            if end > MAX_SHARED_BYTES {
+                self.push(
+                    Diagnostic::error(
+                        "E0105",
+                        format!("the kernel's shared memory reaches {end} bytes at this allocation"),
+                        s.span,
+                    )
+                    .with_label(format!("past the {MAX_SHARED_BYTES}-byte limit"))
+                    .with_help("no sm target gives a CTA more than 227 KiB of shared memory: make the allocations smaller")
+                    .with_note("sm_90 and sm_100 allow 227 KiB of shared memory per CTA (the CUDA programming guide's table of compute capabilities); cpflow's limit is the largest of any target"),
+                );
+                return;
+            }
+        }
     }
 
     /// Checks a region; `parent` is the `for`/`if` owning it (None at top level).
@@ -1032,6 +1063,10 @@ impl Verifier<'_> {
                 ty == Some(want) || imm.is_some()
             }
             OperandKind::Tokens | OperandKind::Token => ty == Some(Type::Token),
+            OperandKind::Awaited => matches!(
+                ty,
+                Some(Type::Token | Type::Group | Type::BulkGroup | Type::Phase(_))
+            ),
             OperandKind::WaitTarget => {
                 let group = match variant.family {
                     Family::CpAsyncBulkWaitGroup => Type::BulkGroup,
@@ -1103,6 +1138,7 @@ impl Verifier<'_> {
             OperandKind::SrcSizeOrIgnore => "an `i32` src-size or an `i1` ignore-src".to_string(),
             OperandKind::RedValue => "a value of the reduction's `.type`".to_string(),
             OperandKind::Tokens | OperandKind::Token => "a `token`".to_string(),
+            OperandKind::Awaited => "a `token` or a completion handle".to_string(),
             OperandKind::WaitTarget => match variant.family {
                 Family::CpAsyncBulkWaitGroup => "a `bulk_group` or an immediate N".to_string(),
                 _ => "a `group` or an immediate N".to_string(),
@@ -1303,7 +1339,7 @@ impl Verifier<'_> {
                     .cluster
                     .map_or(1, |[x, y, z]| x.saturating_mul(y).saturating_mul(z));
                 if let Some(m) = k.const_int(mask) {
-                    if size < 16 && (m >> size) != 0 {
+                    if (1..16).contains(&size) && (m >> size) != 0 {
                         let rank = 63 - (m >> size).leading_zeros() + size;
                         self.push(
                             Diagnostic::error("E0404", format!("multicast mask names CTA rank {rank}, but the cluster has {size} CTA{}", if size == 1 { "" } else { "s" }), mask.span)
@@ -1446,7 +1482,7 @@ fn sem_scope_help(p: &PtxOp) -> String {
 /// How to fix a bulk size `s` that is not a multiple of 16.
 fn bulk_size_help(s: i64) -> String {
     let down = s - s.rem_euclid(16);
-    let up = down + 16;
+    let up = i128::from(down) + 16;
     if down > 0 {
         format!("use a multiple of 16: {down}, or {up} with the buffers padded")
     } else {

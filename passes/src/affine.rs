@@ -355,6 +355,9 @@ fn gcd(a: i64, b: i64) -> i64 {
     }
 }
 
+/// The largest magnitude [`disjoint`] computes with: 2^40.
+const LARGE: u64 = 1 << 40;
+
 /// Proves that `[a, a + sa)` and `[b, b + sb)` are disjoint for every value
 /// of the atoms. With `distinct_threads`, `a` belongs to the analysed thread
 /// and `b` (already renamed with [`Affine::other_thread`]) to another one,
@@ -367,6 +370,14 @@ pub fn disjoint(
     distinct_threads: bool,
     bnd: &Bounds,
 ) -> bool {
+    // Offsets and sizes past 2^40 bytes address no memory; arithmetic on
+    // them could overflow: such accesses are not proved disjoint.
+    let small = |e: &Affine| {
+        e.c.unsigned_abs() < LARGE && e.terms.values().all(|k| k.unsigned_abs() < LARGE)
+    };
+    if !(small(a) && small(b) && sa.unsigned_abs() < LARGE && sb.unsigned_abs() < LARGE) {
+        return false;
+    }
     let thread_under_mod = |e: &Affine| {
         e.mentions(&|x| match x {
             Atom::Mod(i, _) | Atom::Div(i, _) => {
@@ -407,7 +418,11 @@ pub fn disjoint(
                 if let Some(delta) = x.sub(y).as_const() {
                     let r = delta.rem_euclid(*m);
                     let k = mods[i].1;
-                    choices.push(if r == 0 { [0, 0] } else { [r * k, (r - m) * k] });
+                    choices.push(if r == 0 {
+                        [0, 0]
+                    } else {
+                        [r.saturating_mul(k), (r - m).saturating_mul(k)]
+                    });
                     rest.terms.remove(&mods[i].0);
                     rest.terms.remove(&mods[j].0);
                     used[i] = true;
@@ -462,7 +477,10 @@ pub fn disjoint(
     // whole interval between them).
     let mut offs: Vec<i64> = vec![0];
     for c in &choices {
-        offs = offs.iter().flat_map(|o| [o + c[0], o + c[1]]).collect();
+        offs = offs
+            .iter()
+            .flat_map(|o| [o.saturating_add(c[0]), o.saturating_add(c[1])])
+            .collect();
         if offs.len() > 4096 {
             return false;
         }
@@ -477,14 +495,14 @@ pub fn disjoint(
         let Some((lo, hi)) = bnd.range(&a) else {
             continue;
         };
-        let count = usize::try_from(hi - lo + 1).unwrap_or(usize::MAX);
+        let count = usize::try_from(hi.saturating_sub(lo).saturating_add(1)).unwrap_or(usize::MAX);
         if count > 64 || offs.len().saturating_mul(count) > 4096 {
             continue;
         }
         rest.terms.remove(&a);
         offs = offs
             .iter()
-            .flat_map(|o| (lo..=hi).map(move |v| o + k * v))
+            .flat_map(|o| (lo..=hi).map(move |v| o.saturating_add(k.saturating_mul(v))))
             .collect();
     }
     offs.sort_unstable();
@@ -493,7 +511,7 @@ pub fn disjoint(
         return false;
     };
     for off in offs {
-        let (lo, hi) = (rlo + off, rhi + off);
+        let (lo, hi) = (rlo.saturating_add(off), rhi.saturating_add(off));
         let overlaps = |lo: i64, hi: i64| lo < hi_gap && hi > lo_gap;
         match delta {
             None => {
@@ -508,13 +526,13 @@ pub fn disjoint(
                 // lo + k n < hi_gap and hi + k n > lo_gap  =>  n in an open interval.
                 let (nlo, nhi) = if k > 0 {
                     (
-                        (lo_gap - hi).div_euclid(ka) + 1,
-                        (hi_gap - lo - 1).div_euclid(ka),
+                        lo_gap.saturating_sub(hi).div_euclid(ka) + 1,
+                        hi_gap.saturating_sub(lo).saturating_sub(1).div_euclid(ka),
                     )
                 } else {
                     (
-                        -((hi_gap - lo - 1).div_euclid(ka)),
-                        -((lo_gap - hi).div_euclid(ka) + 1),
+                        -(hi_gap.saturating_sub(lo).saturating_sub(1).div_euclid(ka)),
+                        -(lo_gap.saturating_sub(hi).div_euclid(ka) + 1),
                     )
                 };
                 let (nlo, nhi) = (nlo.max(-span), nhi.min(span));

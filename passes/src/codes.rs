@@ -68,4 +68,8 @@ pub const CODES: &[(&str, &str)] = &[
     ("W1001", "wait stronger than any use needs (lost overlap)"),
     ("W1002", "redundant `fence.proxy.async`"),
     ("W1003", "redundant wait: nothing is pending"),
+    (
+        "W1004",
+        "the cross-thread analysis stopped at its budget: races not proved absent",
+    ),
 ];

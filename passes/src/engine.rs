@@ -16,6 +16,7 @@ use cpflow_ir::spec::{Completion, Family, Qual};
 use cpflow_ir::types::{Scalar, Type};
 
 use crate::affine::{disjoint, Affine, Atom};
+use crate::sites::Sites;
 use crate::state::{Init, Issuer, Kind, Mem, OpRec, State};
 use crate::values::{intersect, is_sreg, mapa_of, Base, Sym, Syms};
 
@@ -35,7 +36,7 @@ pub struct Engine<'a> {
     conds: Vec<(Value, bool)>,
     loops: Vec<Inst>,
     report: bool,
-    diags: BTreeMap<(u32, &'static str, u32), Diagnostic>,
+    diags: Sites,
     /// For each wait: the shallowest depth a later use needed, and its N.
     demand: BTreeMap<Inst, u32>,
     wait_n: BTreeMap<Inst, u32>,
@@ -139,7 +140,7 @@ impl<'a> Engine<'a> {
             conds: Vec::new(),
             loops: Vec::new(),
             report: false,
-            diags: BTreeMap::new(),
+            diags: Sites::default(),
             demand: BTreeMap::new(),
             wait_n: BTreeMap::new(),
             waited_bars,
@@ -154,15 +155,12 @@ impl<'a> Engine<'a> {
         self.region(self.k.body, &mut st);
         self.at_exit(&st);
         self.lint_waits();
-        self.diags.into_values().collect()
+        self.diags.into_diagnostics()
     }
 
     fn emit(&mut self, d: Diagnostic) {
         if self.report {
-            let second = d.secondary.first().map_or(0, |s| s.span.start);
-            self.diags
-                .entry((d.span.start, d.code, second))
-                .or_insert(d);
+            self.diags.add(d);
         }
     }
 
@@ -270,8 +268,7 @@ impl<'a> Engine<'a> {
     /// A generic read (`write == false`) or write of `m` at `at`.
     fn access(&mut self, st: &mut State, m: &Mem, at: Inst, write: bool) {
         let what = if write { "writes" } else { "reads" };
-        let ops: Vec<OpRec> = st.ops.iter().cloned().collect();
-        for r in &ops {
+        for r in st.ops.iter() {
             let issued = self.span(r.inst);
             if let Some(d) = &r.dst {
                 let (same, cross) = self.either_thread(m, d, r);
@@ -384,8 +381,7 @@ impl<'a> Engine<'a> {
         if let Some(d) = &dst {
             // The copy writes `d`: an earlier async op still reading it
             // (a bulk store whose `.read` wait is missing or too weak).
-            let ops: Vec<OpRec> = st.ops.iter().cloned().collect();
-            for r in &ops {
+            for r in st.ops.iter() {
                 if let Some(s) = &r.src {
                     let (same, cross) = self.either_thread(d, s, r);
                     if r.issuer == Issuer::InFlight && !r.seen && (same || cross) {
@@ -1049,16 +1045,20 @@ impl<'a> Engine<'a> {
             }
             Family::Await => {
                 if let Some(t) = data.args.first().and_then(|a| a.value()) {
-                    st.ops = std::mem::take(&mut st.ops)
-                        .into_iter()
-                        .map(|mut r| {
-                            if r.tok.contains(&t) {
-                                r.seen = true;
-                                r.issuer = Issuer::Done;
-                            }
-                            r
-                        })
+                    // Only the ops the token names change (a rebuild of
+                    // the whole set per await is quadratic in copies).
+                    let named: Vec<OpRec> = st
+                        .ops
+                        .iter()
+                        .filter(|r| r.tok.contains(&t))
+                        .cloned()
                         .collect();
+                    for mut r in named {
+                        st.ops.remove(&r);
+                        r.seen = true;
+                        r.issuer = Issuer::Done;
+                        st.ops.insert(r);
+                    }
                 }
             }
             Family::CpAsyncCommitGroup | Family::CpAsyncBulkCommitGroup => {

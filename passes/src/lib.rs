@@ -19,6 +19,7 @@ pub mod db;
 pub mod engine;
 pub mod ordering;
 pub mod phases;
+pub mod sites;
 pub mod state;
 pub mod transform;
 pub mod values;

@@ -34,17 +34,20 @@
 //!
 //! Where it cannot unroll it says nothing: a condition, loop bound, barrier
 //! or phase it cannot evaluate (a branch on a value computed from kernel
-//! parameters alone included), more than [`MAX_STEPS`] instructions run, a
-//! barrier initialised twice, roles that disagree on how many barriers they
-//! pass, or more than [`MAX_NODES`] events. Integer kernel parameters are
+//! parameters alone included), a barrier initialised twice, or roles that
+//! disagree on how many barriers they pass. Past its budget (more than
+//! [`MAX_STEPS`] instructions run, [`MAX_NODES`] events or [`MAX_PAIRS`]
+//! pairs of accesses to compare) it stops with warning W1004, which names
+//! what is not proved. Integer kernel parameters are
 //! taken to be [`PARAM_VALUE`] (as trip counts) and polls to succeed.
 //! Where it cannot tell which wait completes an async-group (a wait on a
 //! group value), it assumes the wait completes every group, which only
 //! adds ordering.
 
+use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use petgraph::algo::tarjan_scc;
+use petgraph::algo::kosaraju_scc;
 use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::visit::EdgeFiltered;
 use petgraph::Direction;
@@ -55,6 +58,7 @@ use cpflow_ir::spec::{Completion, Family, Qual, Role};
 use cpflow_ir::types::{Scalar, Type};
 
 use crate::affine::{disjoint, Affine, Atom, Bounds};
+use crate::sites::Sites;
 use crate::values::{elected_lane, mapa_of, Base, Sym, Syms};
 
 /// The value every integer kernel parameter takes: a trip count that runs
@@ -64,12 +68,20 @@ pub const PARAM_VALUE: i64 = 16;
 pub const MAX_STEPS: usize = 400_000;
 /// The most events (over all roles) that are analysed.
 pub const MAX_NODES: usize = 12_000;
+/// The most pairs of accesses whose ordering is compared.
+pub const MAX_PAIRS: usize = 200_000;
 /// The most CTAs of a cluster that are unrolled.
 const MAX_CTAS: i64 = 16;
 const HUGE: i64 = 1 << 40;
 
-/// The analysis cannot place something; it reports nothing for the kernel.
-struct GiveUp;
+/// Why the analysis stops for a kernel.
+enum GiveUp {
+    /// It cannot place something; it reports nothing for the kernel.
+    Unknown,
+    /// The kernel is past a budget ([`MAX_STEPS`], [`MAX_NODES`],
+    /// [`MAX_PAIRS`]); it reports W1004, saying what is not proved.
+    Budget,
+}
 
 /// One representative thread.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -182,14 +194,27 @@ struct Event {
 /// that involve an instruction whose span starts at an offset in `known`
 /// (already reported by another analysis).
 pub fn check(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Vec<Diagnostic> {
-    analyse(k, syms, known).unwrap_or_default()
+    match analyse(k, syms, known) {
+        Ok(found) => found,
+        Err(GiveUp::Unknown) => Vec::new(),
+        Err(GiveUp::Budget) => vec![Diagnostic::warning(
+            "W1004",
+            "the cross-thread analysis stopped at its budget: races between threads are not proved absent",
+            k.span,
+        )
+        .with_label("this kernel unrolls past the analysis budget")
+        .with_help("use smaller constant trip counts or split the kernel to have its cross-thread ordering checked")
+        .with_note(format!(
+            "not proved: E1001, E1003, E1005, E1006, E1008, E1011 and E1017 between threads, and cross-thread deadlocks; the budget is {MAX_STEPS} instructions, {MAX_NODES} events and {MAX_PAIRS} pairs of accesses (docs/limits.md)"
+        ))],
+    }
 }
 
 fn analyse(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Result<Vec<Diagnostic>, GiveUp> {
     let dims = k.cluster.map_or([1, 1, 1], |c| c.map(i64::from));
     let ctas = dims.iter().product::<i64>();
     if ctas > MAX_CTAS {
-        return Err(GiveUp);
+        return Err(GiveUp::Unknown);
     }
     let tids = representative_tids(k, syms);
     let max_tid = syms.bounds.max_tid.unwrap_or(MAX_TID);
@@ -206,7 +231,7 @@ fn analyse(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Result<Vec<Diagnos
             budget = left;
             total += events.len();
             if total > MAX_NODES {
-                return Err(GiveUp);
+                return Err(GiveUp::Budget);
             }
             let range = (
                 tid,
@@ -242,7 +267,7 @@ fn analyse(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Result<Vec<Diagnos
     }
     let mut out = report.run_ahead();
     out.extend(report.barrier_run_ahead());
-    out.extend(report.races(&syms.bounds));
+    out.extend(report.races(&syms.bounds)?);
     Ok(out)
 }
 
@@ -380,16 +405,16 @@ impl<'a> Tracer<'a> {
     fn region(&mut self, r: Region) -> Result<Vec<Option<i64>>, GiveUp> {
         let k = self.k;
         for &inst in &k.regions[r].insts {
-            self.budget = self.budget.checked_sub(1).ok_or(GiveUp)?;
+            self.budget = self.budget.checked_sub(1).ok_or(GiveUp::Budget)?;
             let data = &k.insts[inst];
             match &data.op {
                 Op::Yield => return Ok(data.args.iter().map(|a| self.val(*a)).collect()),
                 Op::If => {
-                    let c = data.args.first().ok_or(GiveUp)?;
+                    let c = data.args.first().ok_or(GiveUp::Unknown)?;
                     if c.value().is_some_and(|v| self.assumed[v.index()]) {
-                        return Err(GiveUp);
+                        return Err(GiveUp::Unknown);
                     }
-                    let c = self.val(*c).ok_or(GiveUp)?;
+                    let c = self.val(*c).ok_or(GiveUp::Unknown)?;
                     let out = match data.regions.get(usize::from(c == 0)) {
                         Some(&branch) => self.region(branch)?,
                         None => Vec::new(),
@@ -403,7 +428,7 @@ impl<'a> Tracer<'a> {
                 _ => self.inst(inst)?,
             }
             if self.events.len() > MAX_NODES {
-                return Err(GiveUp);
+                return Err(GiveUp::Budget);
             }
         }
         Ok(Vec::new())
@@ -412,10 +437,15 @@ impl<'a> Tracer<'a> {
     fn for_loop(&mut self, inst: Inst) -> Result<(), GiveUp> {
         let k = self.k;
         let data = &k.insts[inst];
-        let bound = |i: usize| data.args.get(i).and_then(|a| self.val(*a)).ok_or(GiveUp);
+        let bound = |i: usize| {
+            data.args
+                .get(i)
+                .and_then(|a| self.val(*a))
+                .ok_or(GiveUp::Unknown)
+        };
         let (lo, hi, step) = (bound(0)?, bound(1)?, bound(2)?);
         if step <= 0 {
-            return Err(GiveUp);
+            return Err(GiveUp::Unknown);
         }
         let span = i128::from(hi) - i128::from(lo);
         let trips = if span > 0 {
@@ -425,7 +455,7 @@ impl<'a> Tracer<'a> {
         };
         // Each iteration runs at least one instruction of the budget.
         if trips > self.budget as i128 {
-            return Err(GiveUp);
+            return Err(GiveUp::Budget);
         }
         let body = data.regions[0];
         let args = &k.regions[body].args;
@@ -435,10 +465,12 @@ impl<'a> Tracer<'a> {
         let mut carried: Vec<Option<i64>> =
             data.args.iter().skip(3).map(|a| self.val(*a)).collect();
         for t in 0..trips as i64 {
+            // An iteration costs a step even when its body is empty.
+            self.budget = self.budget.checked_sub(1).ok_or(GiveUp::Budget)?;
             let iv = t
                 .checked_mul(step)
                 .and_then(|x| x.checked_add(lo))
-                .ok_or(GiveUp)?;
+                .ok_or(GiveUp::Unknown)?;
             self.vals[args[0].index()] = Some(iv);
             for (a, v) in args.iter().skip(1).zip(&carried) {
                 self.vals[a.index()] = *v;
@@ -581,26 +613,26 @@ impl<'a> Tracer<'a> {
 
     fn bar(&self, a: Arg, ptr: &Sym) -> Result<Bar, GiveUp> {
         let Sym::Ptr(base, off) = ptr else {
-            return Err(GiveUp);
+            return Err(GiveUp::Unknown);
         };
         let (alloc, remote) = match base {
             Base::Shared(id) => (*id, false),
             Base::Remote(id) => (*id, true),
-            _ => return Err(GiveUp),
+            _ => return Err(GiveUp::Unknown),
         };
         let off = self.pin(off, true).and_then(|o| o.as_const());
         match (self.cta(a, remote), off) {
             (Some(cta), Some(off)) => Ok(Bar { cta, alloc, off }),
-            _ => Err(GiveUp),
+            _ => Err(GiveUp::Unknown),
         }
     }
 
     fn phase(&self, a: Arg) -> Result<(Bar, i64), GiveUp> {
         let Sym::Phase { bar, idx } = self.syms.arg(a) else {
-            return Err(GiveUp);
+            return Err(GiveUp::Unknown);
         };
         let q = self.pin(&idx, true).and_then(|q| q.as_const());
-        Ok((self.bar(a, &bar)?, q.ok_or(GiveUp)?))
+        Ok((self.bar(a, &bar)?, q.ok_or(GiveUp::Unknown)?))
     }
 
     /// Records a table instruction's event; the value of its result (a
@@ -610,7 +642,7 @@ impl<'a> Tracer<'a> {
         let data = &k.insts[inst];
         let relaxed = p.has(Qual::Relaxed);
         let cluster = p.qual(Role::Scope) == Some(Qual::Cluster);
-        let first = || data.args.first().copied().ok_or(GiveUp);
+        let first = || data.args.first().copied().ok_or(GiveUp::Unknown);
         let step = match p.family {
             Family::CpAsync | Family::Copy => {
                 let n = data.args.get(2).and_then(|a| self.val(*a));
@@ -698,9 +730,9 @@ impl<'a> Tracer<'a> {
                 wait: true,
             },
             Family::BarSync | Family::BarArrive => Step::CtaBarrier {
-                id: self.val(first()?).ok_or(GiveUp)?,
+                id: self.val(first()?).ok_or(GiveUp::Unknown)?,
                 count: match data.args.get(1) {
-                    Some(a) => Some(self.val(*a).ok_or(GiveUp)?),
+                    Some(a) => Some(self.val(*a).ok_or(GiveUp::Unknown)?),
                     None => None,
                 },
                 wait: p.family == Family::BarSync,
@@ -709,7 +741,7 @@ impl<'a> Tracer<'a> {
             Family::BarrierClusterWait => Step::ClusterWait,
             Family::ElectSync => {
                 let mask = match data.args.first() {
-                    Some(a) => self.val(*a).ok_or(GiveUp)?,
+                    Some(a) => self.val(*a).ok_or(GiveUp::Unknown)?,
                     None => i64::from(u32::MAX),
                 };
                 return Ok(Some(i64::from(
@@ -725,7 +757,7 @@ impl<'a> Tracer<'a> {
     /// A bulk copy, bulk reduction or `red.async`: the bytes it writes (in
     /// every CTA of a multicast mask), reads, and how it completes.
     fn bulk(&self, p: &PtxOp, data: &InstData) -> Result<Step, GiveUp> {
-        let variant = p.variant().ok_or(GiveUp)?;
+        let variant = p.variant().ok_or(GiveUp::Unknown)?;
         let operand = |name: &str| {
             let b = variant.bind_operands(&p.quals, data.args.len()).ok()?;
             b.one(variant.operand(name)?)
@@ -740,10 +772,12 @@ impl<'a> Tracer<'a> {
         } else {
             data.args.get(2).and_then(|a| self.val(*a))
         };
-        let dst = data.args.first().ok_or(GiveUp)?;
+        let dst = data.args.first().ok_or(GiveUp::Unknown)?;
         let mut writes: Vec<Bytes> = self.bytes(*dst, size).into_iter().collect();
         let ranks: Option<Vec<i64>> = if p.has(Qual::MulticastCluster) {
-            let mask = operand("ctaMask").and_then(|a| self.val(a)).ok_or(GiveUp)?;
+            let mask = operand("ctaMask")
+                .and_then(|a| self.val(a))
+                .ok_or(GiveUp::Unknown)?;
             Some((0..16).filter(|r| mask >> r & 1 == 1).collect())
         } else {
             None
@@ -769,7 +803,7 @@ impl<'a> Tracer<'a> {
                     .args
                     .iter()
                     .find(|a| matches!(self.syms.arg(**a), Sym::Phase { .. }))
-                    .ok_or(GiveUp)?;
+                    .ok_or(GiveUp::Unknown)?;
                 let (bar, q) = self.phase(*a)?;
                 let bars = match ranks {
                     Some(ranks) => ranks.into_iter().map(|cta| Bar { cta, ..bar }).collect(),
@@ -986,6 +1020,10 @@ struct Graph {
     /// Each CTA barrier generation (rank, id, generation from 1): its node
     /// and its arrivals (role, event).
     cta_gens: BTreeMap<Generation, (NodeIndex, Vec<(usize, usize)>)>,
+    /// The transitive closure along ordering edges ([0]) and along every
+    /// edge ([1]), one bitset row per node, built on first use; None when
+    /// the graph has a cycle.
+    closure: [OnceCell<Option<Vec<Vec<u64>>>>; 2],
 }
 
 /// A generation of a CTA barrier: (CTA rank, barrier id, generation from 1).
@@ -1113,6 +1151,7 @@ impl Graph {
             remote: BTreeMap::new(),
             miscounts: Vec::new(),
             cta_gens: BTreeMap::new(),
+            closure: [OnceCell::new(), OnceCell::new()],
         };
         let mut inits: BTreeMap<Bar, usize> = BTreeMap::new();
         for e in roles.iter().flat_map(|(_, events)| events) {
@@ -1121,7 +1160,7 @@ impl Graph {
             }
         }
         if inits.values().any(|&n| n > 1) {
-            return Err(GiveUp);
+            return Err(GiveUp::Unknown);
         }
         // Generation g of barrier `id` in CTA `rank` is where each thread's
         // g-th arrival at that barrier meets the others'.
@@ -1321,7 +1360,7 @@ impl Graph {
             .windows(2)
             .all(|w| w[0].1[1..] == w[1].1[1..] && (w[0].0 != w[1].0 || w[0].1[0] == w[1].1[0]));
         if !agree {
-            return Err(GiveUp);
+            return Err(GiveUp::Unknown);
         }
         for (key, list) in &arrivals {
             let node = cta_barriers[key];
@@ -1407,6 +1446,12 @@ impl Graph {
     /// `any`) along every edge (what must happen first in time).
     fn reach(&self, from: NodeIndex, any: bool) -> Vec<u64> {
         use petgraph::visit::EdgeRef;
+        if let Some(rows) = self.closure[usize::from(any)]
+            .get_or_init(|| self.close(any))
+            .as_ref()
+        {
+            return rows[from.index()].clone();
+        }
         let mut seen = vec![0u64; self.g.node_count().div_ceil(64)];
         let mut stack = vec![from];
         while let Some(n) = stack.pop() {
@@ -1419,6 +1464,34 @@ impl Graph {
             }
         }
         seen
+    }
+}
+
+impl Graph {
+    /// Every node's reachable set, row by row in reverse topological order
+    /// (a row is the union of its successors' rows and bits): linear in
+    /// edges times nodes / 64, instead of one search per node. None when
+    /// the graph has a cycle.
+    fn close(&self, any: bool) -> Option<Vec<Vec<u64>>> {
+        use petgraph::visit::EdgeRef;
+        let order = petgraph::algo::toposort(&self.g, None).ok()?;
+        let words = self.g.node_count().div_ceil(64);
+        let mut rows = vec![Vec::new(); self.g.node_count()];
+        for &n in order.iter().rev() {
+            let mut row = vec![0u64; words];
+            for e in self.g.edges_directed(n, Direction::Outgoing) {
+                if !(any || e.weight().orders) {
+                    continue;
+                }
+                let t = e.target().index();
+                row[t / 64] |= 1 << (t % 64);
+                for (w, x) in row.iter_mut().zip(&rows[t]) {
+                    *w |= *x;
+                }
+            }
+            rows[n.index()] = row;
+        }
+        Some(rows)
     }
 }
 
@@ -1502,7 +1575,8 @@ impl Report<'_> {
     fn deadlocks(&self) -> Vec<Diagnostic> {
         let blocking = EdgeFiltered::from_fn(&self.g.g, |e| e.weight().blocks);
         let mut out: BTreeMap<Inst, (usize, Diagnostic)> = BTreeMap::new();
-        for scc in tarjan_scc(&blocking) {
+        // Kosaraju's search is iterative: a long cycle does not deepen the stack.
+        for scc in kosaraju_scc(&blocking) {
             if scc.len() < 2 {
                 continue;
             }
@@ -1797,8 +1871,9 @@ impl Report<'_> {
         out
     }
 
-    /// Each pair of conflicting accesses by two roles that nothing orders.
-    fn races(&self, bounds: &Bounds) -> Vec<Diagnostic> {
+    /// Each pair of conflicting accesses by two roles that nothing orders;
+    /// more than [`MAX_PAIRS`] pairs to compare is over budget.
+    fn races(&self, bounds: &Bounds) -> Result<Vec<Diagnostic>, GiveUp> {
         let mut accesses = self.accesses();
         if self.roles.len() == 1 {
             // One role: only pairs of its async ops can conflict here.
@@ -1858,9 +1933,14 @@ impl Report<'_> {
             .collect();
         let inst = |a: &Access| self.event(a.role, a.event).inst;
         let mut seen: BTreeSet<(Inst, Inst)> = BTreeSet::new();
-        let mut out = Vec::new();
+        let mut out = Sites::default();
+        let mut pairs = 0usize;
         for bucket in buckets.values() {
             for (i, &a) in bucket.iter().enumerate() {
+                pairs = pairs.saturating_add(bucket.len() - i - 1);
+                if pairs > MAX_PAIRS {
+                    return Err(GiveUp::Budget);
+                }
                 for &b in &bucket[i + 1..] {
                     // Within a role, program order relates the accesses but
                     // not the completion of its async ops: only those count.
@@ -1909,7 +1989,7 @@ impl Report<'_> {
                         };
                         if !fence && overlap(w, x) && !rewritten() {
                             seen.insert((inst(x), inst(w)));
-                            out.push(self.unfenced(w, x));
+                            out.add(self.unfenced(w, x));
                         }
                         continue;
                     }
@@ -1933,12 +2013,11 @@ impl Report<'_> {
                                 && before(w.start, x.start)
                         });
                     seen.insert((inst(x), inst(y)));
-                    out.push(self.race(x, y, overwrite));
+                    out.add(self.race(x, y, overwrite));
                 }
             }
         }
-        out.sort_by_key(|d| (d.span.start, d.code));
-        out
+        Ok(out.into_diagnostics())
     }
 
     /// E1006 for a generic write another thread's async op reads unfenced.

@@ -549,17 +549,24 @@ impl Walk<'_> {
             if direct || per_barrier || reinit || ring_slot(&s.off, &s.idx, &iv) {
                 continue;
             }
-            let data = &self.k.insts[l];
-            let lo = data.args.first().and_then(|a| self.k.const_int(*a))?;
-            let hi = data.args.get(1).and_then(|a| self.k.const_int(*a))?;
-            let step = data.args.get(2).and_then(|a| self.k.const_int(*a))?;
-            if step <= 0 {
-                return None;
-            }
-            let trips = ((hi - lo).max(0) + step - 1) / step;
+            let (_, trips, _) = self.constant_loop(l)?;
             n = n.checked_mul(trips)?;
         }
         Some(n)
+    }
+
+    /// A loop's constant lower bound, trip count and step; None when a
+    /// bound is not constant or the step is not positive.
+    fn constant_loop(&self, l: Inst) -> Option<(i64, i64, i64)> {
+        let data = &self.k.insts[l];
+        let c = |i: usize| data.args.get(i).and_then(|a| self.k.const_int(*a));
+        let (lo, hi, step) = (c(0)?, c(1)?, c(2)?);
+        if step <= 0 {
+            return None;
+        }
+        let span = i128::from(hi) - i128::from(lo);
+        let trips = (span.max(0) + i128::from(step) - 1) / i128::from(step);
+        Some((lo, i64::try_from(trips).ok()?, step))
     }
 
     /// Every (barrier offset, phase index) site `s` names over all the
@@ -569,16 +576,16 @@ impl Walk<'_> {
     fn instances(&self, s: &Site) -> Option<BTreeSet<(i64, i64)>> {
         let mut envs: Vec<Vec<(Inst, i64)>> = vec![Vec::new()];
         for &l in &s.loops {
-            let data = &self.k.insts[l];
-            let c = |i: usize| data.args.get(i).and_then(|a| self.k.const_int(*a));
-            let (lo, hi, step) = (c(0)?, c(1)?, c(2)?);
-            if step <= 0 {
+            let (lo, trips, step) = self.constant_loop(l)?;
+            // The cap is tested on the trip count, before any value is made
+            // (alone too: an earlier loop of no trips leaves no env).
+            let cap = MAX_INSTANCES as i64;
+            if trips > cap
+                || i64::try_from(envs.len()).map_or(true, |e| e.saturating_mul(trips) > cap)
+            {
                 return None;
             }
-            let values: Vec<i64> = (lo..hi).step_by(usize::try_from(step).ok()?).collect();
-            if envs.len().saturating_mul(values.len()) > MAX_INSTANCES {
-                return None;
-            }
+            let values: Vec<i64> = (0..trips).map(|i| lo + i * step).collect();
             envs = envs
                 .into_iter()
                 .flat_map(|env| {

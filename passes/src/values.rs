@@ -429,7 +429,7 @@ impl Syms {
             CmpPred::Ne => complement(&[(c, c)]),
             CmpPred::Ult | CmpPred::Slt => below(c - 1),
             CmpPred::Ule | CmpPred::Sle => below(c),
-            CmpPred::Ugt | CmpPred::Sgt => vec![(c + 1, TID_INF)],
+            CmpPred::Ugt | CmpPred::Sgt => vec![(c.saturating_add(1), TID_INF)],
             CmpPred::Uge | CmpPred::Sge => vec![(c, TID_INF)],
             _ => return None,
         };
@@ -542,9 +542,9 @@ impl Syms {
             let Some((_, hi)) = syms.bounds.interval(&rest) else {
                 return;
             };
-            let m = (total - size - hi).div_euclid(kt);
+            let m = total.saturating_sub(size).saturating_sub(hi).div_euclid(kt);
             if m >= 0 {
-                out.extend(intersect(runners, &[(m + 1, TID_INF)]));
+                out.extend(intersect(runners, &[(m.saturating_add(1), TID_INF)]));
             }
         };
         let mut insts = Vec::new();
@@ -624,7 +624,7 @@ fn complement(s: &[(i64, i64)]) -> TidSet {
         if hi == TID_INF {
             return out;
         }
-        next = hi + 1;
+        next = hi.saturating_add(1);
     }
     out.push((next, TID_INF));
     out

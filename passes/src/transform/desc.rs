@@ -233,16 +233,17 @@ pub fn zfill_pieces(n: Option<i64>, m: i64, w: i64) -> Option<i64> {
     (w > 0 && span > 0 && span <= m && span % w == 0 && span / w <= MAX_PIECES).then_some(span / w)
 }
 
-/// Whether the target has the bulk copy engine (sm_90+).
-fn bulk_target(sm: u32) -> impl Fn(&mut G, Id, &Subst) -> bool {
+/// Whether the target has the bulk copy engine (sm_90+) and the PTX ISA
+/// names it (8.0+, as its proxy fence and group waits).
+fn bulk_target(sm: u32, ptx: (u8, u8)) -> impl Fn(&mut G, Id, &Subst) -> bool {
     let ok = fits(16);
-    move |g, id, s| sm >= 90 && ok(g, id, s)
+    move |g, id, s| sm >= 90 && ptx >= (8, 0) && ok(g, id, s)
 }
 
 /// [`bulk_target`] for global -> `.shared::cta` bulk copies, which also
 /// need PTX ISA 8.6.
 fn bulk_g2s_target(sm: u32, ptx: (u8, u8)) -> impl Fn(&mut G, Id, &Subst) -> bool {
-    let ok = bulk_target(sm);
+    let ok = bulk_target(sm, ptx);
     move |g, id, s| ptx >= (8, 6) && ok(g, id, s)
 }
 
@@ -365,10 +366,10 @@ pub fn rules(sm: u32, ptx: (u8, u8)) -> Vec<Rewrite<Desc, Facts>> {
         // bytes and the n/16 per-thread cp.async pieces are equivalent.
         rewrite!("g2s-bulk-mbarrier"; "(copy g2s ?n ?a solo)" => "(bulk.mbar g2s ?n ?a solo)" if bulk_g2s_target(sm, ptx)),
         // A shared -> global copy is one bulk copy in a bulk async-group.
-        rewrite!("s2g-bulk-group"; "(copy s2g ?n ?a ?i)" => "(bulk.group s2g ?n ?a ?i)" if bulk_target(sm)),
+        rewrite!("s2g-bulk-group"; "(copy s2g ?n ?a ?i)" => "(bulk.group s2g ?n ?a ?i)" if bulk_target(sm, ptx)),
         // A shared -> global reduction is cp.reduce.async.bulk where the
         // op x type table allows it.
-        rewrite!("s2g-reduce-bulk"; "(reduce s2g ?n ?a legal)" => "(reduce.group s2g ?n ?a legal)" if bulk_target(sm)),
+        rewrite!("s2g-reduce-bulk"; "(reduce s2g ?n ?a legal)" => "(reduce.group s2g ?n ?a legal)" if bulk_target(sm, ptx)),
         // Any copy is ordinary 4-byte loads and stores (no async engine).
         rewrite!("sync-words-4"; "(copy ?d ?n ?a ?i)" => "(sync ?d ?n ?a ?i 4)" if fits(4)),
         // ... or 8-byte ones when size and addresses allow.
@@ -399,7 +400,7 @@ pub fn coalesce_rules(sm: u32, ptx: (u8, u8)) -> Vec<Rewrite<Desc, Facts>> {
         // shared allocation (one thread each) is one multicast bulk copy by
         // rank 0 (sm_90+; select only builds `(cluster ...)` on targets
         // where multicast is advised, sm_90a-class).
-        rewrite!("cluster-multicast"; "(cluster ?c (copy g2s ?n ?a solo))" => "(bulk.mcast g2s ?n ?a ?c)" if bulk_target(sm)),
+        rewrite!("cluster-multicast"; "(cluster ?c (copy g2s ?n ?a solo))" => "(bulk.mcast g2s ?n ?a ?c)" if bulk_target(sm, ptx)),
         rewrite!("cta-tile-bulk"; "(cta (copy g2s ?n ?a all))" => "(bulk.cta g2s ?n ?a)" if bulk_g2s_target(sm, ptx)),
     ]
 }

@@ -281,6 +281,9 @@ fn fence_kernel(k: &mut Kernel) -> usize {
         let mut fenced = false;
         let mut stored = false;
         let mut barrier = None;
+        // A loop or `if` that writes shared memory after the last barrier
+        // here: the barriers inside it publish its writes to the issuer.
+        let mut nested = None;
         loop {
             let p = prefix(r);
             let idx = p.index.get(&at).copied().unwrap_or(0);
@@ -288,6 +291,12 @@ fn fence_kernel(k: &mut Kernel) -> usize {
             let floor = b.map_or(0, |b| b + 1);
             if !fenced && w.is_some_and(|w| w >= floor && f.is_none_or(|f| f < w)) {
                 stored = true;
+                let list = &k.regions[r].insts;
+                if let Some(&c) = w.and_then(|w| list.get(w)) {
+                    if nested.is_none() && !k.insts[c].regions.is_empty() {
+                        nested = Some(c);
+                    }
+                }
             }
             fenced |= f.is_some_and(|f| f >= floor);
             if let Some(b) = b {
@@ -306,6 +315,32 @@ fn fence_kernel(k: &mut Kernel) -> usize {
             let list = &k.regions[rb].insts;
             if !(b > 0 && is_shared_fence(k, list[b - 1])) {
                 before.insert(list[b]);
+            }
+        }
+        if let Some(c) = nested {
+            // Every barrier inside it gets the writers' fence: each one may
+            // be the last to order another thread's writes before the copy.
+            for &(rb, bi) in &all {
+                let inside = {
+                    let mut x = rb;
+                    loop {
+                        match parent.get(&x) {
+                            Some(&o) if o == c => break true,
+                            Some(o) => match home.get(o) {
+                                Some(&h) => x = h,
+                                None => break false,
+                            },
+                            None => break false,
+                        }
+                    }
+                };
+                if inside && edit::family(k, bi) == Some(Family::BarrierCta) {
+                    let list = &k.regions[rb].insts;
+                    let pos = prefix(rb).index.get(&bi).copied().unwrap_or(0);
+                    if !(pos > 0 && is_shared_fence(k, list[pos - 1])) {
+                        before.insert(bi);
+                    }
+                }
             }
         }
         if stored || (barrier.is_none() && !fenced) {

@@ -240,7 +240,36 @@ fn run_once(
             Pass::Cleanup => report.dropped += cleanup::cleanup(module),
         }
     }
+    refuse_unverified(module, passes)?;
     Ok(report)
+}
+
+/// The pipeline's promise: its output verifies. A verifier error in it is
+/// error `T0004` (a fault of the passes, never emitted as IR), with the
+/// verifier's findings as notes.
+fn refuse_unverified(module: &Module, passes: &[Pass]) -> Result<(), Vec<Diagnostic>> {
+    let errors: Vec<Diagnostic> = cpflow_ir::verify(module)
+        .into_iter()
+        .filter(Diagnostic::is_error)
+        .collect();
+    let Some(first) = errors.first() else {
+        return Ok(());
+    };
+    let names: Vec<&str> = passes.iter().map(|p| p.name()).collect();
+    let mut d = Diagnostic::error(
+        "T0004",
+        format!(
+            "the pipeline `{}` produced IR that does not verify",
+            names.join(",")
+        ),
+        first.span,
+    )
+    .with_label("the transformed program breaks a verifier rule here")
+    .with_help("run fewer passes (`--passes`) and report this program: the passes must never emit IR that does not verify");
+    for e in &errors {
+        d = d.with_note(format!("{}: {}", e.code, e.message));
+    }
+    Err(vec![d])
 }
 
 /// Runs the default pipeline.
