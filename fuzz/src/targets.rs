@@ -173,7 +173,7 @@ fn schedule(text: &str) -> Schedule {
     }
 }
 
-/// The interpreter under one scheduler ([`schedule`]) with a step limit: the file's
+/// The interpreter under one scheduler (chosen from the input) with a step limit: the file's
 /// `// run:` lines as written, or each kernel on one CTA of 32 threads with
 /// 256-byte buffers and scalars of 4.
 pub fn run_interp(text: &str) -> Result<(), String> {

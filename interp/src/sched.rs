@@ -82,7 +82,7 @@ impl Schedule {
 
     /// Parses `eager`, `lazy`, `random:SEED`, `exhaustive[:LIMIT]`,
     /// `replay:C.C.C` (a part `C*N` is N choices C; at most
-    /// [`MAX_REPLAY_CHOICES`] in all).
+    /// `MAX_REPLAY_CHOICES` in all).
     pub fn parse(s: &str) -> Result<Schedule, String> {
         let (head, arg) = match s.split_once(':') {
             Some((h, a)) => (h, Some(a)),
