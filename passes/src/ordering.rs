@@ -59,7 +59,7 @@ use cpflow_ir::types::{Scalar, Type};
 
 use crate::affine::{disjoint, Affine, Atom, Bounds};
 use crate::sites::Sites;
-use crate::values::{elected_lane, mapa_of, Base, Sym, Syms};
+use crate::values::{elected_lane, lane_is_tid_x_mod_32, mapa_of, Base, Sym, Syms};
 
 /// The value every integer kernel parameter takes: a trip count that runs
 /// a ring of up to 8 stages through two rounds.
@@ -1029,6 +1029,17 @@ struct Graph {
 /// A generation of a CTA barrier: (CTA rank, barrier id, generation from 1).
 type Generation = (i64, i64, usize);
 
+/// The threads of a CTA in a declared block.
+fn block_threads([x, y, z]: [u32; 3]) -> i64 {
+    i64::from(x) * i64::from(y) * i64::from(z)
+}
+
+/// The threads a role stands for in a declared block: its `%tid.x` ranges,
+/// in every row (`%tid.y`, `%tid.z`).
+fn role_threads(ranges: &[(i64, i64)], [_, y, z]: [u32; 3]) -> i64 {
+    ranges.iter().map(|(lo, hi)| hi - lo + 1).sum::<i64>() * i64::from(y) * i64::from(z)
+}
+
 /// The generation of each CTA-barrier arrival, by (role, event).
 type Assignment = HashMap<(usize, usize), usize>;
 
@@ -1052,11 +1063,9 @@ fn simulate_generations(
     ranges: &[Vec<(i64, i64)>],
     block: Option<[u32; 3]>,
 ) -> Option<(Assignment, Vec<Miscount>)> {
-    let [x, y, z] = block?;
-    let cta_threads = i64::from(x) * i64::from(y) * i64::from(z);
-    let weight = |r: usize| -> i64 {
-        ranges[r].iter().map(|(lo, hi)| hi - lo + 1).sum::<i64>() * i64::from(y) * i64::from(z)
-    };
+    let block = block?;
+    let cta_threads = block_threads(block);
+    let weight = |r: usize| role_threads(&ranges[r], block);
     // Per (rank, id): the generation in progress and its threads arrived.
     let mut bars: HashMap<(i64, i64), (usize, i64)> = HashMap::new();
     let mut cursor = vec![0usize; roles.len()];
@@ -1371,11 +1380,9 @@ impl Graph {
         // one count and exactly that many threads arrive (E1018 otherwise).
         // Without one the thread counts of roles are unknown, and arrivals
         // are taken to make up their counts.
-        if let Some([_, y, z]) = block {
-            let threads = |r: usize| -> i64 {
-                ranges[r].iter().map(|(lo, hi)| hi - lo + 1).sum::<i64>() * i64::from(y * z)
-            };
-            let cta_threads: i64 = block.iter().flatten().map(|&d| i64::from(d)).product();
+        if let Some(block) = block {
+            let threads = |r: usize| role_threads(&ranges[r], block);
+            let cta_threads = block_threads(block);
             for (&(_, id, _), list) in &arrivals {
                 let mut named: Vec<Option<i64>> = list.iter().map(|a| a.2).collect();
                 named.sort();
@@ -2041,12 +2048,8 @@ impl Report<'_> {
         let tid = Affine::atom(Atom::Tid(0));
         // `%laneid` is `%tid.x mod 32` when rows of the block are whole
         // warps (or it is 1-D).
-        let rows_are_warps = self
-            .k
-            .block
-            .is_none_or(|[x, y, z]| x % 32 == 0 || y * z == 1);
         let off = a.bytes.off.as_ref()?;
-        let off = if rows_are_warps {
+        let off = if lane_is_tid_x_mod_32(self.k) {
             off.subst(&Atom::Tid(3), &tid.modulo(32))
         } else {
             off.clone()

@@ -28,7 +28,9 @@ use cpflow_ir::spec::{Completion, Family, Qual};
 use cpflow_ir::types::Type;
 
 use crate::affine::{Affine, Atom};
-use crate::values::{elect_lane, intersect, mapa_of, sreg_equals, Base, Sym, Syms};
+use crate::values::{
+    elect_lane, intersect, lane_is_tid_x_mod_32, mapa_of, sreg_equals, Base, Sym, Syms,
+};
 
 /// What a site does to the phase it names.
 /// An arrival count `per_thread * T + fixed`, `T` the threads of a CTA.
@@ -449,7 +451,7 @@ impl Walk<'_> {
         let mut tid_conds = Vec::new();
         for &&(c, pol) in conds {
             if let Some(lane) = elect_lane(self.k, c) {
-                if lanes.is_some_and(|l| l != (lane, pol)) || (x % 32 != 0 && y * z > 1) {
+                if lanes.is_some_and(|l| l != (lane, pol)) || !lane_is_tid_x_mod_32(self.k) {
                     return None;
                 }
                 lanes = Some((lane, pol));

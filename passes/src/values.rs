@@ -78,6 +78,12 @@ pub fn sreg_equals(k: &Kernel, c: Value, reg: SpecialReg) -> Option<i64> {
     }
 }
 
+/// Whether `%laneid` is `%tid.x mod 32`: the block is 1-D (or undeclared,
+/// taken as 1-D) or its rows are whole warps.
+pub fn lane_is_tid_x_mod_32(k: &Kernel) -> bool {
+    k.block.is_none_or(|[x, y, z]| x % 32 == 0 || y * z == 1)
+}
+
 /// The lane `elect.sync` elects from `mask` (docs/readings.md #24: the
 /// lowest lane of the mask), or 32 for an empty mask.
 pub fn elected_lane(mask: i64) -> u32 {
