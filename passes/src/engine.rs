@@ -1132,9 +1132,9 @@ impl<'a> Engine<'a> {
                     if arrives && !relaxed {
                         let ph = norm_sym(ph);
                         if matches!(ph, Sym::Phase { .. }) {
-                            for (m, i) in st.reads.clone() {
-                                st.released.insert((ph.clone(), m, i));
-                            }
+                            let released =
+                                st.reads.iter().map(|(m, i)| (ph.clone(), m.clone(), *i));
+                            st.released.extend(released);
                         }
                     }
                 }

@@ -282,16 +282,13 @@ impl Syms {
                     (BinaryOp::ShrU, Some(x), _) => cst(1)
                         .filter(|c| (0..32).contains(c))
                         .map(|c| x.div(1 << c)),
-                    (BinaryOp::Xor, Some(x), Some(y)) => {
-                        let (v, c) = match (x.as_const(), y.as_const()) {
-                            (_, Some(c)) => (x, c),
-                            (Some(c), _) => (y, c),
-                            _ => (x, -1),
-                        };
-                        (0..=i64::from(u32::MAX))
-                            .contains(&c)
-                            .then(|| v.xor_const(c))
+                    (BinaryOp::Xor, Some(x), Some(y)) => match (x.as_const(), y.as_const()) {
+                        (_, Some(c)) => Some((x, c)),
+                        (Some(c), _) => Some((y, c)),
+                        _ => None,
                     }
+                    .filter(|(_, c)| (0..=i64::from(u32::MAX)).contains(c))
+                    .map(|(v, c)| v.xor_const(c)),
                     (BinaryOp::And, Some(x), _) => cst(1)
                         .filter(|c| *c > 0 && (c + 1).count_ones() == 1)
                         .map(|c| x.modulo(c + 1)),
