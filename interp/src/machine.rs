@@ -11,7 +11,8 @@ use cpflow_ir::ir::{
     Constant, EntityId, Inst, InstData, Kernel, Op, Operand, PtxOp, Region, SharedKind, SpecialReg,
     Value,
 };
-use cpflow_ir::spec::{Completion, Family, Qual, Role, Variant};
+use cpflow_ir::sem::{self, PhaseWindow, Scope, SrcSize};
+use cpflow_ir::spec::{Completion, Family, Proxy, Qual, Role, Variant};
 use cpflow_ir::types::{Scalar, Space, Type};
 use cpflow_ir::Diagnostic;
 
@@ -63,24 +64,6 @@ enum Life {
     Invalid,
 }
 
-/// The scope of a release or an acquire: `.cta` unless `.cluster` is
-/// written (PTX ISA 9.7.13.15: "scope defaults to `.cta`").
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Scope {
-    Cta,
-    Cluster,
-}
-
-impl Scope {
-    fn of(p: &PtxOp) -> Scope {
-        if p.qual(Role::Scope) == Some(Qual::Cluster) {
-            Scope::Cluster
-        } else {
-            Scope::Cta
-        }
-    }
-}
-
 struct Mbar {
     life: Life,
     phase: u32,
@@ -129,8 +112,8 @@ struct AsyncOp {
     inst: Inst,
     thread: u32,
     mech: Mech,
-    /// Async proxy (bulk copies and reductions).
-    async_proxy: bool,
+    /// The proxy its data accesses go through.
+    proxy: Proxy,
     src: Option<(Addr, u64)>,
     dsts: Vec<Dst>,
     /// Bytes written at each destination (zero-filled past the source).

@@ -1,7 +1,9 @@
 //! cpflow-ir: the dataflow IR for PTX asynchronous copies.
 //!
 //! This crate owns the data model ([`ir`]), the instruction table read by
-//! every other layer ([`spec`]), the text format ([`parse()`], [`print()`]), the
+//! every other layer ([`spec`]: syntax, operands and effects of each
+//! variant), the rules of the async semantics those effects obey ([`sem`]),
+//! the text format ([`parse()`], [`print()`]), the
 //! verifier ([`verify()`]), diagnostics ([`diag`]) and the builder for IR
 //! made in memory ([`build`]). It depends on no other
 //! cpflow crate; analyses, transforms and lowering build on it.
@@ -19,6 +21,7 @@ pub mod ir;
 mod lexer;
 pub mod parser;
 pub mod printer;
+pub mod sem;
 pub mod spec;
 pub mod types;
 pub mod verify;

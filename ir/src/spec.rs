@@ -575,6 +575,74 @@ pub enum Completion {
     Abstract,
 }
 
+/// The proxy a memory access goes through (PTX ISA 9.7.9.25.2; the facts
+/// page, section 4). One location accessed through both needs
+/// `fence.proxy.async` between the two accesses ([`crate::sem::needs_proxy_fence`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Proxy {
+    /// Ordinary loads and stores, `cp.async`, `red.async` data, and every
+    /// access to an mbarrier object.
+    Generic,
+    /// The data of `cp{.reduce}.async.bulk`.
+    Async,
+}
+
+/// How an access touches the bytes it names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AccessKind {
+    /// Reads them.
+    Read,
+    /// Overwrites them.
+    Write,
+    /// Reads and combines into them (`.add`, `.min`, ...); reductions of
+    /// one operation commute with each other.
+    Reduce,
+}
+
+impl AccessKind {
+    /// Whether the bytes may change.
+    pub fn writes(self) -> bool {
+        self != AccessKind::Read
+    }
+}
+
+/// One memory access of a variant: the address operand, what is done to
+/// the bytes there, and through which proxy. An access of an async op
+/// happens between its issue and its completion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Access {
+    /// The operand holding the address (a name of [`Variant::operands`]).
+    pub operand: &'static str,
+    /// What is done to the bytes.
+    pub kind: AccessKind,
+    /// The proxy it goes through.
+    pub proxy: Proxy,
+}
+
+const fn reads(operand: &'static str, proxy: Proxy) -> Access {
+    Access {
+        operand,
+        kind: AccessKind::Read,
+        proxy,
+    }
+}
+
+const fn writes(operand: &'static str, proxy: Proxy) -> Access {
+    Access {
+        operand,
+        kind: AccessKind::Write,
+        proxy,
+    }
+}
+
+const fn reduces(operand: &'static str, proxy: Proxy) -> Access {
+    Access {
+        operand,
+        kind: AccessKind::Reduce,
+        proxy,
+    }
+}
+
 /// One syntax block of the spec pages.
 #[derive(Debug)]
 pub struct Variant {
@@ -588,6 +656,12 @@ pub struct Variant {
     pub operands: &'static [OperandSpec],
     /// How its completion is observed.
     pub completion: Completion,
+    /// The memory it accesses. Arrivals, waits and complete-tx on an
+    /// mbarrier are synchronisation, not accesses; `mbarrier.init` and
+    /// `inval` write the object through the generic proxy (why an init
+    /// must be fenced before the async proxy's complete-tx reaches it).
+    /// Empty for ops that touch no memory and for hints.
+    pub accesses: &'static [Access],
     /// Lowest PTX ISA version and target.
     pub gate: Gate,
     /// Extra requirements of single qualifiers.
@@ -600,6 +674,18 @@ pub struct Variant {
 }
 
 impl Variant {
+    /// The access made through the operand `name`, if any.
+    pub fn access(&self, name: &str) -> Option<&'static Access> {
+        self.accesses.iter().find(|a| a.operand == name)
+    }
+
+    /// Whether it writes (or reduces into) memory through `proxy`.
+    pub fn writes_through(&self, proxy: Proxy) -> bool {
+        self.accesses
+            .iter()
+            .any(|a| a.kind.writes() && a.proxy == proxy)
+    }
+
     /// The qualifier spelling this variant would print, in PTX order.
     pub fn describe_syntax(&self) -> String {
         let mut s = self.family.mnemonic().to_string();
@@ -837,6 +923,18 @@ const SEM_ACQUIRE: &[Qual] = &[Q::Acquire, Q::Relaxed];
 const SCOPE_CTA_CLUSTER: &[Qual] = &[Q::Cta, Q::Cluster];
 
 use crate::cite::{self, Section};
+/// A bulk copy: the async proxy reads the source and writes the destination.
+const BULK_COPY: &[Access] = &[
+    writes("dstMem", Proxy::Async),
+    reads("srcMem", Proxy::Async),
+];
+/// A bulk reduction: the async proxy reads the source and reduces into the
+/// destination.
+const BULK_REDUCE: &[Access] = &[
+    reduces("dstMem", Proxy::Async),
+    reads("srcMem", Proxy::Async),
+];
+
 const CP_ASYNC: Section = cite::CP_ASYNC;
 const BULK: Section = cite::BULK;
 const REDUCE: Section = cite::REDUCE;
@@ -884,6 +982,7 @@ const BASE: Variant = Variant {
     syntax: &[],
     operands: &[],
     completion: Completion::Sync,
+    accesses: &[],
     gate: gate(7, 0, 80),
     qual_gates: &[],
     remote_gate: None,
@@ -911,6 +1010,7 @@ pub static VARIANTS: &[Variant] = &[
             operand_if("cache-policy", K::CachePolicy, Q::L2CacheHint),
         ],
         completion: Completion::AsyncGroup,
+        accesses: &[writes("dst", Proxy::Generic), reads("src", Proxy::Generic)],
         gate: gate(7, 0, 80),
         qual_gates: &[
             (Q::L2CacheHint, gate(7, 4, 80)),
@@ -974,6 +1074,7 @@ pub static VARIANTS: &[Variant] = &[
             operand_if("cache-policy", K::CachePolicy, Q::L2CacheHint),
         ],
         completion: Completion::Mbarrier,
+        accesses: BULK_COPY,
         gate: gate(8, 6, 90),
         source: Some(BULK),
         ..BASE
@@ -997,6 +1098,7 @@ pub static VARIANTS: &[Variant] = &[
             operand_if("cache-policy", K::CachePolicy, Q::L2CacheHint),
         ],
         completion: Completion::Mbarrier,
+        accesses: BULK_COPY,
         gate: gate(8, 0, 90),
         source: Some(BULK),
         ..BASE
@@ -1017,6 +1119,7 @@ pub static VARIANTS: &[Variant] = &[
             operand("mbar", K::Phase(Spaces::CLUSTER)),
         ],
         completion: Completion::Mbarrier,
+        accesses: BULK_COPY,
         gate: gate(8, 0, 90),
         source: Some(BULK),
         ..BASE
@@ -1039,6 +1142,7 @@ pub static VARIANTS: &[Variant] = &[
             operand_if("byteMask", K::Mask16, Q::CpMask),
         ],
         completion: Completion::BulkGroup,
+        accesses: BULK_COPY,
         gate: gate(8, 0, 90),
         qual_gates: &[(Q::CpMask, gate(8, 6, 100))],
         source: Some(BULK),
@@ -1098,6 +1202,7 @@ pub static VARIANTS: &[Variant] = &[
             operand("mbar", K::Phase(Spaces::SHARED_OR_CLUSTER)),
         ],
         completion: Completion::Mbarrier,
+        accesses: BULK_REDUCE,
         gate: gate(8, 0, 90),
         source: Some(REDUCE),
         ..BASE
@@ -1121,6 +1226,7 @@ pub static VARIANTS: &[Variant] = &[
             operand_if("cache-policy", K::CachePolicy, Q::L2CacheHint),
         ],
         completion: Completion::BulkGroup,
+        accesses: BULK_REDUCE,
         gate: gate(8, 0, 90),
         source: Some(REDUCE),
         ..BASE
@@ -1143,6 +1249,7 @@ pub static VARIANTS: &[Variant] = &[
             operand("mbar", K::Phase(Spaces::CLUSTER)),
         ],
         completion: Completion::Mbarrier,
+        accesses: &[reduces("a", Proxy::Generic)],
         gate: gate(8, 1, 90),
         source: Some(RED),
         ..BASE
@@ -1163,6 +1270,7 @@ pub static VARIANTS: &[Variant] = &[
             operand("b", K::RedValue),
         ],
         completion: Completion::EndOfCta,
+        accesses: &[reduces("a", Proxy::Generic)],
         gate: gate(8, 7, 100),
         source: Some(RED),
         ..BASE
@@ -1175,6 +1283,7 @@ pub static VARIANTS: &[Variant] = &[
             operand("addr", K::Mbarrier(Spaces::SHARED)),
             operand("count", K::U32),
         ],
+        accesses: &[writes("addr", Proxy::Generic)],
         gate: gate(7, 0, 80),
         source: Some(MBAR),
         ..BASE
@@ -1183,6 +1292,7 @@ pub static VARIANTS: &[Variant] = &[
         family: Family::MbarrierInval,
         form: "inval",
         operands: &[operand("addr", K::Mbarrier(Spaces::SHARED))],
+        accesses: &[writes("addr", Proxy::Generic)],
         gate: gate(7, 0, 80),
         source: Some(MBAR),
         ..BASE
@@ -1390,6 +1500,7 @@ pub static VARIANTS: &[Variant] = &[
             operand("size", K::U32),
         ],
         completion: Completion::Abstract,
+        accesses: &[writes("dst", Proxy::Generic), reads("src", Proxy::Generic)],
         gate: gate(7, 0, 80),
         source: None,
         ..BASE
@@ -1408,6 +1519,7 @@ pub static VARIANTS: &[Variant] = &[
             operand("size", K::U32),
         ],
         completion: Completion::Abstract,
+        accesses: &[reduces("dst", Proxy::Generic), reads("src", Proxy::Generic)],
         gate: gate(7, 0, 80),
         source: None,
         ..BASE

@@ -6,7 +6,8 @@ use super::*;
 /// What `issue` needs to start an async op.
 struct Issue {
     mech: Mech,
-    async_proxy: bool,
+    /// The proxy its data accesses go through (the table's effects).
+    proxy: Proxy,
     src: Option<(Addr, u64)>,
     dsts: Vec<Dst>,
     len: u64,
@@ -19,6 +20,15 @@ struct Issue {
 }
 
 impl Machine<'_> {
+    /// The proxy through which `inst`'s data accesses go, from the table's
+    /// effects (generic for an op without accesses).
+    fn data_proxy(&self, inst: Inst) -> Proxy {
+        self.decoded[inst.index()]
+            .as_ref()
+            .and_then(|d| d.variant.accesses.first())
+            .map_or(Proxy::Generic, |a| a.proxy)
+    }
+
     pub(super) fn step(&mut self, g: u32, inst: Inst) -> Result<Flow, Stop> {
         let k = self.k;
         let data: &InstData = &k.insts[inst];
@@ -259,19 +269,16 @@ impl Machine<'_> {
                 let cp = self
                     .operand(inst, "cp-size")
                     .map_or(16, |a| self.u32_of(g, a)) as u64;
-                let mut n = cp;
-                if let Some(a) = self.operand(inst, "src-size") {
-                    let v = self.val(g, a).as_u64();
-                    n = if k.arg_ty(a) == Some(Type::I1) {
-                        if v & 1 == 1 {
-                            0
-                        } else {
-                            cp
-                        }
-                    } else {
-                        v & 0xffff_ffff
-                    };
-                    if n > cp {
+                let (src_size, ignore_src) = match self.operand(inst, "src-size") {
+                    Some(a) if k.arg_ty(a) == Some(Type::I1) => {
+                        (None, Some(self.val(g, a).as_u64() & 1 == 1))
+                    }
+                    Some(a) => (Some(self.val(g, a).as_u64() & 0xffff_ffff), None),
+                    None => (None, None),
+                };
+                let n = match sem::cp_async_reads(cp, src_size, ignore_src) {
+                    SrcSize::Copies(n) => n,
+                    SrcSize::TooLarge(n) => {
                         self.report(
                             "U0302",
                             format!("`cp.async` src-size {n} is larger than cp-size {cp}"),
@@ -281,9 +288,9 @@ impl Machine<'_> {
                             None,
                             vec![format!("{}: only a run-time src-size > cp-size is UB; equal is a full copy", cite::reading(1))],
                         );
-                        n = cp;
+                        cp
                     }
-                }
+                };
                 let t = &mut self.threads[g as usize];
                 t.cp_seq += 1;
                 let seq = t.cp_seq;
@@ -292,7 +299,7 @@ impl Machine<'_> {
                     inst,
                     Issue {
                         mech: Mech::Group,
-                        async_proxy: false,
+                        proxy: self.data_proxy(inst),
                         src: Some((src, n)),
                         dsts: vec![Dst {
                             addr: dst,
@@ -338,7 +345,7 @@ impl Machine<'_> {
                 } as u32;
                 let upto = match self.val(g, a) {
                     Val::Group(n) | Val::BulkGroup(n) => n,
-                    v => have.saturating_sub(v.as_u64() as u32),
+                    v => sem::groups_waited(have, v.as_u64()),
                 };
                 return Ok(self.wait_groups(g, inst, bulk, read, upto));
             }
@@ -380,7 +387,7 @@ impl Machine<'_> {
                     inst,
                     thread: g,
                     mech: Mech::Arrive,
-                    async_proxy: false,
+                    proxy: Proxy::Generic,
                     src: None,
                     dsts: vec![Dst {
                         addr: a,
@@ -530,7 +537,7 @@ impl Machine<'_> {
                     let count = self
                         .operand(inst, "count")
                         .map_or(1, |c| i64::from(self.u32_of(g, c)));
-                    let release = (p.qual(Role::Sem) != Some(Qual::Relaxed)).then(|| Scope::of(p));
+                    let release = sem::ordering(p);
                     self.arrive_on(g, inst, slot, ph, count, release);
                 }
             }
@@ -559,7 +566,7 @@ impl Machine<'_> {
                             .any(|d| d.bar.is_some_and(|(s, _)| s == slot))
                     });
                 self.observe_point(relevant);
-                let acquire = (p.qual(Role::Sem) != Some(Qual::Relaxed)).then(|| Scope::of(p));
+                let acquire = sem::ordering(p);
                 let done = self.observe_phase(g, inst, slot, ph, acquire);
                 if p.family == Family::MbarrierWait {
                     if !done {
@@ -691,7 +698,7 @@ impl Machine<'_> {
                     inst,
                     Issue {
                         mech: Mech::Abstract,
-                        async_proxy: false,
+                        proxy: self.data_proxy(inst),
                         src: Some((src, size)),
                         dsts: vec![Dst {
                             addr: dst,
@@ -866,7 +873,7 @@ impl Machine<'_> {
             inst,
             Issue {
                 mech,
-                async_proxy: true,
+                proxy: self.data_proxy(inst),
                 src: Some((src, size)),
                 dsts,
                 len: size,
@@ -937,7 +944,7 @@ impl Machine<'_> {
             inst,
             Issue {
                 mech,
-                async_proxy: false,
+                proxy: self.data_proxy(inst),
                 src: None,
                 dsts,
                 len: width,
@@ -1004,7 +1011,7 @@ impl Machine<'_> {
             inst,
             thread: g,
             mech: is.mech,
-            async_proxy: is.async_proxy,
+            proxy: is.proxy,
             src: is.src,
             dsts: is.dsts,
             len: is.len,
@@ -1047,7 +1054,7 @@ impl Machine<'_> {
                     unseen = Some(sh);
                 }
                 if unfenced.is_none()
-                    && is.async_proxy
+                    && sem::needs_proxy_fence(Proxy::Generic, is.proxy)
                     && o.cta.is_some()
                     && !sh.w_by_op
                     && sh.w_inst != u32::MAX
@@ -1111,7 +1118,11 @@ impl Machine<'_> {
             let mut busy = None;
             let mut unseen = None;
             let mut war = None;
+            let mut unfenced = None;
             let reduce = is.reduce.is_some();
+            // A reduction reads the destination: through the async proxy,
+            // the bytes' generic-proxy writer must have fenced them.
+            let reads_async = reduce && sem::needs_proxy_fence(Proxy::Generic, is.proxy);
             let (mut cw, mut cr) = ((Stamp::INIT, true), (Stamp::INIT, true));
             for i in s..s + n {
                 let o = &self.objects[obj];
@@ -1131,8 +1142,18 @@ impl Machine<'_> {
                 if war.is_none() && !self.comps.sees_cached(cluster, vc, sh.r, &mut cr) {
                     war = Some(sh);
                 }
+                if unfenced.is_none()
+                    && reads_async
+                    && o.cta.is_some()
+                    && !sh.w_by_op
+                    && sh.w_inst != u32::MAX
+                    && !self.fenced(g, sh)
+                {
+                    unfenced = Some(sh);
+                }
             }
-            let range = if busy.is_some() || unseen.is_some() || war.is_some() {
+            let range = if busy.is_some() || unseen.is_some() || war.is_some() || unfenced.is_some()
+            {
                 self.describe_range(obj, s as u64, n as u64)
             } else {
                 String::new()
@@ -1182,6 +1203,20 @@ impl Machine<'_> {
                     format!("destination {range}"),
                     other,
                     vec![],
+                );
+            } else if let Some(sh) = unfenced {
+                let other = Some((
+                    Inst::new(sh.w_inst as usize),
+                    "generic-proxy store here".to_string(),
+                ));
+                self.report(
+                    "U0104",
+                    "async-proxy reduction into shared memory written through the generic proxy without `fence.proxy.async`".into(),
+                    inst,
+                    Some(g),
+                    format!("reduces into {range}"),
+                    other,
+                    vec![format!("{}: the writer must execute `fence.proxy.async` after its store and before the reduction is issued (e.g. fence, then a cluster barrier)", cite::ASYNC_PROXY)],
                 );
             }
             for b in &mut self.objects[obj].busy_w[s..s + n] {
@@ -1356,7 +1391,7 @@ impl Machine<'_> {
         let mask = self.ops[i].byte_mask;
         let (inst, thread) = (self.ops[i].inst, self.ops[i].thread);
         let by_op = self.ops[i].mech != Mech::Abstract;
-        let async_proxy = self.ops[i].async_proxy;
+        let async_proxy = self.ops[i].proxy == Proxy::Async;
         let seq = self.threads[thread as usize].seq;
         for d in dsts {
             let stamp = self.op_stamp(id, d.bar);
@@ -1573,11 +1608,10 @@ impl Machine<'_> {
             let local = self.threads[g as usize].cta == self.slot_cta(slot);
             let vc = std::mem::take(&mut self.threads[g as usize].vc);
             let m = &mut self.mbars[slot as usize];
-            match (local, scope) {
-                (true, _) => clock::join(&mut m.cur_vc, &vc),
-                (false, Scope::Cluster) => clock::join(&mut m.cur_peer_vc, &vc),
-                // A peer's `.cta` release synchronises with no waiter.
-                (false, Scope::Cta) => {}
+            if local {
+                clock::join(&mut m.cur_vc, &vc);
+            } else if sem::scope_includes(local, scope) {
+                clock::join(&mut m.cur_peer_vc, &vc);
             }
             self.threads[g as usize].vc = vc;
             self.bump(g);
@@ -1670,7 +1704,7 @@ impl Machine<'_> {
     fn maybe_complete_phase(&mut self, slot: u32) {
         let comps = self.comps;
         let m = &mut self.mbars[slot as usize];
-        if m.life != Life::Live || m.pending != 0 || m.tx != 0 {
+        if m.life != Life::Live || !sem::phase_completes(m.pending, m.tx) {
             return;
         }
         comps.raise(&mut m.cur_vc, comps.mbar(slot), m.phase + 1);
@@ -1707,17 +1741,18 @@ impl Machine<'_> {
         }
         let c = i64::from(self.mbars[slot as usize].phase);
         let k64 = i64::from(k);
-        if k64 < c - 1 {
+        let window = sem::phase_window(c, k64);
+        if let PhaseWindow::Lagging(d) = window {
             self.report(
                 "U0203",
                 format!("wait on phase {k}, but the mbarrier is already in phase {c}"),
                 inst,
                 Some(g),
-                format!("lags {} phases behind", c - k64),
+                format!("lags {d} phases behind"),
                 self.mbars[slot as usize].init_inst.map(|i| (i, "mbarrier initialised here".to_string())),
                 vec![format!("{}: waits are valid only for the current or the immediately preceding phase; by parity this observes another phase", cite::MBARRIER_WAIT)],
             );
-        } else if k64 > c {
+        } else if let PhaseWindow::Future(_) = window {
             self.report(
                 "U0203",
                 format!("wait on phase {k}, but the mbarrier is only in phase {c}"),
@@ -1728,7 +1763,7 @@ impl Machine<'_> {
                 vec![format!("{}: waits are valid only for the current or the immediately preceding phase; by parity this observes another phase", cite::MBARRIER_WAIT)],
             );
         }
-        let done = (k64 & 1) != (c & 1);
+        let done = sem::parity_wait_returns(c, k64);
         if done {
             self.acquire_phase(g, slot, acquire);
         }
@@ -1743,7 +1778,7 @@ impl Machine<'_> {
         if let Some(scope) = acquire {
             let vc = &mut self.threads[g as usize].vc;
             clock::join(vc, &m.prev_vc);
-            if scope == Scope::Cluster {
+            if sem::scope_includes(false, scope) {
                 clock::join(vc, &m.prev_peer_vc);
             }
         }
@@ -1878,7 +1913,10 @@ impl Machine<'_> {
             }
             Block::Phase { slot, parity } => {
                 // The wait instruction runs again and acquires then.
-                let ok = self.mbars[slot as usize].phase & 1 != parity;
+                let ok = sem::parity_wait_returns(
+                    i64::from(self.mbars[slot as usize].phase),
+                    i64::from(parity),
+                );
                 if !ok && !self.mbars[slot as usize].waiters.contains(&g) {
                     self.mbars[slot as usize].waiters.push(g);
                 }
