@@ -594,6 +594,31 @@ impl Kernel {
         a.value().map(|v| self.ty(v))
     }
 
+    /// The operand of table instruction `inst` named `name` in its variant
+    /// (`None` when `inst` is not one, matches no variant, or omits it).
+    pub fn ptx_operand(&self, inst: Inst, name: &str) -> Option<Arg> {
+        let data = &self.insts[inst];
+        let Op::Ptx(p) = &data.op else { return None };
+        let v = p.variant()?;
+        let bound = v.bind_operands(&p.quals, data.args.len()).ok()?;
+        data.args.get(bound.one(v.operand(name)?)?).copied()
+    }
+
+    /// The memory accesses of `inst` by the table's effects, with the
+    /// operand each goes through (none for ops outside the table).
+    pub fn accesses(&self, inst: Inst) -> Vec<(crate::spec::Access, Arg)> {
+        let Op::Ptx(p) = &self.insts[inst].op else {
+            return Vec::new();
+        };
+        let Some(v) = p.variant() else {
+            return Vec::new();
+        };
+        v.accesses
+            .iter()
+            .filter_map(|a| Some((*a, self.ptx_operand(inst, a.operand)?)))
+            .collect()
+    }
+
     /// The instruction that defines `v`, if it is an instruction result.
     pub fn def_inst(&self, v: Value) -> Option<Inst> {
         match self.values[v].def {

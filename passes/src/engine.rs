@@ -12,7 +12,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use cpflow_ir::diag::{Diagnostic, Span};
 use cpflow_ir::ir::*;
-use cpflow_ir::spec::{Completion, Family, Qual};
+use cpflow_ir::sem;
+use cpflow_ir::spec::{AccessKind, Completion, Family, Proxy, Qual};
 use cpflow_ir::types::{Scalar, Type};
 
 use crate::affine::{disjoint, Affine, Atom};
@@ -960,8 +961,8 @@ impl<'a> Engine<'a> {
         let data = &k.insts[inst];
         let Some(variant) = p.variant() else { return };
         // A `.relaxed` wait or poll observes the phase without acquiring:
-        // it orders nothing (PTX ISA 9.7.13.15).
-        let relaxed = p.has(Qual::Relaxed);
+        // it orders nothing.
+        let relaxed = sem::ordering(p).is_none();
         let arg = |name: &str| -> Option<Arg> {
             let b = variant.bind_operands(&p.quals, data.args.len()).ok()?;
             variant
@@ -1030,8 +1031,16 @@ impl<'a> Engine<'a> {
                     }
                     _ => (Kind::EndOfCta, None),
                 };
-                let async_src = matches!(p.family, Family::CpAsyncBulk | Family::CpReduceAsyncBulk);
-                let async_dst = p.family == Family::CpAsyncBulk && kind == Kind::Mbar;
+                let access = |operand: &str| {
+                    variant
+                        .access(operand)
+                        .filter(|a| a.proxy == Proxy::Async)
+                        .map(|a| a.kind)
+                };
+                let async_src = access("srcMem").is_some();
+                // A shared destination the async proxy overwrites (not one
+                // it reduces into, nor a global one).
+                let async_dst = kind == Kind::Mbar && access("dstMem") == Some(AccessKind::Write);
                 self.issue(st, inst, kind, dst, src, phase, async_src, async_dst);
             }
             Family::Copy => {

@@ -39,7 +39,7 @@
 use std::collections::{HashMap, HashSet};
 
 use cpflow_ir::ir::{Arg, Inst, Kernel, Module, Op, Region, SharedId};
-use cpflow_ir::spec::{Family, Qual, Role};
+use cpflow_ir::spec::{AccessKind, Family, Proxy, Qual};
 use cpflow_ir::types::{Space, Type};
 
 use super::edit;
@@ -60,10 +60,10 @@ pub fn fence(module: &mut Module) -> usize {
 }
 
 /// Whether `i` itself (not what is nested in it) may write shared memory
-/// through the generic proxy: what [`writes_shared`] counts,
-/// `mbarrier.init` and `inval`, and every instruction not known to leave
-/// shared memory to the async proxy (conservative for the ops hoisting must
-/// see).
+/// through the generic proxy: what [`writes_shared`] counts, and every
+/// table instruction whose effects write through the generic proxy
+/// (`mbarrier.init` and `inval` included), or that matches no variant
+/// (conservative for the ops hoisting must see).
 fn writes_generic(k: &Kernel, i: Inst) -> bool {
     let d = &k.insts[i];
     match &d.op {
@@ -71,34 +71,7 @@ fn writes_generic(k: &Kernel, i: Inst) -> bool {
             d.args.first().and_then(|a| k.arg_ty(*a)),
             Some(Type::Ptr(Space::Global))
         ),
-        Op::Ptx(p) => !matches!(
-            p.family,
-            Family::CpAsyncBulk
-                | Family::CpReduceAsyncBulk
-                | Family::CpAsyncBulkPrefetch
-                | Family::CpAsyncCommitGroup
-                | Family::CpAsyncWaitGroup
-                | Family::CpAsyncWaitAll
-                | Family::CpAsyncBulkCommitGroup
-                | Family::CpAsyncBulkWaitGroup
-                | Family::MbarrierArrive
-                | Family::MbarrierArriveExpectTx
-                | Family::MbarrierExpectTx
-                | Family::MbarrierTestWaitParity
-                | Family::MbarrierTryWaitParity
-                | Family::MbarrierWait
-                | Family::MbarrierPhase
-                | Family::FenceProxyAsync
-                | Family::FenceMbarrierInit
-                | Family::BarrierCta
-                | Family::BarSync
-                | Family::BarArrive
-                | Family::BarrierClusterArrive
-                | Family::BarrierClusterWait
-                | Family::Mapa
-                | Family::ElectSync
-                | Family::Await
-        ),
+        Op::Ptx(p) => p.variant().is_none_or(|v| v.writes_through(Proxy::Generic)),
         _ => false,
     }
 }
@@ -230,7 +203,8 @@ fn is_shared_fence(k: &Kernel, i: Inst) -> bool {
 }
 
 /// Whether `i` itself (not what is nested in it) writes shared memory
-/// through the generic proxy.
+/// through the generic proxy: a store, or a table instruction whose
+/// effects write the executing CTA's shared memory through it (`cp.async`).
 fn writes_shared(k: &Kernel, i: Inst) -> bool {
     let d = &k.insts[i];
     match &d.op {
@@ -238,18 +212,22 @@ fn writes_shared(k: &Kernel, i: Inst) -> bool {
             d.args.first().and_then(|a| k.arg_ty(*a)),
             Some(Type::Ptr(Space::Shared | Space::Cluster))
         ),
-        Op::Ptx(p) => p.family == Family::CpAsync,
-        _ => false,
+        _ => k.accesses(i).iter().any(|(a, arg)| {
+            a.kind.writes()
+                && a.proxy == Proxy::Generic
+                && k.arg_ty(*arg) == Some(Type::Ptr(Space::Shared))
+        }),
     }
 }
 
+/// Whether `i` reads the executing CTA's shared memory through the async
+/// proxy (a bulk copy or reduction from `.shared::cta`).
 fn reads_shared_async(k: &Kernel, i: Inst) -> bool {
-    match &k.insts[i].op {
-        Op::Ptx(p) if matches!(p.family, Family::CpAsyncBulk | Family::CpReduceAsyncBulk) => {
-            p.qual(Role::Src) == Some(Qual::SharedCta)
-        }
-        _ => false,
-    }
+    k.accesses(i).iter().any(|(a, arg)| {
+        a.kind == AccessKind::Read
+            && a.proxy == Proxy::Async
+            && k.arg_ty(*arg) == Some(Type::Ptr(Space::Shared))
+    })
 }
 
 fn fence_kernel(k: &mut Kernel) -> usize {
