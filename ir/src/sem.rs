@@ -30,9 +30,14 @@ pub fn needs_proxy_fence(earlier: Proxy, later: Proxy) -> bool {
 /// most recent of the thread's committed groups are complete (PTX ISA
 /// 9.7.9.25.3 and 9.7.9.25.1): the groups numbered below the result are
 /// the ones it waits for, counting from 0 in commit order.
-pub fn groups_waited(committed: u32, n: u64) -> u32 {
-    let n = u32::try_from(n).unwrap_or(u32::MAX);
-    committed.saturating_sub(n)
+pub fn groups_waited(committed: usize, n: u64) -> usize {
+    committed.saturating_sub(usize::try_from(n).unwrap_or(usize::MAX))
+}
+
+/// The same rule for one group: with `younger` groups committed after it,
+/// it is complete once `wait_group N` returns iff `younger >= N`.
+pub fn group_waited(younger: u32, n: u32) -> bool {
+    younger >= n
 }
 
 /// An mbarrier phase completes when its pending arrival count and its
@@ -142,6 +147,9 @@ mod tests {
         assert_eq!(groups_waited(1, 2), 0);
         assert_eq!(groups_waited(3, u64::MAX), 0);
         assert_eq!(groups_waited(3, 0), 3);
+        // Group i of c committed has c - 1 - i younger ones.
+        let waited = (0..5).filter(|i| group_waited(5 - 1 - i, 2)).count();
+        assert_eq!(waited, groups_waited(5, 2));
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //!
 //! `cp.async.wait_group N` waits until at most N of the thread's most recent
 //! groups are pending, so waiting for group `%g` needs N = the number of
-//! groups committed after `%g`. This module walks the structured program
+//! groups committed after `%g` (the largest N [`crate::sem::group_waited`]
+//! accepts). This module walks the structured program
 //! keeping, per kind (non-bulk, bulk), the sequence of committed groups and
 //! the values that name each; a loop-carried group keeps its meaning only if
 //! its distance from the newest group is the same on entry and on the back

@@ -1336,10 +1336,9 @@ impl<'a> Engine<'a> {
         };
         self.wait_n.insert(inst, n);
         let target = if read { Issuer::ReadDone } else { Issuer::Done };
-        let pending = st
-            .ops
-            .iter()
-            .any(|r| r.kind == kind && r.depth.is_some_and(|d| d >= n) && r.issuer < target);
+        let pending = st.ops.iter().any(|r| {
+            r.kind == kind && r.depth.is_some_and(|d| sem::group_waited(d, n)) && r.issuer < target
+        });
         // A group a `.read` wait completed (depth DONE) still has writes pending.
         let any = st
             .ops
@@ -1367,7 +1366,7 @@ impl<'a> Engine<'a> {
             .map(|mut r| {
                 if r.kind == kind {
                     if let Some(d) = r.depth {
-                        if d >= n {
+                        if sem::group_waited(d, n) {
                             r.depth = Some(DONE);
                             if r.issuer < target {
                                 r.issuer = target;

@@ -54,7 +54,8 @@ use petgraph::Direction;
 
 use cpflow_ir::diag::{Diagnostic, Span};
 use cpflow_ir::ir::*;
-use cpflow_ir::spec::{Completion, Family, Qual, Role};
+use cpflow_ir::sem::{self, Scope};
+use cpflow_ir::spec::{AccessKind, Completion, Family, Proxy, Qual};
 use cpflow_ir::types::{Scalar, Type};
 
 use crate::affine::{disjoint, Affine, Atom, Bounds};
@@ -640,8 +641,9 @@ impl<'a> Tracer<'a> {
     fn ptx(&mut self, inst: Inst, p: &PtxOp) -> Result<Option<i64>, GiveUp> {
         let k = self.k;
         let data = &k.insts[inst];
-        let relaxed = p.has(Qual::Relaxed);
-        let cluster = p.qual(Role::Scope) == Some(Qual::Cluster);
+        let order = sem::ordering(p);
+        let relaxed = order.is_none();
+        let cluster = order == Some(Scope::Cluster);
         let first = || data.args.first().copied().ok_or(GiveUp::Unknown);
         let step = match p.family {
             Family::CpAsync | Family::Copy => {
@@ -659,8 +661,8 @@ impl<'a> Tracer<'a> {
                         .and_then(|a| self.bytes(*a, n))
                         .into_iter()
                         .collect(),
-                    reduce: false,
-                    async_proxy: false,
+                    reduce: reduces(p),
+                    async_proxy: reads_async(p),
                     done: Done::Group(group),
                 }
             }
@@ -817,11 +819,26 @@ impl<'a> Tracer<'a> {
         Ok(Step::Async {
             writes,
             reads,
-            reduce: p.family != Family::CpAsyncBulk,
-            async_proxy: p.family != Family::RedAsync,
+            reduce: reduces(p),
+            async_proxy: reads_async(p),
             done,
         })
     }
+}
+
+/// Whether the table's effects make `p` reduce into its destination.
+fn reduces(p: &PtxOp) -> bool {
+    p.variant()
+        .is_some_and(|v| v.accesses.iter().any(|a| a.kind == AccessKind::Reduce))
+}
+
+/// Whether the table's effects make `p` read memory through the async proxy.
+fn reads_async(p: &PtxOp) -> bool {
+    p.variant().is_some_and(|v| {
+        v.accesses
+            .iter()
+            .any(|a| a.kind == AccessKind::Read && a.proxy == Proxy::Async)
+    })
 }
 
 /// `v` (held sign-extended) as an unsigned number of type `ty`.
@@ -964,7 +981,7 @@ impl Pending {
     /// abstract kind every open op.
     fn complete(&mut self, kind: Group, keep: Option<usize>) -> Vec<NodeIndex> {
         let of_kind = self.groups.iter().filter(|(g, _)| *g == kind).count();
-        let mut drop = of_kind.saturating_sub(keep.unwrap_or(0));
+        let mut drop = sem::groups_waited(of_kind, keep.map_or(0, |n| n as u64));
         let mut out = Vec::new();
         self.groups.retain(|(g, ds)| {
             if *g == kind && drop > 0 {

@@ -345,7 +345,7 @@ impl Machine<'_> {
                 } as u32;
                 let upto = match self.val(g, a) {
                     Val::Group(n) | Val::BulkGroup(n) => n,
-                    v => sem::groups_waited(have, v.as_u64()),
+                    v => sem::groups_waited(have as usize, v.as_u64()) as u32,
                 };
                 return Ok(self.wait_groups(g, inst, bulk, read, upto));
             }
