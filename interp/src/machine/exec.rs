@@ -1454,6 +1454,21 @@ impl Machine<'_> {
         let peer_note = || {
             format!("{}: this is CTA {owner}'s mbarrier; peers need a cluster-scope release->acquire path from its init (`fence.mbarrier_init.release.cluster` or a release `barrier.cluster.arrive`, then `barrier.cluster.wait`); `barrier.cta` orders only one CTA", cite::MBARRIER)
         };
+        if peer && self.ctas[owner as usize].done {
+            self.report(
+                "U0401",
+                format!("mbarrier operation on CTA {owner}'s mbarrier after that CTA exited"),
+                inst,
+                Some(g),
+                "this CTA's shared memory no longer exists".into(),
+                None,
+                vec![format!(
+                    "{}: a peer must not exit while others still access its shared memory (end with a cluster barrier)",
+                    cite::CLUSTER
+                )],
+            );
+            return false;
+        }
         let m = &self.mbars[slot as usize];
         match m.life {
             Life::Live => {}
