@@ -72,4 +72,5 @@ pub const CODES: &[(&str, &str)] = &[
         "W1004",
         "the cross-thread analysis stopped at its budget: races not proved absent",
     ),
+    ("W1005", "`cp.async` src-size not proved at most cp-size"),
 ];

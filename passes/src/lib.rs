@@ -20,6 +20,7 @@ pub mod engine;
 pub mod ordering;
 pub mod phases;
 pub mod sites;
+pub mod srcsize;
 pub mod state;
 pub mod transform;
 pub mod values;
@@ -33,6 +34,7 @@ pub fn check_kernel(k: &Kernel) -> Vec<Diagnostic> {
     let syms = values::Syms::compute(k);
     let mut out = engine::Engine::new(k, &syms).run();
     out.extend(phases::check(k, &syms));
+    out.extend(srcsize::check(k));
     // The cross-thread analysis adds the hazards that involve none of the
     // instructions the others already report.
     let reported = out
