@@ -21,6 +21,12 @@
 //! `cpflow::check` must report at least one error, and whenever it reports
 //! none, `cpflow::check` must report no error.
 //!
+//! Where it is reported counts too: a program is *located* when one of the
+//! checker's errors names (as its culprit or another party) a line that the
+//! interpreter's finding names. The sweep prints the count and requires at
+//! least 90% of the programs with UB to be located; `CPFLOW_SOUNDNESS_VERBOSE=1`
+//! prints each one that is not (`ELSEWHERE`), with both sides' codes and lines.
+//!
 //! The default run covers `0..SEEDS`; `CPFLOW_SOUNDNESS_SEEDS=N` runs `0..N`
 //! (`cargo test --release --test soundness -- --nocapture` prints the counts),
 //! `CPFLOW_SOUNDNESS_SHAPE=cpa_mbar` only that shape's seeds, and
@@ -34,6 +40,7 @@ use rng::Rng;
 use std::fmt::Write;
 
 use cpflow::interp::{self, runline, Schedule};
+use cpflow::ir::Diagnostic;
 
 const SEEDS: u64 = 550;
 
@@ -1667,13 +1674,17 @@ struct Counts {
     skipped: usize,
     ub: usize,
     missed: Vec<(u64, String)>,
+    /// Programs with UB where the checker reports an error on the line
+    /// of one of the interpreter's findings.
+    located: usize,
     flagged_clean: usize,
     /// Per shape: programs, UB found, missed, clean but flagged.
     shapes: std::collections::BTreeMap<String, [usize; 4]>,
 }
 
-/// Runs one program under the schedules; the error findings, if any.
-fn interpret(module: &cpflow::ir::Module, text: &str, seed: u64) -> Vec<String> {
+/// Runs one program under the schedules; the error findings of the first
+/// schedule that finds any.
+fn interpret(module: &cpflow::ir::Module, text: &str, seed: u64) -> Vec<Diagnostic> {
     let runs = runline::parse_all(text).expect("run line");
     let mut found = Vec::new();
     for run in runs {
@@ -1691,7 +1702,7 @@ fn interpret(module: &cpflow::ir::Module, text: &str, seed: u64) -> Vec<String> 
             };
             for d in &out.findings {
                 if d.is_error() && d.code != "U0001" && d.code != "U0002" {
-                    found.push(format!("{} {}", d.code, d.message));
+                    found.push(d.clone());
                 }
             }
             if !found.is_empty() {
@@ -1740,6 +1751,38 @@ fn sweep(seeds: std::ops::Range<u64>, verbose: bool, shape: Option<&str>) -> Cou
         if !ub.is_empty() {
             c.ub += 1;
             row[1] += 1;
+            let line = |offset: u32| p.text[..offset as usize].matches('\n').count() + 1;
+            // The lines a diagnostic names: its culprit and its other parties.
+            let lines = |d: &Diagnostic| -> Vec<usize> {
+                std::iter::once(d.span.start)
+                    .chain(d.secondary.iter().map(|s| s.span.start))
+                    .map(line)
+                    .collect()
+            };
+            let ub_lines: Vec<usize> = ub.iter().flat_map(lines).collect();
+            let located = checked
+                .diagnostics
+                .iter()
+                .filter(|d| d.is_error())
+                .any(|d| lines(d).iter().any(|l| ub_lines.contains(l)));
+            if located {
+                c.located += 1;
+            } else if !flagged.is_empty() && verbose {
+                eprintln!(
+                    "ELSEWHERE seed {seed}: {}\n  interp: {:?}\n  checker: {:?}\n{}",
+                    p.what,
+                    ub.iter()
+                        .map(|d| (d.code, line(d.span.start)))
+                        .collect::<Vec<_>>(),
+                    checked
+                        .diagnostics
+                        .iter()
+                        .filter(|d| d.is_error())
+                        .map(|d| (d.code, line(d.span.start)))
+                        .collect::<Vec<_>>(),
+                    p.text
+                );
+            }
             if flagged.is_empty() {
                 row[2] += 1;
                 if verbose {
@@ -1778,10 +1821,11 @@ fn checker_flags_every_interpreter_ub() {
     let shape = std::env::var("CPFLOW_SOUNDNESS_SHAPE").ok();
     let c = sweep(from..n, verbose, shape.as_deref());
     println!(
-        "soundness: seeds {n}, programs {}, skipped (verifier) {}, UB found {}, missed {}, clean but flagged {}",
+        "soundness: seeds {n}, programs {}, skipped (verifier) {}, UB found {}, reported on the UB's line {}, missed {}, clean but flagged {}",
         c.programs,
         c.skipped,
         c.ub,
+        c.located,
         c.missed.len(),
         c.flagged_clean
     );
@@ -1800,6 +1844,12 @@ fn checker_flags_every_interpreter_ub() {
         assert!(c.ub > 0 && c.ub < c.programs, "{c:?}");
     }
     assert!(c.missed.is_empty(), "missed UB: {:?}", c.missed);
+    if total >= 100 {
+        assert!(
+            c.located * 10 >= c.ub * 9,
+            "fewer than 90% of the programs with UB are reported at a line the UB names: {c:?}"
+        );
+    }
     // Precision: a program the interpreter runs clean under every schedule
     // tried gets no error (CPFLOW_SOUNDNESS_VERBOSE=1 prints each one).
     assert_eq!(

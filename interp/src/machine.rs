@@ -82,12 +82,27 @@ struct Mbar {
     /// morally strong (a scope too narrow orders nothing, PTX ISA 8).
     cur_peer_vc: Vec<u32>,
     prev_peer_vc: Vec<u32>,
+    /// The instructions that moved the current phase's tx-count, with the
+    /// bytes each added (`expect_tx`) or took (complete-tx), for a hang's
+    /// diagnostic.
+    tx_sites: Vec<(Inst, i64)>,
     /// Ops whose completion the current / previous phase tracks.
     cur_ops: Vec<u32>,
     prev_ops: Vec<u32>,
     init_stamp: Stamp,
     init_inst: Option<Inst>,
     waiters: Vec<u32>,
+}
+
+impl Mbar {
+    /// Records that `inst` moved the current phase's tx-count by `bytes`
+    /// (one entry per instruction: a copy in a loop adds to its own).
+    fn note_tx(&mut self, inst: Inst, bytes: i64) {
+        match self.tx_sites.iter_mut().find(|(i, _)| *i == inst) {
+            Some((_, b)) => *b = b.saturating_add(bytes),
+            None => self.tx_sites.push((inst, bytes)),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -366,6 +381,7 @@ impl<'a> Machine<'a> {
                 prev_vc: vec![0; vlen],
                 cur_peer_vc: vec![0; vlen],
                 prev_peer_vc: vec![0; vlen],
+                tx_sites: Vec::new(),
                 cur_ops: Vec::new(),
                 prev_ops: Vec::new(),
                 init_stamp: Stamp::INIT,
@@ -1519,6 +1535,16 @@ impl<'a> Machine<'a> {
         for t in &self.threads {
             if let State::Blocked(Block::Phase { slot, .. }, _) = t.state {
                 let m = &self.mbars[slot as usize];
+                if m.tx != 0 {
+                    for &(inst, bytes) in &m.tx_sites {
+                        let what = if bytes >= 0 {
+                            format!("expects {bytes} bytes on this phase")
+                        } else {
+                            format!("completes {} bytes on this phase", -bytes)
+                        };
+                        d = d.with_secondary(self.k.insts[inst].span, what);
+                    }
+                }
                 d = d.with_note(format!(
                     "mbarrier in phase {}: {} pending arrival{}, tx-count {}",
                     m.phase,

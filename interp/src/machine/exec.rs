@@ -484,6 +484,7 @@ impl Machine<'_> {
                 m.pending = count.clamp(1, COUNT_MAX);
                 m.expected = m.pending;
                 m.tx = 0;
+                m.tx_sites.clear();
                 for vc in [
                     &mut m.cur_vc,
                     &mut m.prev_vc,
@@ -1582,6 +1583,7 @@ impl Machine<'_> {
     fn expect_tx(&mut self, g: u32, inst: Inst, slot: u32, n: i64) {
         let m = &mut self.mbars[slot as usize];
         m.tx += n;
+        m.note_tx(inst, n);
         if m.tx.abs() > COUNT_MAX {
             self.count_range(g, inst, slot, "tx-count");
         }
@@ -1663,6 +1665,7 @@ impl Machine<'_> {
         self.phase_mismatch(g, inst, slot, named, "this op's complete-tx");
         let m = &mut self.mbars[slot as usize];
         m.tx -= bytes;
+        m.note_tx(inst, -bytes);
         m.cur_ops.push(id);
         if m.tx.abs() > COUNT_MAX {
             self.count_range(g, inst, slot, "tx-count");
@@ -1731,6 +1734,7 @@ impl Machine<'_> {
         m.phase += 1;
         m.pending = m.expected;
         m.tx = 0;
+        m.tx_sites.clear();
         let done = m.phase - 1;
         if let Some(r) = &mut self.trace {
             r.phase(slot, done);
