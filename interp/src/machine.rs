@@ -1532,27 +1532,37 @@ impl<'a> Machine<'a> {
                 format!("{} here too", waits(ts.len())),
             );
         }
+        let mut slots: Vec<u32> = Vec::new();
         for t in &self.threads {
             if let State::Blocked(Block::Phase { slot, .. }, _) = t.state {
-                let m = &self.mbars[slot as usize];
-                if m.tx != 0 {
-                    for &(inst, bytes) in &m.tx_sites {
-                        let what = if bytes >= 0 {
-                            format!("expects {bytes} bytes on this phase")
-                        } else {
-                            format!("completes {} bytes on this phase", -bytes)
-                        };
-                        d = d.with_secondary(self.k.insts[inst].span, what);
-                    }
+                if !slots.contains(&slot) {
+                    slots.push(slot);
                 }
-                d = d.with_note(format!(
-                    "mbarrier in phase {}: {} pending arrival{}, tx-count {}",
-                    m.phase,
-                    m.pending,
-                    if m.pending == 1 { "" } else { "s" },
-                    m.tx
-                ));
-                break;
+            }
+        }
+        if let Some(&slot) = slots.first() {
+            let m = &self.mbars[slot as usize];
+            d = d.with_note(format!(
+                "mbarrier in phase {}: {} pending arrival{}, tx-count {}",
+                m.phase,
+                m.pending,
+                if m.pending == 1 { "" } else { "s" },
+                m.tx
+            ));
+        }
+        // Where the tx-count of a phase someone waits on went off zero.
+        for slot in slots {
+            let m = &self.mbars[slot as usize];
+            if m.tx == 0 {
+                continue;
+            }
+            for &(inst, bytes) in &m.tx_sites {
+                let what = if bytes >= 0 {
+                    format!("expects {bytes} bytes on this phase")
+                } else {
+                    format!("completes {} bytes on this phase", -bytes)
+                };
+                d = d.with_secondary(self.k.insts[inst].span, what);
             }
         }
         if let Some(h) = crate::codes::help("U0202") {
