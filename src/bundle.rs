@@ -1,7 +1,7 @@
 //! `cpflow bundle`: packages programs for differential runs on a GPU.
 //!
 //! For every `// run:` line of every file (after the transform passes when it
-//! has abstract copies), the bundle holds the PTX, the
+//! has abstract copies, or after `--passes`), the bundle holds the PTX, the
 //! launch shape, the input buffers and the interpreter's output buffers
 //! (identical under the eager, lazy and several random schedules, with no
 //! finding, or the launch is refused). `tools/gpu_validate.py` runs the
@@ -14,6 +14,7 @@ use cpflow::interp::{run, runline, Schedule};
 use cpflow::ir::spec::Sm;
 use cpflow::ir::types::{Scalar, Type};
 use cpflow::ir::{Module, SourceFile};
+use cpflow::passes::transform::{self, Pass};
 use serde_json::json;
 
 use crate::report::Reporter;
@@ -26,6 +27,11 @@ pub struct BundleArgs {
     /// The GPU's architecture: programs for newer targets are skipped.
     #[arg(long, default_value = "sm_90a")]
     arch: String,
+    /// Transform passes to run on every file before bundling, as `cpflow
+    /// opt --passes` (default: the default pipeline, on files with abstract
+    /// copies only), e.g. `pipeline,select,coalesce,sync,fence,cleanup`.
+    #[arg(long)]
+    passes: Option<String>,
     /// Programs with `// run:` lines (`-`: standard input).
     #[arg(required = true)]
     files: Vec<PathBuf>,
@@ -39,6 +45,11 @@ pub fn run_bundle(args: BundleArgs, rep: &mut Reporter) -> ExitCode {
     let Some(arch) = Sm::parse(&args.arch) else {
         eprintln!("error: unknown architecture `{}`", args.arch);
         return ExitCode::from(2);
+    };
+    let passes = match args.passes.as_deref().map(transform::parse_pipeline) {
+        Some(Ok(p)) => Some(p),
+        Some(Err(e)) => return crate::input::usage(e),
+        None => None,
     };
     let mlir = cpflow::lowering::Mlir::new();
     let mut launches = Vec::new();
@@ -55,7 +66,7 @@ pub fn run_bundle(args: BundleArgs, rep: &mut Reporter) -> ExitCode {
             }
             tag = format!("{base}_{n}");
         }
-        match bundle_file(&mlir, path, &tag, &args.output, arch) {
+        match bundle_file(&mlir, path, &tag, &args.output, arch, passes.as_deref()) {
             Ok(mut l) => launches.append(&mut l),
             Err(msg) => {
                 refused += 1;
@@ -94,6 +105,7 @@ fn bundle_file(
     stem: &str,
     out: &Path,
     arch: Sm,
+    passes: Option<&[Pass]>,
 ) -> Result<Vec<serde_json::Value>, String> {
     let (name, bytes) = crate::input::read_bytes(path)?;
     let text = cpflow::decode(&bytes)
@@ -105,8 +117,14 @@ fn bundle_file(
     };
     let mut module = cpflow::ir::parse(&text).map_err(|d| file.render(&[d]))?;
     // Abstract copies go through the transform passes, as `cpflow compile`
-    // does; the interpreter then runs the same concrete program as the GPU.
-    crate::opt::lower_abstract(&mut module).map_err(|d| file.render(&d))?;
+    // does (or the passes asked for); the interpreter then runs the same
+    // concrete program as the GPU.
+    match passes {
+        Some(passes) => {
+            crate::opt::transform_verified(&mut module, passes).map_err(|d| file.render(&d))?
+        }
+        None => crate::opt::lower_abstract(&mut module).map_err(|d| file.render(&d))?,
+    }
     if module.target.sm.number > arch.number {
         return Err(format!("targets {}, newer than {arch}", module.target.sm));
     }

@@ -42,6 +42,11 @@ pub fn lower_abstract(module: &mut Module) -> Result<(), Vec<Diagnostic>> {
     if !transform::has_abstract(module) {
         return Ok(());
     }
+    transform_verified(module, transform::DEFAULT_PIPELINE)
+}
+
+/// Runs `passes` on `module` once it verifies clean.
+pub fn transform_verified(module: &mut Module, passes: &[Pass]) -> Result<(), Vec<Diagnostic>> {
     let errors: Vec<Diagnostic> = cpflow::ir::verify(module)
         .into_iter()
         .filter(Diagnostic::is_error)
@@ -49,7 +54,7 @@ pub fn lower_abstract(module: &mut Module) -> Result<(), Vec<Diagnostic>> {
     if !errors.is_empty() {
         return Err(errors);
     }
-    transform::optimize(module).map(|_| ())
+    transform::run(module, passes).map(|_| ())
 }
 
 /// The `--explain` text, as comments: each pipelined loop and each loop

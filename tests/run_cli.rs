@@ -151,6 +151,32 @@ fn bundle_tags_files_of_one_name_apart() {
     let _ = std::fs::remove_dir_all(&out_dir);
 }
 
+/// `cpflow bundle --passes` runs the passes asked for before bundling: the
+/// pipelined ring of a single-buffered loop, not the loop itself.
+#[test]
+fn bundle_runs_the_passes_asked_for() {
+    let out_dir = std::env::temp_dir().join(format!("cpflow-bundle-passes-{}", std::process::id()));
+    let dir = out_dir.to_string_lossy().into_owned();
+    let ptx_of = |passes: Option<&str>| {
+        let mut args = vec!["bundle", "-o", &dir];
+        if let Some(p) = passes {
+            args.extend(["--passes", p]);
+        }
+        args.push("tests/pipeline/one_tile_sm80.cpf");
+        let (code, out) = cpflow(&args);
+        assert_eq!(code, 0, "{out}");
+        std::fs::read_to_string(out_dir.join("one_tile_sm80.0.ptx")).expect("ptx")
+    };
+    let plain = ptx_of(None);
+    let ring = ptx_of(Some("pipeline:4,select,coalesce,sync,fence,cleanup"));
+    assert!(plain.contains("cp.async.wait_group \t0;"), "{plain}");
+    assert!(ring.contains("cp.async.wait_group \t3;"), "{ring}");
+    assert!(!plain.contains("cp.async.wait_group \t3;"), "{plain}");
+    let (code, out) = cpflow(&["bundle", "-o", &dir, "--passes", "nonsense", FIXED]);
+    assert_eq!(code, 2, "{out}");
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
+
 /// Without `--kernel` and `--grid`, the file's `// run:` lines are the
 /// launches; the exit status is the worst run's.
 #[test]
