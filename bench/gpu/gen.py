@@ -14,6 +14,10 @@ Jobs and copy mechanisms (the table BODIES maps each pair to its emitter):
               free slots on @empty, a storer thread releases them.
   mech bulk1  one tile per CTA (grid = ntiles), same copies, no ring: the
               "let the block scheduler pipeline" variant.
+  mech pipe   no ring at all (rowsum): the loop written single-buffered, each
+              thread copying its 16 bytes of the tile with the abstract `copy`
+              and `await`, between two `barrier.cta`; build.sh pipelines it
+              with `cpflow opt --passes pipeline:S,...` (S from the name).
   mech cpa    cp.async ring (sm_80 style): every thread copies 16-byte chunks
               with cp.async.cg, one commit group per tile, wait_group N derived
               from a window of loop-carried groups, ordinary ld/st back out;
@@ -69,6 +73,8 @@ class Cfg:
         assert not self.chunk or (self.mech in ("bulk", "cpa") and self.job in ("copy", "scale"))
         if self.mech == "bulk1":
             assert S == 1
+        elif self.mech == "pipe":
+            assert S >= 2 and T == 16 * N, "pipe: each thread copies 16 bytes of the tile"
         else:
             assert S >= 2 and 1 <= L <= S - 1, (S, L)
         assert T % 16 == 0
@@ -87,6 +93,8 @@ class Cfg:
     def smem(self):
         if self.job == "stencil":
             return self.stages * (self.tile + 32) + 8 * self.stages
+        if self.mech == "pipe":
+            return self.stages * (self.tile + 8) + 4 * self.threads
         return self.stages * self.tile + (8 * self.stages if self.mech != "cpa" else 0)
 
     @property
@@ -821,6 +829,89 @@ def bulk_stencil(c):
     return "\n".join(out) + "\n"
 
 
+def pipe_rowsum(c):
+    """Row sums written the plain way for the pipeliner: CTA c takes rows c,
+    c + nctaid, ...; for each row a loop over its tiles copies tile k into
+    the one @tile (each thread its 16 bytes), awaits it, `barrier.cta`, adds
+    the thread's T/(4N) words, `barrier.cta`. At the row's end the threads'
+    sums meet in @part and tid 0 stores the row's sum. The stage count is
+    build.sh's `pipeline:S`, not this kernel's."""
+    T, N = c.tile, c.threads
+    per = T // (4 * N)
+    out = [
+        f"kernel @{c.name}({params(c)}) block({N}) {{",
+        f"  shared @tile: bytes[{T}] align 128",
+        f"  shared @part: bytes[{4 * N}] align 16",
+        "  %tid = sreg tid.x",
+        "  %cta = sreg ctaid.x",
+        "  %ncta = sreg nctaid.x",
+        "  %leader = cmp.eq %tid, 0 : i32",
+        "  %tile = addr @tile",
+        "  %part = addr @part",
+        "  %off = mul %tid, 16 : i32",
+        "  %off64 = zext %off : i32 to i64",
+        "  %mine_t = ptr.add %tile, %off",
+        "  %col = mul %tid, 4 : i32",
+        "  %mypart = ptr.add %part, %col",
+        "  %rest = sub %nrows, %cta : i32",
+        "  %ncta1 = sub %ncta, 1 : i32",
+        "  %rest1 = add %rest, %ncta1 : i32",
+        "  %has = cmp.slt %cta, %nrows : i32",
+        "  %myrows0 = div.u %rest1, %ncta : i32",
+        "  %myrows = select %has, %myrows0, 0 : i32",
+        f"  %rowbytes = mul %tpr, {T} : i32",
+        "  %rowbytes64 = zext %rowbytes : i32 to i64",
+        "  %zero = const 0.0 : f32",
+        "  for %r = 0 to %myrows step 1 {",
+        "    %row0 = mul %r, %ncta : i32",
+        "    %row = add %row0, %cta : i32",
+        "    %row64 = zext %row : i32 to i64",
+        "    %ro = mul %row64, %rowbytes64 : i64",
+        "    %src_r = ptr.add %src, %ro",
+        "    %src_t = ptr.add %src_r, %off64",
+        "    %acc = for %k = 0 to %tpr step 1 iter(%a = %zero) {",
+        "      %k64 = zext %k : i32 to i64",
+        f"      %k_off = mul %k64, {T} : i64",
+        "      %src_k = ptr.add %src_t, %k_off",
+        "      %t = copy %mine_t, %src_k, 16",
+        "      await %t",
+        "      barrier.cta",
+        "      %p = ptr.add %tile, %col",
+    ]
+    prev = "%a"
+    for e in range(per):
+        out += [
+            f"      %p{e} = ptr.add %p, {e * 4 * N}",
+            f"      %x{e} = ld %p{e} : f32",
+            f"      %a{e} = fadd {prev}, %x{e} : f32",
+        ]
+        prev = f"%a{e}"
+    out += [
+        "      barrier.cta",
+        f"      yield {prev}",
+        "    }",
+        "    st %mypart, %acc : f32",
+        "    barrier.cta",
+        "    if %leader {",
+        f"      %tot = for %q = 0 to {N} step 1 iter(%sb = %zero) {{",
+        "        %qo = mul %q, 4 : i32",
+        "        %qp = ptr.add %part, %qo",
+        "        %y = ld %qp : f32",
+        "        %sb2 = fadd %sb, %y : f32",
+        "        yield %sb2",
+        "      }",
+        "      %orow4 = mul %row, 4 : i32",
+        "      %orow64 = zext %orow4 : i32 to i64",
+        "      %op = ptr.add %dst, %orow64",
+        "      st %op, %tot : f32",
+        "    }",
+        "    barrier.cta",
+        "  }",
+        "}",
+    ]
+    return "\n".join(out) + "\n"
+
+
 BODIES = {
     ("copy", "bulk"): bulk_copy,
     ("scale", "bulk"): bulk_scale,
@@ -830,6 +921,7 @@ BODIES = {
     ("copy", "cpa"): cpa_kernel,
     ("scale", "cpa"): cpa_kernel,
     ("rowsum", "bulk"): bulk_rowsum,
+    ("rowsum", "pipe"): pipe_rowsum,
     ("stencil", "bulk"): bulk_stencil,
 }
 
@@ -882,6 +974,9 @@ def sweep():
     for S, T, N in [(2, 16384, 256), (4, 8192, 256), (5, 8192, 256), (4, 8192, 512),
                     (4, 4096, 128), (8, 4096, 128), (8, 4096, 256), (11, 4096, 256)]:
         cfgs.append(Cfg("rowsum", "bulk", S, T, N))
+    # row sums written single-buffered, pipelined by cpflow (S stages)
+    for S, N in [(2, 256), (3, 256), (4, 256), (6, 256), (8, 256), (4, 512), (8, 128)]:
+        cfgs.append(Cfg("rowsum", "pipe", S, 16 * N, N))
     # 5-point stencil: column strips of T bytes, input rows through a ring
     for S, T, N in [(4, 4096, 256), (6, 4096, 256), (8, 4096, 256), (4, 4096, 128),
                     (6, 2048, 128), (8, 2048, 128), (4, 8192, 256), (5, 8192, 512)]:
