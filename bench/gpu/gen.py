@@ -595,6 +595,37 @@ def bulkws_copy(c):
     return "\n".join(out) + "\n"
 
 
+# %myrows: the rows of CTA %cta of %ncta under the grid stride,
+# ceil((nrows - cta) / ncta), 0 when cta >= nrows.
+MY_ROWS = [
+    "  %rest = sub %nrows, %cta : i32",
+    "  %ncta1 = sub %ncta, 1 : i32",
+    "  %rest1 = add %rest, %ncta1 : i32",
+    "  %has = cmp.slt %cta, %nrows : i32",
+    "  %myrows0 = div.u %rest1, %ncta : i32",
+    "  %myrows = select %has, %myrows0, 0 : i32",
+]
+
+
+def store_row_sum(out, ind, N, row, row_lines):
+    """tid 0, after `barrier.cta`: adds the N threads' sums in @part and
+    stores the total at %dst[row] (`row_lines` compute `row` first)."""
+    out += [
+        f"{ind}%tot = for %q = 0 to {N} step 1 iter(%sb = %zero) {{",
+        f"{ind}  %qo = mul %q, 4 : i32",
+        f"{ind}  %qp = ptr.add %part, %qo",
+        f"{ind}  %y = ld %qp : f32",
+        f"{ind}  %sb2 = fadd %sb, %y : f32",
+        f"{ind}  yield %sb2",
+        f"{ind}}}",
+    ] + [ind + l for l in row_lines] + [
+        f"{ind}%orow4 = mul {row}, 4 : i32",
+        f"{ind}%orow64 = zext %orow4 : i32 to i64",
+        f"{ind}%op = ptr.add %dst, %orow64",
+        f"{ind}st %op, %tot : f32",
+    ]
+
+
 def bulk_rowsum(c):
     """Row sums of an nrows x (tpr * T/4) f32 matrix: CTA c takes rows c,
     c + nctaid, ...; its tiles (tpr per row) stream through a ring of S slots
@@ -613,12 +644,7 @@ def bulk_rowsum(c):
         "  %part = addr @part",
         "  %cta = sreg ctaid.x",
         "  %ncta = sreg nctaid.x",
-        "  %rest = sub %nrows, %cta : i32",
-        "  %ncta1 = sub %ncta, 1 : i32",
-        "  %rest1 = add %rest, %ncta1 : i32",
-        "  %has = cmp.slt %cta, %nrows : i32",
-        "  %myrows0 = div.u %rest1, %ncta : i32",
-        "  %myrows = select %has, %myrows0, 0 : i32",
+    ] + MY_ROWS + [
         "  %cnt = mul %myrows, %tpr : i32",
         "  %col = mul %tid, 4 : i32",
         "  %mypart = ptr.add %part, %col",
@@ -691,20 +717,13 @@ def bulk_rowsum(c):
         f"      st %mypart, {prev} : f32",
         "      barrier.cta",
         "      if %leader {",
-        f"        %tot = for %q = 0 to {N} step 1 iter(%sb = %zero) {{",
-        "          %qo = mul %q, 4 : i32",
-        "          %qp = ptr.add %part, %qo",
-        "          %y = ld %qp : f32",
-        "          %sb2 = fadd %sb, %y : f32",
-        "          yield %sb2",
-        "        }",
-        "        %lr = div.u %k, %tpr : i32",
-        "        %orow0 = mul %lr, %ncta : i32",
-        "        %orow = add %orow0, %cta : i32",
-        "        %orow4 = mul %orow, 4 : i32",
-        "        %orow64 = zext %orow4 : i32 to i64",
-        "        %op = ptr.add %dst, %orow64",
-        "        st %op, %tot : f32",
+    ]
+    store_row_sum(out, "        ", N, "%orow", [
+        "%lr = div.u %k, %tpr : i32",
+        "%orow0 = mul %lr, %ncta : i32",
+        "%orow = add %orow0, %cta : i32",
+    ])
+    out += [
         "      }",
         # tid 0's reads of @part come before the next row's writes to it.
         "      barrier.cta",
@@ -853,12 +872,7 @@ def pipe_rowsum(c):
         "  %mine_t = ptr.add %tile, %off",
         "  %col = mul %tid, 4 : i32",
         "  %mypart = ptr.add %part, %col",
-        "  %rest = sub %nrows, %cta : i32",
-        "  %ncta1 = sub %ncta, 1 : i32",
-        "  %rest1 = add %rest, %ncta1 : i32",
-        "  %has = cmp.slt %cta, %nrows : i32",
-        "  %myrows0 = div.u %rest1, %ncta : i32",
-        "  %myrows = select %has, %myrows0, 0 : i32",
+    ] + MY_ROWS + [
         f"  %rowbytes = mul %tpr, {T} : i32",
         "  %rowbytes64 = zext %rowbytes : i32 to i64",
         "  %zero = const 0.0 : f32",
@@ -893,17 +907,9 @@ def pipe_rowsum(c):
         "    st %mypart, %acc : f32",
         "    barrier.cta",
         "    if %leader {",
-        f"      %tot = for %q = 0 to {N} step 1 iter(%sb = %zero) {{",
-        "        %qo = mul %q, 4 : i32",
-        "        %qp = ptr.add %part, %qo",
-        "        %y = ld %qp : f32",
-        "        %sb2 = fadd %sb, %y : f32",
-        "        yield %sb2",
-        "      }",
-        "      %orow4 = mul %row, 4 : i32",
-        "      %orow64 = zext %orow4 : i32 to i64",
-        "      %op = ptr.add %dst, %orow64",
-        "      st %op, %tot : f32",
+    ]
+    store_row_sum(out, "      ", N, "%row", [])
+    out += [
         "    }",
         "    barrier.cta",
         "  }",

@@ -169,9 +169,10 @@ impl Bounds<'_> {
 fn binary(op: BinaryOp, x: Option<Range>, y: Option<Range>) -> Option<Range> {
     let nonneg = |r: Option<Range>| r.filter(|r| r.lo >= 0);
     let r = match op {
-        // Unsigned minimum: at most the smaller non-negative bound, at
-        // least 0 once one operand is non-negative.
-        BinaryOp::MinU => {
+        // Unsigned minimum and bitwise and: at most the smaller
+        // non-negative bound, at least 0 once one operand is non-negative
+        // (a negative operand is a huge unsigned one).
+        BinaryOp::MinU | BinaryOp::And => {
             let hi = match (nonneg(x), nonneg(y)) {
                 (Some(a), Some(b)) => a.hi.min(b.hi),
                 (Some(a), None) | (None, Some(a)) => a.hi,
@@ -201,14 +202,6 @@ fn binary(op: BinaryOp, x: Option<Range>, y: Option<Range>) -> Option<Range> {
             // `max.s %n, c` is at least c whatever %n is, and unbounded above.
             _ => return None,
         },
-        BinaryOp::And => {
-            let hi = match (nonneg(x), nonneg(y)) {
-                (Some(a), Some(b)) => a.hi.min(b.hi),
-                (Some(a), None) | (None, Some(a)) => a.hi,
-                (None, None) => return None,
-            };
-            Range { lo: 0, hi }
-        }
         BinaryOp::RemU => {
             let m = nonneg(y).filter(|m| m.lo > 0)?;
             let hi = nonneg(x).map_or(m.hi - 1, |a| a.hi.min(m.hi - 1));

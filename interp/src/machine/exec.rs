@@ -1091,19 +1091,7 @@ impl Machine<'_> {
             } else if let Some(sh) = unseen {
                 self.unseen_write(g, inst, &format!("{what} read"), &range, sh);
             } else if let Some(sh) = unfenced {
-                let other = Some((
-                    Inst::new(sh.w_inst as usize),
-                    "generic-proxy store here".to_string(),
-                ));
-                self.report(
-                    "U0104",
-                    "async-proxy read of shared memory written through the generic proxy without `fence.proxy.async`".into(),
-                    inst,
-                    Some(g),
-                    format!("reads {range}"),
-                    other,
-                    vec![format!("{}: the writer must execute `fence.proxy.async` after its store and before the op is issued (e.g. fence, then barrier)", cite::ASYNC_PROXY)],
-                );
+                self.unfenced(g, inst, sh, "read of", format!("reads {range}"));
             }
             for b in &mut self.objects[obj].busy_r[s..s + n as usize] {
                 *b = b.saturating_add(1);
@@ -1206,18 +1194,12 @@ impl Machine<'_> {
                     vec![],
                 );
             } else if let Some(sh) = unfenced {
-                let other = Some((
-                    Inst::new(sh.w_inst as usize),
-                    "generic-proxy store here".to_string(),
-                ));
-                self.report(
-                    "U0104",
-                    "async-proxy reduction into shared memory written through the generic proxy without `fence.proxy.async`".into(),
+                self.unfenced(
+                    g,
                     inst,
-                    Some(g),
+                    sh,
+                    "reduction into",
                     format!("reduces into {range}"),
-                    other,
-                    vec![format!("{}: the writer must execute `fence.proxy.async` after its store and before the reduction is issued (e.g. fence, then a cluster barrier)", cite::ASYNC_PROXY)],
                 );
             }
             for b in &mut self.objects[obj].busy_w[s..s + n] {
@@ -1258,6 +1240,24 @@ impl Machine<'_> {
                 "{}: a peer must not exit before the access completes",
                 cite::CLUSTER
             )],
+        );
+    }
+
+    /// U0104: the async proxy reads (`access`: "read of", "reduction into")
+    /// bytes whose generic-proxy write `sh` no `fence.proxy.async` orders.
+    fn unfenced(&mut self, g: u32, inst: Inst, sh: Shadow, access: &str, label: String) {
+        let other = Some((
+            Inst::new(sh.w_inst as usize),
+            "generic-proxy store here".to_string(),
+        ));
+        self.report(
+            "U0104",
+            format!("async-proxy {access} shared memory written through the generic proxy without `fence.proxy.async`"),
+            inst,
+            Some(g),
+            label,
+            other,
+            vec![format!("{}: the writer must execute `fence.proxy.async` after its store and before the async op is issued (e.g. fence, then a barrier)", cite::ASYNC_PROXY)],
         );
     }
 
