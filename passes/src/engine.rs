@@ -355,10 +355,11 @@ impl<'a> Engine<'a> {
                 let (same, cross) = self.either_thread(m, d, r);
                 let done_own = r.seen || r.issuer == Issuer::Done;
                 // An awaited abstract copy into shared memory: `sync` puts
-                // a barrier after the wait where other threads read it.
-                let synced = r.kind == Kind::Abstract && matches!(d.base, Base::Shared(_));
-                let done_all =
-                    r.seen || (r.issuer == Issuer::Done && (r.published || synced));
+                // a barrier after the wait where other threads read it
+                // (not where they write it).
+                let synced =
+                    !write && r.kind == Kind::Abstract && matches!(d.base, Base::Shared(_));
+                let done_all = r.seen || (r.issuer == Issuer::Done && (r.published || synced));
                 if !done_own && (same || cross) {
                     self.in_flight(r, at, write, "destination");
                 } else if !done_all && cross {
@@ -1193,13 +1194,10 @@ impl<'a> Engine<'a> {
                         .collect();
                     for mut r in named {
                         st.ops.remove(&r);
-                        // Complete for every thread, except what `sync`
-                        // publishes to no other thread: global bytes the
-                        // copy wrote and shared bytes it read stay the
-                        // awaiting thread's until a barrier.
-                        let global_dst = r.dst.as_ref().is_some_and(|d| matches!(d.base, Base::Global(_)));
-                        let shared_src = r.src.as_ref().is_some_and(|m| matches!(m.base, Base::Shared(_)));
-                        r.seen = !(global_dst || shared_src);
+                        // Complete for the awaiting thread; for the others
+                        // only after a barrier, except for their reads of
+                        // shared bytes it wrote, which `sync` orders (see
+                        // `access`).
                         r.issuer = Issuer::Done;
                         st.ops.insert(r);
                     }

@@ -37,7 +37,10 @@ pub fn fold(k: &mut Kernel, tokens: &[Value]) -> Result<(), Vec<Diagnostic>> {
     }
     let mut f = Folder {
         written: &written,
-        home: edit::all_insts(k).into_iter().map(|(r, i)| (i, r)).collect(),
+        home: edit::all_insts(k)
+            .into_iter()
+            .map(|(r, i)| (i, r))
+            .collect(),
         index: edit::positions(k),
         moved: HashSet::new(),
         adds: HashMap::new(),
