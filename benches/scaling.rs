@@ -1,7 +1,9 @@
 //! How `check`, `opt` and the lowering scale on the worst shapes of input:
 //! many overlapping copies in flight, many abstract copies, an mbarrier
-//! phase in a long loop, many mbarrier declarations, and long straight-line
-//! kernels. Each shape runs at sizes n, 2n, 4n, 8n; the bench prints the
+//! phase in a long loop, many mbarrier declarations, long straight-line
+//! kernels, and constant loops nested in each other (the per-thread
+//! analysis iterates each to a fixed point inside every iteration of the
+//! loop around it). Each shape runs at sizes n, 2n, 4n, 8n; the bench prints the
 //! time and input size of each, and the exponent k of a least-squares fit
 //! of time ~ n^k (1 is linear, 2 quadratic). Run with
 //! `cargo bench --bench scaling` (figures in `docs/robustness.md`).
@@ -97,6 +99,27 @@ fn straight_line(n: usize) -> String {
     s
 }
 
+/// `n` constant loops of 4 trips, one in the other, around a copy committed
+/// and never waited for in the loop, a read and a write of its bytes and a
+/// barrier: pending groups grow to the depth cap in every loop (at n = 5 a
+/// 627-byte kernel; the sizes n = 1, 2, 4, 8 are depths).
+fn nested_loops(n: usize) -> String {
+    let mut s = String::from("module @m target sm_80 ptx 7.8\n\nkernel @k(%src: ptr<global> align 16) {\n  shared @buf: bytes[4096] align 128\n  %tid = sreg tid.x\n  %off = mul %tid, 16 : i32\n  %buf = addr @buf\n  %d = ptr.add %buf, %off\n  %s = ptr.add %src, %off\n");
+    for i in 0..n {
+        let _ = writeln!(s, "{}for %i{i} = 0 to 4 step 1 {{", "  ".repeat(i + 1));
+    }
+    let pad = "  ".repeat(n + 1);
+    let _ = writeln!(
+        s,
+        "{pad}%t = cp.async.cg.shared.global %d, %s, 16\n{pad}%g = cp.async.commit_group %t\n{pad}%x = ld %d : i32\n{pad}barrier.cta\n{pad}st %d, %x : i32"
+    );
+    for i in (0..n).rev() {
+        let _ = writeln!(s, "{}}}", "  ".repeat(i + 1));
+    }
+    s.push_str("  cp.async.wait_all\n}\n");
+    s
+}
+
 /// Seconds for one run of `f`, the best of `reps`.
 fn time(reps: usize, f: impl Fn()) -> f64 {
     (0..reps)
@@ -149,6 +172,7 @@ fn main() {
         ("phase in a loop (trips)", loop_phases, 256),
         ("mbarrier declarations", many_mbarriers, 512),
         ("straight-line instructions", straight_line, 32_768),
+        ("nested constant loops (depth)", nested_loops, 1),
     ];
     let stages: &[Stage] = &[("check", check), ("opt", opt), ("lower", lower)];
     println!(

@@ -128,7 +128,7 @@ fn bundle_file(
     if module.target.sm.number > arch.number {
         return Err(format!("targets {}, newer than {arch}", module.target.sm));
     }
-    let runs = runline::parse_all(&text)?;
+    let runs = runline::parse_all(&text).map_err(|d| file.render(&[d]))?;
     if runs.is_empty() {
         return Err("no `// run:` line".into());
     }

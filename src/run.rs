@@ -319,7 +319,10 @@ fn run_lines(
                 file.name
             ))
         }
-        Err(e) => return usage(e),
+        Err(d) => {
+            rep.report(file, vec![d]);
+            return ExitCode::from(2);
+        }
     };
     let views = match views(a) {
         Ok(v) => v,

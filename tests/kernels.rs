@@ -108,7 +108,8 @@ fn program_of(file: &str) -> &str {
 /// that finds any (`U0001`/`U0002`, limits and launch errors, are not
 /// findings about the program), with that schedule.
 fn interpret(case: &Case, module: &cpflow::ir::Module) -> Option<String> {
-    let runs = runline::parse_all(&case.text).unwrap_or_else(|e| panic!("{}: {e}", case.file));
+    let runs =
+        runline::parse_all(&case.text).unwrap_or_else(|e| panic!("{}: {}", case.file, e.message));
     assert!(!runs.is_empty(), "{}: no `// run:` line", case.file);
     let mut scheds = Schedule::standard();
     scheds.extend(EXTRA_SEEDS.map(Schedule::Random));

@@ -291,7 +291,7 @@ fn check(text: &str, mlir: &Mlir, counts: &mut Counts) -> Result<(), String> {
     if v.iter().any(|d| d.is_error()) {
         return Err(format!("input does not verify: {v:?}"));
     }
-    let lines = runline::parse_all(text).map_err(|e| e.to_string())?;
+    let lines = runline::parse_all(text).map_err(|e| e.message)?;
     let line = &lines[0];
     let mut reference = Vec::new();
     for s in Schedule::standard() {

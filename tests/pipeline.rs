@@ -109,7 +109,7 @@ fn check_file(path: &Path, mlir: &Mlir) -> String {
         );
         return format!("{text}\n// ---- refused ----\n{}", schedule_text(&report));
     }
-    let lines = runline::parse_all(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let lines = runline::parse_all(&text).unwrap_or_else(|e| panic!("{name}: {}", e.message));
     assert!(
         lines.len() >= 6,
         "{name}: needs run lines for 0, 1, S-1, S, S+1, 2S+1"

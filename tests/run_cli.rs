@@ -264,3 +264,41 @@ fn run_notes_the_checkers_disagreement() {
     let (_, _, stderr) = cpflow_split(&["run", FIXED]);
     assert!(!stderr.contains("note: the checker"), "{stderr}");
 }
+
+/// A `// run:` line that cannot be read is U0002 (exit status 2), rendered
+/// like every diagnostic: its span is on the word at fault, at this column
+/// of the line (FIXED's run line replaced by each).
+#[test]
+fn bad_run_lines_point_at_the_bad_word() {
+    let cases = [
+        ("// run: k 1x2", 9, "starts with `@kernel`"),
+        ("// run: @k", 11, "second word is CTAxTHREADS"),
+        ("// run: @k 1by2", 12, "written CTAxTHREADS"),
+        ("// run: @k onex2", 12, "bad CTA count"),
+        ("// run: @k 1x2 %src=256b %dst", 26, "not key=value"),
+        ("// run: @k 1x2 %src=bogus:1 %dst=64b", 21, "neither a fill"),
+        (
+            "// run: @k 1x2 %src=zero:99999999999 %dst=64b",
+            21,
+            "memory limit",
+        ),
+        ("// run: @k 1x2 cluster=two", 24, "bad cluster size"),
+        ("// run: @k 1x2 schedule=sometimes", 25, "schedule"),
+        ("// run: @k 1x2 grid=4", 16, "unknown run key"),
+    ];
+    let fixed = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(FIXED))
+        .expect("reads the fixed case");
+    let dir = std::env::temp_dir().join(format!("cpflow-runline-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    for (n, (line, column, message)) in cases.iter().enumerate() {
+        let text = fixed.replace("// run: @k 1x2 %src=256b %dst=64b", line);
+        let path = dir.join(format!("bad{n}.cpf"));
+        std::fs::write(&path, text).expect("writes the case");
+        let path = path.display().to_string();
+        let (code, out) = cpflow(&["run", "--color", "never", &path]);
+        assert_eq!(code, 2, "{line}: {out}");
+        assert!(out.contains("error[U0002]"), "{line}: {out}");
+        assert!(out.contains(message), "{line}: {out}");
+        assert!(out.contains(&format!("{path}:2:{column}")), "{line}: {out}");
+    }
+}

@@ -11,8 +11,10 @@
 //! summation order), or `u32:N:M` (u32 values `i % M`); a trailing `:f32` or
 //! `:f64` marks the buffer as floating point for comparisons that allow a
 //! tolerance (an `f32:` fill is marked already). The interpreter's tests, the
-//! checker's soundness runs and the GPU bundle all read these lines.
+//! checker's soundness runs and the GPU bundle all read these lines. A line
+//! that cannot be read is `U0002`, with its span on the word at fault.
 
+use cpflow_ir::diag::{Diagnostic, Span};
 use cpflow_ir::types::Scalar;
 
 use crate::{Inputs, Launch, ScalarArg, Schedule, MAX_MEMORY};
@@ -66,12 +68,26 @@ pub struct RunLine {
     pub float_buffers: Vec<(String, Scalar)>,
 }
 
-/// Parses every `// run:` line of a program text.
-pub fn parse_all(text: &str) -> Result<Vec<RunLine>, String> {
-    text.lines()
-        .filter_map(|l| l.trim().strip_prefix("// run:"))
-        .map(parse_line)
-        .collect()
+/// Parses every `// run:` line of a program text; an error's span is in
+/// `text`.
+pub fn parse_all(text: &str) -> Result<Vec<RunLine>, Diagnostic> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let lead = line.len() - line.trim_start().len();
+        if let Some(rest) = line.trim().strip_prefix("// run:") {
+            out.push(parse_at(rest, at + lead + "// run:".len())?);
+        }
+        at += line.len();
+    }
+    Ok(out)
+}
+
+/// A `U0002` on bytes `range` of a run line that starts at byte `base`.
+fn bad(base: usize, range: (usize, usize), message: String, label: &str) -> Diagnostic {
+    Diagnostic::error("U0002", message, Span::new(base + range.0, base + range.1))
+        .with_label(label)
+        .with_help("a run line is `// run: @kernel CTAxTHREADS [cluster=N] [schedule=S] [%scalar=VALUE] [%buffer=FILL]`")
 }
 
 fn parse_fill(v: &str) -> Option<(Fill, Option<Scalar>)> {
@@ -100,24 +116,66 @@ fn parse_fill(v: &str) -> Option<(Fill, Option<Scalar>)> {
     Some((fill, dtype))
 }
 
-/// Parses the text after `// run:`.
-pub fn parse_line(line: &str) -> Result<RunLine, String> {
+/// Parses the text after `// run:`; an error's span is in `line`.
+pub fn parse_line(line: &str) -> Result<RunLine, Diagnostic> {
+    parse_at(line, 0)
+}
+
+/// Parses the text after `// run:`, which starts at byte `base` of its file.
+fn parse_at(line: &str, base: usize) -> Result<RunLine, Diagnostic> {
+    // Each word with its byte range in `line`.
+    let pos = |w: &str| {
+        let s = w.as_ptr() as usize - line.as_ptr() as usize;
+        (s, s + w.len())
+    };
+    let end = (line.trim_end().len(), line.trim_end().len());
     let mut words = line.split_whitespace();
-    let kernel = words
-        .next()
-        .and_then(|k| k.strip_prefix('@'))
-        .ok_or("a run line starts with `@kernel`")?;
-    let grid = words
-        .next()
-        .ok_or("a run line's second word is CTAxTHREADS")?;
-    let (c, t) = grid
-        .split_once('x')
-        .ok_or("the grid is written CTAxTHREADS")?;
+    let first = words.next();
+    let kernel = first.and_then(|k| k.strip_prefix('@')).ok_or_else(|| {
+        bad(
+            base,
+            first.map_or(end, pos),
+            "a run line starts with `@kernel`".into(),
+            "expected `@kernel`",
+        )
+    })?;
+    let grid = words.next().ok_or_else(|| {
+        bad(
+            base,
+            end,
+            "a run line's second word is CTAxTHREADS".into(),
+            "expected the grid here",
+        )
+    })?;
+    let (c, t) = grid.split_once('x').ok_or_else(|| {
+        bad(
+            base,
+            pos(grid),
+            "the grid is written CTAxTHREADS".into(),
+            "not CTAxTHREADS",
+        )
+    })?;
+    let ctas = c.parse().map_err(|_| {
+        bad(
+            base,
+            pos(c),
+            format!("bad CTA count `{c}`"),
+            "not a CTA count",
+        )
+    })?;
+    let threads = t.parse().map_err(|_| {
+        bad(
+            base,
+            pos(t),
+            format!("bad thread count `{t}`"),
+            "not a thread count",
+        )
+    })?;
     let mut out = RunLine {
         launch: Launch {
             kernel: kernel.into(),
-            ctas: c.parse().map_err(|_| format!("bad CTA count `{c}`"))?,
-            threads: t.parse().map_err(|_| format!("bad thread count `{t}`"))?,
+            ctas,
+            threads,
             cluster: None,
         },
         inputs: Inputs::default(),
@@ -125,9 +183,15 @@ pub fn parse_line(line: &str) -> Result<RunLine, String> {
         float_buffers: Vec::new(),
     };
     for w in words {
-        let (k, v) = w
-            .split_once('=')
-            .ok_or_else(|| format!("`{w}` is not key=value"))?;
+        let (k, v) = w.split_once('=').ok_or_else(|| {
+            bad(
+                base,
+                pos(w),
+                format!("`{w}` is not key=value"),
+                "expected key=value",
+            )
+        })?;
+        let at_v = pos(v);
         if let Some(name) = k.strip_prefix('%') {
             if let Some((fill, dtype)) = parse_fill(v) {
                 // The launch's limit is tested before any byte is made.
@@ -139,9 +203,14 @@ pub fn parse_line(line: &str) -> Result<RunLine, String> {
                     .map(|(_, b)| b.len())
                     .sum();
                 if fill.size() as u64 > MAX_MEMORY.saturating_sub(others as u64) {
-                    return Err(format!(
-                        "buffer `%{name}` of {} bytes: a launch's buffers hold at most {MAX_MEMORY} bytes in all (the interpreter's memory limit)",
-                        fill.size()
+                    return Err(bad(
+                        base,
+                        at_v,
+                        format!(
+                            "buffer `%{name}` of {} bytes: a launch's buffers hold at most {MAX_MEMORY} bytes in all (the interpreter's memory limit)",
+                            fill.size()
+                        ),
+                        "past the interpreter's memory limit",
                     ));
                 }
                 out.inputs.buffers.insert(name.into(), fill.bytes());
@@ -149,16 +218,34 @@ pub fn parse_line(line: &str) -> Result<RunLine, String> {
                     out.float_buffers.push((name.into(), d));
                 }
             } else {
-                let s = ScalarArg::parse(v)
-                    .ok_or_else(|| format!("`{v}` is neither a fill nor a scalar"))?;
+                let s = ScalarArg::parse(v).ok_or_else(|| {
+                    bad(
+                        base,
+                        at_v,
+                        format!("`{v}` is neither a fill nor a scalar"),
+                        "not a fill or a scalar",
+                    )
+                })?;
                 out.inputs.scalars.insert(name.into(), s);
             }
         } else if k == "cluster" {
-            out.launch.cluster = Some(v.parse().map_err(|_| format!("bad cluster size `{v}`"))?);
+            out.launch.cluster = Some(v.parse().map_err(|_| {
+                bad(
+                    base,
+                    at_v,
+                    format!("bad cluster size `{v}`"),
+                    "not a cluster size",
+                )
+            })?);
         } else if k == "schedule" {
-            out.schedule = Schedule::parse(v)?;
+            out.schedule = Schedule::parse(v).map_err(|e| bad(base, at_v, e, "not a schedule"))?;
         } else {
-            return Err(format!("unknown run key `{k}`"));
+            return Err(bad(
+                base,
+                pos(k),
+                format!("unknown run key `{k}`"),
+                "not `cluster`, `schedule` or `%name`",
+            ));
         }
     }
     Ok(out)
@@ -193,7 +280,8 @@ mod tests {
         );
         assert!(parse_line("@k 1x1 %a=bogus:1").is_err());
         let huge = parse_line("@k 1x1 %a=zero:18446744073709551615").unwrap_err();
-        assert!(huge.contains("memory limit"), "{huge}");
+        assert!(huge.message.contains("memory limit"), "{}", huge.message);
+        assert_eq!((huge.span.start, huge.span.end), (10, 35));
         assert!(parse_line("@k 1x1 %a=zero:16777216 %b=1b").is_err());
     }
 }

@@ -63,7 +63,8 @@ fn examples_run_clean_and_agree_across_schedules() {
             .to_string();
         let text = read(path);
         let module = parse_verified(path, &text);
-        let runs = runline::parse_all(&text).unwrap_or_else(|e| panic!("examples/{name}: {e}"));
+        let runs =
+            runline::parse_all(&text).unwrap_or_else(|e| panic!("examples/{name}: {}", e.message));
         assert!(
             !runs.is_empty(),
             "examples/{name} has no `// run:` line: say how to launch it"
@@ -102,7 +103,8 @@ fn examples_run_clean_and_agree_across_schedules() {
 }
 
 fn run_line(path: &Path, text: &str) -> runline::RunLine {
-    let mut lines = runline::parse_all(text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut lines =
+        runline::parse_all(text).unwrap_or_else(|e| panic!("{}: {}", path.display(), e.message));
     assert_eq!(
         lines.len(),
         1,

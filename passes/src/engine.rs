@@ -8,7 +8,9 @@
 //! emitted in the reporting walk, which runs each loop body once more from
 //! its fixed-point head state, so each hazard is reported once.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::rc::Rc;
 
 use cpflow_ir::diag::{Diagnostic, Span};
 use cpflow_ir::ir::*;
@@ -27,6 +29,28 @@ const MAX_ITERS: usize = 30;
 const DONE: u32 = u32::MAX;
 /// The smallest depth cap (see [`depth_caps`]).
 const MIN_DEPTH_CAP: u32 = 8;
+/// Loop fixed points kept per kernel (see [`Engine::loops_seen`]).
+const MAX_MEMO: usize = 512;
+
+/// A write to the engine's records of waits, kept so that a loop whose
+/// fixed point is reused repeats its writes.
+#[derive(Clone, Copy)]
+enum Effect {
+    /// A later use needed the wait's groups at this depth (kept: the least).
+    Demand(Inst, u32),
+    /// The wait's `N` (kept: the last).
+    WaitN(Inst, u32),
+}
+
+/// A question [`Engine::overlap`] asks of [`disjoint`]: two offsets and
+/// sizes, the guard that pins a loop's iteration, and whether the second
+/// access is another thread's.
+type DisjointQuery = (Affine, i64, Affine, i64, Option<(Inst, i64)>, bool);
+
+/// A loop's fixed point from one entry state: the head state, the state
+/// after the last iteration (when the loop exits from a back edge), and
+/// the writes it made.
+type Fixpoint = Rc<(State, Option<State>, Vec<Effect>)>;
 
 /// The single-thread dataflow analysis of one kernel: [`Engine::run`] walks it once, loops to a fixed point, and reports.
 pub struct Engine<'a> {
@@ -49,6 +73,18 @@ pub struct Engine<'a> {
     depth_cap: [u32; 2],
     /// The conditions of the `if`s around each instruction.
     inst_conds: BTreeMap<Inst, Vec<(Value, bool)>>,
+    /// Every write to `demand` and `wait_n`, in order (compacted when a
+    /// loop's fixed point is stored).
+    effects: Vec<Effect>,
+    /// The fixed point of each loop from each entry state met: the walk of
+    /// a loop's body depends on nothing else (diagnostics are off while it
+    /// runs), so a nested loop reached again from the same state, as it is
+    /// in every iteration of the outer fixed point that leaves it
+    /// unchanged and in the reporting walk, is not iterated again.
+    loops_seen: HashMap<(Inst, State), Fixpoint>,
+    /// Answers of [`disjoint`] for [`Engine::overlap`], which asks the
+    /// same questions in every iteration of a loop's fixed point.
+    disjoint_seen: RefCell<HashMap<DisjointQuery, bool>>,
 }
 
 fn collect_conds(
@@ -146,7 +182,50 @@ impl<'a> Engine<'a> {
             wait_n: BTreeMap::new(),
             waited_bars,
             depth_cap: depth_caps(k),
+            effects: Vec::new(),
+            loops_seen: HashMap::new(),
+            disjoint_seen: RefCell::new(HashMap::new()),
         }
+    }
+
+    /// Applies a write to `demand` or `wait_n` and records it.
+    fn effect(&mut self, e: Effect) {
+        match e {
+            Effect::Demand(w, depth) => {
+                let d = self.demand.entry(w).or_insert(depth);
+                *d = (*d).min(depth);
+            }
+            Effect::WaitN(w, n) => {
+                self.wait_n.insert(w, n);
+            }
+        }
+        self.effects.push(e);
+    }
+
+    /// The writes recorded since `mark`, reduced to what they leave behind
+    /// (the least demand and the last `N` of each wait), which replace them
+    /// in the record.
+    fn compact(&mut self, mark: usize) -> Vec<Effect> {
+        let mut demand = BTreeMap::new();
+        let mut wait_n = BTreeMap::new();
+        for e in self.effects.drain(mark..) {
+            match e {
+                Effect::Demand(w, d) => {
+                    let x = demand.entry(w).or_insert(d);
+                    *x = (*x).min(d);
+                }
+                Effect::WaitN(w, n) => {
+                    wait_n.insert(w, n);
+                }
+            }
+        }
+        let out: Vec<Effect> = demand
+            .into_iter()
+            .map(|(w, d)| Effect::Demand(w, d))
+            .chain(wait_n.into_iter().map(|(w, n)| Effect::WaitN(w, n)))
+            .collect();
+        self.effects.extend_from_slice(&out);
+        out
     }
 
     /// Runs the analysis and returns the diagnostics, in source order.
@@ -245,19 +324,21 @@ impl<'a> Engine<'a> {
         if ba == Base::Unknown || bb == Base::Unknown {
             return true;
         }
+        // The guard matters only inside its loop.
+        let guard = guard.filter(|(l, _)| self.loops.contains(l));
+        let (sa, sb) = (a.size.unwrap_or(HUGE), b.size.unwrap_or(HUGE));
+        let key = (oa.clone(), sa, ob.clone(), sb, guard, cross);
+        if let Some(&apart) = self.disjoint_seen.borrow().get(&key) {
+            return !apart;
+        }
         let oa = self.guarded(oa, guard);
         let mut ob = self.guarded(ob, guard);
         if cross {
             ob = ob.other_thread();
         }
-        !disjoint(
-            &oa,
-            a.size.unwrap_or(HUGE),
-            &ob,
-            b.size.unwrap_or(HUGE),
-            cross,
-            &self.syms.bounds,
-        )
+        let apart = disjoint(&oa, sa, &ob, sb, cross, &self.syms.bounds);
+        self.disjoint_seen.borrow_mut().insert(key, apart);
+        !apart
     }
 
     fn either_thread(&self, a: &Mem, b: &Mem, r: &OpRec) -> (bool, bool) {
@@ -274,7 +355,12 @@ impl<'a> Engine<'a> {
             if let Some(d) = &r.dst {
                 let (same, cross) = self.either_thread(m, d, r);
                 let done_own = r.seen || r.issuer == Issuer::Done;
-                let done_all = r.seen || (r.issuer == Issuer::Done && r.published);
+                // An awaited abstract copy into shared memory: `sync` puts
+                // a barrier after the wait where other threads read it
+                // (not where they write it).
+                let synced =
+                    !write && r.kind == Kind::Abstract && matches!(d.base, Base::Shared(_));
+                let done_all = r.seen || (r.issuer == Issuer::Done && (r.published || synced));
                 if !done_own && (same || cross) {
                     self.in_flight(r, at, write, "destination");
                 } else if !done_all && cross {
@@ -287,8 +373,7 @@ impl<'a> Engine<'a> {
                 }
                 if same {
                     if let Some((w, depth)) = r.done_by {
-                        let e = self.demand.entry(w).or_insert(depth);
-                        *e = (*e).min(depth);
+                        self.effect(Effect::Demand(w, depth));
                     }
                 }
             }
@@ -297,6 +382,19 @@ impl<'a> Engine<'a> {
                     let (same, cross) = self.either_thread(m, s, r);
                     if r.issuer == Issuer::InFlight && !r.seen && (same || cross) {
                         self.in_flight(r, at, true, "source");
+                    } else if r.kind == Kind::Abstract
+                        && r.issuer == Issuer::Done
+                        && !r.seen
+                        && !r.published
+                        && matches!(s.base, Base::Shared(_))
+                        && cross
+                    {
+                        self.emit(
+                            Diagnostic::error("E1017", "writes bytes another thread's copy read, with no barrier after its wait", self.span(at))
+                                .with_label("another thread's copy may still be reading these bytes")
+                                .with_secondary(issued, "the copy reading them")
+                                .with_help("add `barrier.cta` after the wait and before this write (the wait orders the copy only for the thread that issued it)"),
+                        );
                     }
                 }
             }
@@ -838,8 +936,6 @@ impl<'a> Engine<'a> {
         entry.known.extend(flags.iter().map(|(v, b)| (*v, *b)));
         let yields = cpflow_ir::facts::yield_args(k, body);
         let yielded: Vec<Option<Value>> = yields.iter().map(|a| a.value()).collect();
-        let syms = self.syms;
-        let inside = |v: Value| syms.loops[v.index()].contains(&inst);
         let report = self.report;
         self.report = false;
         self.loops.push(inst);
@@ -876,12 +972,64 @@ impl<'a> Engine<'a> {
             let last = lo + (trips - 1) * step1;
             guard_limit = guard_limit.min(last - step1 + 1);
         }
+        let key = (inst, entry);
+        let (mut head, exit) = match self.loops_seen.get(&key).cloned() {
+            Some(seen) => {
+                for &e in &seen.2 {
+                    self.effect(e);
+                }
+                (seen.0.clone(), seen.1.clone())
+            }
+            None => {
+                let mark = self.effects.len();
+                let (head, exit) =
+                    self.fixpoint(inst, &key.1, &flags, &yielded, step, guard_limit, runs);
+                let effects = self.compact(mark);
+                if self.loops_seen.len() >= MAX_MEMO {
+                    self.loops_seen.clear();
+                }
+                self.loops_seen
+                    .insert(key, Rc::new((head.clone(), exit.clone(), effects)));
+                (head, exit)
+            }
+        };
+        self.report = report;
+        if report {
+            let mut s = head.clone();
+            self.region(body, &mut s);
+        }
+        self.loops.pop();
+        if let Some(back) = exit {
+            head = back;
+        }
+        self.leave_loop(inst, head, st);
+    }
+
+    /// The fixed point of loop `inst` from `entry`: its head state, and the
+    /// state after the last iteration when the loop `runs` (exits from a
+    /// back edge).
+    #[allow(clippy::too_many_arguments)]
+    fn fixpoint(
+        &mut self,
+        inst: Inst,
+        entry: &State,
+        flags: &BTreeMap<Value, bool>,
+        yielded: &[Option<Value>],
+        step: Option<i64>,
+        guard_limit: i64,
+        runs: bool,
+    ) -> (State, Option<State>) {
+        let k = self.k;
+        let body = k.insts[inst].regions[0];
+        let args = &k.regions[body].args;
+        let syms = self.syms;
+        let inside = |v: Value| syms.loops[v.index()].contains(&inst);
         let mut exit = None;
         let mut head = entry.clone();
         for it in 0..MAX_ITERS {
             let mut s = head.clone();
             self.region(body, &mut s);
-            rename(&mut s, &yielded, &args[1.min(args.len())..]);
+            rename(&mut s, yielded, &args[1.min(args.len())..]);
             for names in &mut s.names {
                 for set in names.values_mut() {
                     set.retain(|v| !inside(*v) || args.contains(v));
@@ -910,7 +1058,7 @@ impl<'a> Engine<'a> {
             let mut next = State::join(entry.clone(), s);
             // A carried flag that starts as a constant keeps the fact the
             // back edge gives it, when the constant never satisfies it.
-            for (&arg, c) in &flags {
+            for (&arg, c) in flags {
                 if let Some(fact) = back.preds.get(&arg).filter(|f| f.1 != *c) {
                     next.preds.insert(arg, fact.clone());
                 }
@@ -927,16 +1075,7 @@ impl<'a> Engine<'a> {
             }
             head = next;
         }
-        self.report = report;
-        if report {
-            let mut s = head.clone();
-            self.region(body, &mut s);
-        }
-        self.loops.pop();
-        if let Some(back) = exit {
-            head = back;
-        }
-        self.leave_loop(inst, head, st);
+        (head, exit)
     }
 
     /// `st` becomes `head`, the state at the exit of loop `inst`, with the
@@ -1064,7 +1203,10 @@ impl<'a> Engine<'a> {
                         .collect();
                     for mut r in named {
                         st.ops.remove(&r);
-                        r.seen = true;
+                        // Complete for the awaiting thread; for the others
+                        // only after a barrier, except for their reads of
+                        // shared bytes it wrote, which `sync` orders (see
+                        // `access`).
                         r.issuer = Issuer::Done;
                         st.ops.insert(r);
                     }
@@ -1334,7 +1476,7 @@ impl<'a> Engine<'a> {
             // The named group is complete already (or no longer tracked).
             return;
         };
-        self.wait_n.insert(inst, n);
+        self.effect(Effect::WaitN(inst, n));
         let target = if read { Issuer::ReadDone } else { Issuer::Done };
         let pending = st.ops.iter().any(|r| {
             r.kind == kind && r.depth.is_some_and(|d| sem::group_waited(d, n)) && r.issuer < target

@@ -16,7 +16,7 @@
 //! condition of the `if` being joined keeps the issuing branch's status:
 //! the issuing thread ran that branch.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use cpflow_ir::ir::{Inst, SharedId, Value};
 
@@ -132,7 +132,7 @@ pub enum Init {
 }
 
 /// The analysis state at one program point.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct State {
     /// Async ops issued and not known complete to everyone.
     pub ops: BTreeSet<OpRec>,
@@ -398,21 +398,31 @@ impl State {
             x.src = x.src.map(forget);
             x
         };
+        // Each record joins the first kept record of its key (the keys of
+        // the kept ones indexed, in order), or is kept.
         let merge = |ops: Vec<OpRec>, keep_dst: bool| -> Vec<OpRec> {
             let mut out: Vec<OpRec> = Vec::new();
+            let mut by_key: HashMap<OpRec, BTreeSet<usize>> = HashMap::new();
             for r in ops {
-                if let Some(o) = out
-                    .iter_mut()
-                    .find(|o| key(o, keep_dst) == key(&r, keep_dst))
-                {
-                    if o.dst != r.dst {
-                        o.dst = o.dst.take().map(|m| Mem { off: None, ..m });
-                    }
-                    if o.src != r.src {
-                        o.src = o.src.take().map(|m| Mem { off: None, ..m });
-                    }
-                } else {
+                let kr = key(&r, keep_dst);
+                let Some(&n) = by_key.get(&kr).and_then(|s| s.first()) else {
+                    by_key.entry(kr).or_default().insert(out.len());
                     out.push(r);
+                    continue;
+                };
+                let o = &mut out[n];
+                if o.dst != r.dst {
+                    o.dst = o.dst.take().map(|m| Mem { off: None, ..m });
+                }
+                if o.src != r.src {
+                    o.src = o.src.take().map(|m| Mem { off: None, ..m });
+                }
+                let ko = key(o, keep_dst);
+                if ko != kr {
+                    if let Some(s) = by_key.get_mut(&kr) {
+                        s.remove(&n);
+                    }
+                    by_key.entry(ko).or_default().insert(n);
                 }
             }
             out

@@ -64,7 +64,7 @@ pub fn assert_same_runs(
     after: &Module,
     schedules: &[Schedule],
 ) {
-    let lines = runline::parse_all(text).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let lines = runline::parse_all(text).unwrap_or_else(|e| panic!("{name}: {}", e.message));
     assert!(!lines.is_empty(), "{name}: needs a // run: line");
     for line in &lines {
         for schedule in schedules {

@@ -31,6 +31,7 @@
 //! their program order; passes only insert, replace or drop them.
 
 pub mod cleanup;
+mod commits;
 pub mod desc;
 mod edit;
 pub mod fence;

@@ -524,6 +524,8 @@ fn select_kernel(
     if !w.cluster_bars.is_empty() {
         cluster_prologue(&mut ed, &w.cluster_bars);
     }
+    let tokens: Vec<Value> = sites.iter().map(|s| s.token).collect();
+    super::commits::fold(ed.k, &tokens)?;
     propagate_types(ed.k)?;
     Ok((choices, vec![run]))
 }
