@@ -8,6 +8,8 @@
 //! * a loop was pipelined, and the output verifies and `cpflow check`
 //!   reports nothing on it;
 //! * it compiles to PTX through MLIR for its target;
+//! * it contains the text of every `// output contains:` line (the
+//!   mechanism the ring must be lowered to);
 //! * under `Schedule::standard()` and two more random seeds, for every
 //!   `// run:` line (trip counts 0, 1, S-1, S, S+1, 2S+1 for the default
 //!   S = 3), the interpreter gives bit-identical global buffers before and
@@ -121,9 +123,20 @@ fn check_file(path: &Path, mlir: &Mlir) -> String {
         assert!(!b.has_ub(), "{name}: UB in the input: {:#?}", b.findings);
     }
     // Four stages too: the same proof on a deeper ring.
-    validate(&name, &before, &passes(Some(4)), &text, mlir);
+    let (deeper, _) = validate(&name, &before, &passes(Some(4)), &text, mlir);
     let (after, report) = validate(&name, &before, &passes(None), &text, mlir);
     let out = print(&after);
+    for want in text
+        .lines()
+        .filter_map(|l| l.strip_prefix("// output contains: "))
+    {
+        for (stages, m) in [("3", &out), ("4", &print(&deeper))] {
+            assert!(
+                m.contains(want),
+                "{name}: the {stages}-stage output has no `{want}`"
+            );
+        }
+    }
     format!(
         "{text}\n// ---- schedule ----\n{}\n// ---- after pipeline,select,coalesce,sync,fence,cleanup ----\n{out}",
         schedule_text(&report)
