@@ -5,8 +5,9 @@
 //! iteration (every thread copies its 16 bytes of each), a body of one
 //! [`Kind`], on `sm_80` or `sm_90a` (with or without a declared block),
 //! from `k = 0` or `1`, to a run-time `%n` or a short constant trip count,
-//! with 2, 3 or 4 stages asked for. [`judge`] pipelines it with the default
-//! pipeline after `pipeline:S` and says what happened: left alone with a
+//! with 2, 3 or 4 stages asked for (by `pipeline:S` or by a
+//! `// pipeline: stages=S` comment on the loop). [`judge`] pipelines it
+//! with the default pipeline after `pipeline` and says what happened: left alone with a
 //! `W2001` reason, or pipelined, and then the output checks with no
 //! diagnostic and, on every `// run:` line (trip counts 0, 1, S-1, S, S+1
 //! and 2S+1 for a run-time count) under eager, lazy and one random
@@ -15,7 +16,7 @@
 
 use cpflow::interp::{run, runline, Schedule};
 use cpflow::ir::{parse, print, verify};
-use cpflow::passes::transform::{self, Pass};
+use cpflow::passes::transform::{self, pipeline, Pass};
 
 use crate::mutate::Rng;
 
@@ -89,6 +90,9 @@ pub struct Loop {
     pub tiles: u32,
     /// The stages asked for.
     pub stages: u32,
+    /// Asked for with a `// pipeline: stages=N` comment on the loop (else
+    /// with `pipeline:N`).
+    pub comment: bool,
     /// The program, with its `// run:` lines.
     pub text: String,
 }
@@ -122,6 +126,7 @@ pub fn generate(seed: u64) -> Loop {
     // Bulk reductions need sm_90; a bulk ring needs a declared block.
     let sm90 = kind == Kind::Atomic || rng.below(2) == 0;
     let block = sm90 && rng.below(4) != 0;
+    let comment = rng.below(2) == 0;
     let lo = rng.below(2) as i64;
     let s = i64::from(stages);
     let runtime = rng.below(4) != 0;
@@ -176,6 +181,9 @@ pub fn generate(seed: u64) -> Loop {
         text.push_str(&format!(
             "  %t{t} = addr @t{t}\n  %{t}_t = ptr.add %{t}, %off64\n  %d{t} = ptr.add %t{t}, %off\n"
         ));
+    }
+    if comment {
+        text.push_str(&format!("  // pipeline: stages={stages}\n"));
     }
     text.push_str(&format!(
         "  %total = for %k = {lo} to {hi} step 1 iter(%s = %zero) {{\n    %k64 = zext %k : i32 to i64\n    %k_off = mul %k64, {tile} : i64\n"
@@ -273,6 +281,7 @@ pub fn generate(seed: u64) -> Loop {
         kind,
         tiles,
         stages,
+        comment,
         text,
     }
 }
@@ -286,11 +295,13 @@ pub fn judge(l: &Loop) -> Verdict {
     if let Some(d) = verify(&before).into_iter().find(|d| d.is_error()) {
         return Verdict::Failure(format!("generated text does not verify: {d:?}"));
     }
-    let passes: Vec<Pass> = std::iter::once(Pass::Pipeline(Some(l.stages)))
+    let asked = if l.comment { None } else { Some(l.stages) };
+    let passes: Vec<Pass> = std::iter::once(Pass::Pipeline(asked))
         .chain(transform::DEFAULT_PIPELINE.iter().copied())
         .collect();
+    let per_loop = pipeline::stage_comments(&l.text, &before);
     let mut after = before.clone();
-    let report = match transform::run(&mut after, &passes) {
+    let report = match transform::run_with(&mut after, &passes, &per_loop) {
         Ok(r) => r,
         Err(d) => return Verdict::Failure(format!("the passes failed: {d:?}")),
     };
@@ -299,6 +310,9 @@ pub fn judge(l: &Loop) -> Verdict {
             Some(d) => Verdict::Refused(reason(&d.message)),
             None => Verdict::Failure("neither pipelined nor refused".into()),
         };
+    }
+    if report.pipelined.iter().any(|p| p.stages != l.stages) {
+        return Verdict::Failure(format!("not {} stages", l.stages));
     }
     let out = print(&after);
     let checked = cpflow::check(&out);

@@ -45,6 +45,9 @@ fn main() -> ExitCode {
     let mut tally: BTreeMap<&str, Counts> = BTreeMap::new();
     let mut failures = Vec::new();
     for seed in from..from + count {
+        if (seed - from) % 1000 == 0 && seed > from {
+            eprintln!("pipeline-loops: {} done", seed - from);
+        }
         let l = generate(seed);
         let entry = tally.entry(l.kind.name()).or_default();
         match judge(&l) {
