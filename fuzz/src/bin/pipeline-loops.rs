@@ -45,7 +45,7 @@ fn main() -> ExitCode {
     let mut tally: BTreeMap<&str, Counts> = BTreeMap::new();
     let mut failures = Vec::new();
     for seed in from..from + count {
-        if (seed - from) % 1000 == 0 && seed > from {
+        if (seed - from).is_multiple_of(1000) && seed > from {
             eprintln!("pipeline-loops: {} done", seed - from);
         }
         let l = generate(seed);
