@@ -108,9 +108,8 @@ pub enum Verdict {
     },
     /// Left alone with `W2001`; the reason.
     Refused(String),
-    /// The input itself has undefined behaviour on a run line (nothing to
-    /// compare): a loop the pass must refuse was pipelined only if it is
-    /// also listed here.
+    /// Pipelined, but the input itself has undefined behaviour on a run
+    /// line: there is nothing to compare the output with.
     InputUb,
     /// A miscompile, a pass error or a generator bug, with what went wrong.
     Failure(String),

@@ -9,7 +9,8 @@
 //! alone (by `W2001` reason) or had undefined behaviour in the input, and
 //! every failure (a miscompile, a pass error, a generator bug) with its
 //! program saved to `--out` (default `target/pipeline-loops`). Exit status:
-//! 0 when nothing failed, 1 otherwise.
+//! 0 when nothing failed, 1 otherwise. `--show SEED` prints one loop and
+//! what became of it.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -33,8 +34,15 @@ fn main() -> ExitCode {
             ("--count", Ok(n)) => count = n,
             ("--from", Ok(n)) => from = n,
             ("--out", _) => out = PathBuf::from(value),
+            ("--show", Ok(seed)) => {
+                let l = generate(seed);
+                println!("{}// verdict: {:?}", l.text, judge(&l));
+                return ExitCode::SUCCESS;
+            }
             _ => {
-                eprintln!("error: `{flag} {value}`; known: --count N --from SEED --out DIR");
+                eprintln!(
+                    "error: `{flag} {value}`; known: --count N --from SEED --out DIR --show SEED"
+                );
                 return ExitCode::from(2);
             }
         }
