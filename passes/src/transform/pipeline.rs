@@ -399,13 +399,26 @@ fn choose_stages(k: &Kernel, p: &Plan, asked: Asked) -> Result<(u32, String), St
         Asked::Default => DEFAULT_STAGES,
         Asked::Pass(n) | Asked::Loop(n) => n,
     };
-    let s = u64::from(wanted).min(fit);
+    // A loop of a constant T trips has at most T tiles to issue ahead:
+    // more than T + 1 stages only re-load its last tile.
+    let d = &k.insts[p.lp];
+    let trips = k
+        .const_int(d.args[1])
+        .zip(k.const_int(d.args[0]))
+        .map(|(hi, lo)| (hi - lo).max(0) as u64);
+    let useful = trips.map_or(u64::MAX, |t| (t + 1).max(2));
+    let s = u64::from(wanted).min(fit).min(useful);
     if s < 2 {
         return Err(format!(
             "two stages of {per_stage} bytes do not fit beside {others} other shared bytes in {SHARED_BUDGET}"
         ));
     }
-    let why = if s < u64::from(wanted) {
+    let why = if s < u64::from(wanted) && s == useful && s < fit {
+        format!(
+            "{wanted} wanted, {s} useful: the loop runs {} times",
+            trips.unwrap_or(0)
+        )
+    } else if s < u64::from(wanted) {
         format!("{wanted} wanted, {s} fit: {per_stage} bytes per stage, {others} other shared bytes, budget {SHARED_BUDGET}")
     } else if let Asked::Loop(_) = asked {
         format!("{wanted} asked for on this loop; {per_stage} bytes per stage fit")
@@ -763,6 +776,16 @@ kernel @k(%src: ptr<global> align 16, %idx: ptr<global> align 16, %n: i32) {{
         assert_eq!(stages_of(module(20480, "1", ""), Some(4)), Ok(2));
         let err = stages_of(module(30720, "1", ""), None).expect_err("too big");
         assert!(err.contains("do not fit"), "{err}");
+    }
+
+    #[test]
+    fn a_constant_trip_count_bounds_the_stages() {
+        let two_trips = |m: Module| {
+            let text = cpflow_ir::print(&m).replace("to %n step 1", "to 2 step 1");
+            cpflow_ir::parse(&text).expect("it parses")
+        };
+        assert_eq!(stages_of(two_trips(module(2048, "1", "")), Some(4)), Ok(3));
+        assert_eq!(stages_of(two_trips(module(2048, "1", "")), Some(2)), Ok(2));
     }
 
     #[test]
