@@ -136,7 +136,8 @@ pub fn run(args: OptArgs, rep: &mut Reporter) -> ExitCode {
     if let Err(code) = gate(&source, &module, args.no_check, "opt", rep) {
         return code;
     }
-    let done = match transform::run(&mut module, &passes) {
+    let per_loop = transform::pipeline::stage_comments(&source.text, &module);
+    let done = match transform::run_with(&mut module, &passes, &per_loop) {
         Ok(r) => r,
         Err(diags) => return fail(&source, diags, "opt", rep),
     };

@@ -8,12 +8,16 @@
 //! * a loop was pipelined, and the output verifies and `cpflow check`
 //!   reports nothing on it;
 //! * it compiles to PTX through MLIR for its target;
+//! * it contains the text of every `// output contains:` line (the
+//!   mechanism the ring must be lowered to);
 //! * under `Schedule::standard()` and two more random seeds, for every
 //!   `// run:` line (trip counts 0, 1, S-1, S, S+1, 2S+1 for the default
 //!   S = 3), the interpreter gives bit-identical global buffers before and
 //!   after, with no undefined behaviour before or after.
 //!
-//! All of it holds for the default stage count and for `pipeline:4`.
+//! All of it holds for the default stage count and for `pipeline:4`; a
+//! loop with a `// pipeline: stages=N` comment on the line before its `for`
+//! is pipelined with N stages in both.
 //!
 //! The snapshot holds the input, the schedule and the output.
 
@@ -22,7 +26,7 @@ use std::path::Path;
 use cpflow::interp::{run, runline, Schedule};
 use cpflow::ir::{parse, print, verify, Module};
 use cpflow::lowering::Mlir;
-use cpflow::passes::transform::{self, Pass};
+use cpflow::passes::transform::{self, pipeline, Pass};
 
 mod common;
 
@@ -60,12 +64,22 @@ fn validate(
     mlir: &Mlir,
 ) -> (Module, transform::Report) {
     let mut after = before.clone();
-    let report = transform::run(&mut after, passes).unwrap_or_else(|d| panic!("{name}: {d:?}"));
+    let per_loop = pipeline::stage_comments(text, before);
+    let report = transform::run_with(&mut after, passes, &per_loop)
+        .unwrap_or_else(|d| panic!("{name}: {d:?}"));
     assert!(
         !report.pipelined.is_empty(),
         "{name}: nothing pipelined: {:?}",
         report.not_pipelined
     );
+    for (span, asked) in &per_loop {
+        let got = report.pipelined.iter().find(|p| p.span == *span);
+        assert_eq!(
+            got.map(|p| p.stages),
+            *asked,
+            "{name}: the loop's `// pipeline:` comment is not followed"
+        );
+    }
     common::assert_checks_and_compiles(name, &after, mlir);
     let mut schedules = Schedule::standard();
     schedules.extend([Schedule::Random(11), Schedule::Random(12)]);
@@ -121,9 +135,20 @@ fn check_file(path: &Path, mlir: &Mlir) -> String {
         assert!(!b.has_ub(), "{name}: UB in the input: {:#?}", b.findings);
     }
     // Four stages too: the same proof on a deeper ring.
-    validate(&name, &before, &passes(Some(4)), &text, mlir);
+    let (deeper, _) = validate(&name, &before, &passes(Some(4)), &text, mlir);
     let (after, report) = validate(&name, &before, &passes(None), &text, mlir);
     let out = print(&after);
+    for want in text
+        .lines()
+        .filter_map(|l| l.strip_prefix("// output contains: "))
+    {
+        for (stages, m) in [("3", &out), ("4", &print(&deeper))] {
+            assert!(
+                m.contains(want),
+                "{name}: the {stages}-stage output has no `{want}`"
+            );
+        }
+    }
     format!(
         "{text}\n// ---- schedule ----\n{}\n// ---- after pipeline,select,coalesce,sync,fence,cleanup ----\n{out}",
         schedule_text(&report)
@@ -145,4 +170,27 @@ fn stage_count_is_a_pass_option() {
     assert_eq!(Pass::from_name("pipeline"), Some(Pass::Pipeline(None)));
     assert_eq!(Pass::from_name("pipeline:1"), None);
     assert!(!transform::DEFAULT_PIPELINE.contains(&Pass::Pipeline(None)));
+}
+
+/// A `// pipeline:` comment that does not say `stages=N` with N >= 2
+/// leaves its loop alone with `W2001`.
+#[test]
+fn malformed_stage_comment_refuses_the_loop() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/pipeline/one_tile_sm80.cpf");
+    for bad in ["stages=1", "stages=two", "depth=3"] {
+        let text = common::read(&path).replace(
+            "  %total = for",
+            &format!("  // pipeline: {bad}\n  %total = for"),
+        );
+        let mut module = parse(&text).expect("it parses");
+        let per_loop = pipeline::stage_comments(&text, &module);
+        assert_eq!(per_loop.len(), 1, "{bad}");
+        let report = transform::run_with(&mut module, &passes(None), &per_loop).expect("it runs");
+        assert!(report.pipelined.is_empty(), "{bad}");
+        assert!(
+            report.not_pipelined[0].message.contains("stages=N"),
+            "{bad}: {}",
+            report.not_pipelined[0].message
+        );
+    }
 }

@@ -7,6 +7,7 @@
 //! test replays `tests/fuzz/` through the same targets. It depends on the
 //! `cpflow` facade only, and nothing depends on it.
 
+pub mod loops;
 pub mod mutate;
 pub mod targets;
 

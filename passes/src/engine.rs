@@ -692,6 +692,32 @@ impl<'a> Engine<'a> {
                 }
             }
         }
+        // A copy issued once before this loop (a ring's unrolled prologue:
+        // phase 0 of barrier `j`): the wait names it in the iteration
+        // `lo + c` (among the first 16) that turns its slot and phase into
+        // the copy's.
+        if atoms.is_empty() {
+            for &l in &self.loops {
+                let lo = self.syms.bounds.iv.get(&l).map(|b| b.0).or_else(|| {
+                    self.k.insts[l]
+                        .args
+                        .first()
+                        .and_then(|a| self.k.const_int(*a))
+                });
+                let Some(lo) = lo else { continue };
+                let hi = self.syms.bounds.iv.get(&l).map_or(lo + 15, |b| b.1);
+                for c in lo..=hi.min(lo + 15) {
+                    let at = |e: &Affine| e.subst(&Atom::Iv(l), &Affine::constant(c));
+                    let wb2 = match wb.as_ref() {
+                        Sym::Ptr(b, o) => Sym::Ptr(b.clone(), at(o)),
+                        other => other.clone(),
+                    };
+                    if wb2 == *pb.as_ref() && at(&wi).sub(pi).as_const() == Some(0) {
+                        return true;
+                    }
+                }
+            }
+        }
         false
     }
 

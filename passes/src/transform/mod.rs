@@ -181,9 +181,19 @@ pub fn has_abstract(module: &Module) -> bool {
 /// not judged: the checker cannot yet tell `rem.u` slots of abstract
 /// copies apart.)
 pub fn run(module: &mut Module, passes: &[Pass]) -> Result<Report, Vec<Diagnostic>> {
+    run_with(module, passes, &[])
+}
+
+/// [`run`], with the stage counts asked for on single loops
+/// ([`pipeline::stage_comments`]).
+pub fn run_with(
+    module: &mut Module,
+    passes: &[Pass],
+    per_loop: &[pipeline::LoopStages],
+) -> Result<Report, Vec<Diagnostic>> {
     check_pipeline(passes).map_err(|e| vec![Diagnostic::error("T0003", e, Span::new(0, 0))])?;
     if !passes.iter().any(|p| matches!(p, Pass::Pipeline(_))) {
-        return run_once(module, passes, &[]);
+        return run_once(module, passes, per_loop, &[]);
     }
     let errors = |m: &Module| {
         crate::check(m)
@@ -193,7 +203,7 @@ pub fn run(module: &mut Module, passes: &[Pass]) -> Result<Report, Vec<Diagnosti
     };
     let before = errors(module);
     let mut out = module.clone();
-    let report = run_once(&mut out, passes, &[])?;
+    let report = run_once(&mut out, passes, per_loop, &[])?;
     let after: Vec<Diagnostic> = crate::check(&out)
         .into_iter()
         .filter(Diagnostic::is_error)
@@ -211,20 +221,21 @@ pub fn run(module: &mut Module, passes: &[Pass]) -> Result<Report, Vec<Diagnosti
         .iter()
         .map(|p| (p.span, reason.clone()))
         .collect();
-    run_once(module, passes, &skip)
+    run_once(module, passes, per_loop, &skip)
 }
 
 /// One run of `passes`; `pipeline` leaves the loops of `skip` alone.
 fn run_once(
     module: &mut Module,
     passes: &[Pass],
+    per_loop: &[pipeline::LoopStages],
     skip: &[(Span, String)],
 ) -> Result<Report, Vec<Diagnostic>> {
     let mut report = Report::default();
     for (n, pass) in passes.iter().enumerate() {
         match pass {
             Pass::Pipeline(stages) => {
-                let out = pipeline::pipeline(module, *stages, skip);
+                let out = pipeline::pipeline(module, *stages, per_loop, skip);
                 report.pipelined.extend(out.schedules);
                 report.not_pipelined.extend(out.refused);
             }

@@ -91,10 +91,51 @@ struct Plan {
     allocs: Vec<SharedId>,
 }
 
+/// A per-loop stage count: the `for`'s span and what its
+/// `// pipeline: stages=N` comment asks for (`None`: a comment that does
+/// not say `stages=N` with `N >= 2`).
+pub type LoopStages = (Span, Option<u32>);
+
+/// The `// pipeline: stages=N` comments of `text` (the source of `module`),
+/// each on the line right before a `for`.
+pub fn stage_comments(text: &str, module: &Module) -> Vec<LoopStages> {
+    let mut out = Vec::new();
+    for k in &module.kernels {
+        for (_, i) in edit::all_insts(k) {
+            if k.insts[i].op != Op::For {
+                continue;
+            }
+            let span = k.insts[i].span;
+            let at = (span.start as usize).min(text.len());
+            let Some(head) = text.get(..at) else { continue };
+            let line_start = head.rfind('\n').map_or(0, |n| n + 1);
+            let Some(before) = head.get(..line_start.saturating_sub(1)) else {
+                continue;
+            };
+            let prev = before.rsplit('\n').next().unwrap_or("").trim();
+            if let Some(rest) = prev.strip_prefix("// pipeline:") {
+                let n = rest
+                    .trim()
+                    .strip_prefix("stages=")
+                    .and_then(|n| n.parse::<u32>().ok())
+                    .filter(|&n| n >= 2);
+                out.push((span, n));
+            }
+        }
+    }
+    out
+}
+
 /// Pipelines every loop of the input shape but those in `skip` (the `for`'s
 /// span, with the reason to give); `stages` overrides the cost model's
-/// stage count (still capped by [`SHARED_BUDGET`]).
-pub fn pipeline(module: &mut Module, stages: Option<u32>, skip: &[(Span, String)]) -> Outcome {
+/// stage count, and a loop in `per_loop` takes its own (both still capped
+/// by [`SHARED_BUDGET`]).
+pub fn pipeline(
+    module: &mut Module,
+    stages: Option<u32>,
+    per_loop: &[LoopStages],
+    skip: &[(Span, String)],
+) -> Outcome {
     let mut out = Outcome::default();
     for k in &mut module.kernels {
         let loops: Vec<(Region, Inst)> = edit::all_insts(k)
@@ -109,11 +150,18 @@ pub fn pipeline(module: &mut Module, stages: Option<u32>, skip: &[(Span, String)
             .collect();
         for (region, lp) in loops {
             let span = k.insts[lp].span;
+            let asked = match per_loop.iter().find(|(at, _)| *at == span) {
+                Some((_, Some(n))) => Ok(Asked::Loop(*n)),
+                Some((_, None)) => Err(
+                    "its `// pipeline:` comment does not say `stages=N` with N >= 2".to_string(),
+                ),
+                None => Ok(stages.map_or(Asked::Default, Asked::Pass)),
+            };
             let planned = match skip.iter().find(|(at, _)| *at == span) {
                 Some((_, reason)) => Err(reason.clone()),
-                None => {
-                    plan(k, region, lp).and_then(|p| choose_stages(k, &p, stages).map(|s| (p, s)))
-                }
+                None => asked.and_then(|asked| {
+                    plan(k, region, lp).and_then(|p| choose_stages(k, &p, asked).map(|s| (p, s)))
+                }),
             };
             match planned.map(|(p, (s, why))| rewrite(k, &p, s, why)) {
                 Ok(schedule) => out.schedules.push(schedule),
@@ -325,9 +373,20 @@ fn plan(k: &Kernel, region: Region, lp: Inst) -> Result<Plan, String> {
     })
 }
 
-/// The stage count: `stages` or [`DEFAULT_STAGES`], capped so that the
-/// ring and the other allocations fit in [`SHARED_BUDGET`]; at least 2.
-fn choose_stages(k: &Kernel, p: &Plan, stages: Option<u32>) -> Result<(u32, String), String> {
+/// Where a loop's stage count comes from.
+#[derive(Clone, Copy)]
+enum Asked {
+    /// [`DEFAULT_STAGES`].
+    Default,
+    /// `pipeline:N`, for every loop.
+    Pass(u32),
+    /// The loop's `// pipeline: stages=N` comment.
+    Loop(u32),
+}
+
+/// The stage count asked for, capped so that the ring and the other
+/// allocations fit in [`SHARED_BUDGET`]; at least 2.
+fn choose_stages(k: &Kernel, p: &Plan, asked: Asked) -> Result<(u32, String), String> {
     let per_stage: u64 = p.allocs.iter().map(|&a| k.shared[a].size_bytes()).sum();
     let others: u64 = k
         .shared
@@ -336,16 +395,34 @@ fn choose_stages(k: &Kernel, p: &Plan, stages: Option<u32>) -> Result<(u32, Stri
         .map(|(_, s)| s.size_bytes())
         .sum();
     let fit = SHARED_BUDGET.saturating_sub(others) / per_stage.max(1);
-    let wanted = stages.unwrap_or(DEFAULT_STAGES);
-    let s = u64::from(wanted).min(fit);
+    let wanted = match asked {
+        Asked::Default => DEFAULT_STAGES,
+        Asked::Pass(n) | Asked::Loop(n) => n,
+    };
+    // A loop of a constant T trips has at most T tiles to issue ahead:
+    // more than T + 1 stages only re-load its last tile.
+    let d = &k.insts[p.lp];
+    let trips = k
+        .const_int(d.args[1])
+        .zip(k.const_int(d.args[0]))
+        .map(|(hi, lo)| (hi - lo).max(0) as u64);
+    let useful = trips.map_or(u64::MAX, |t| (t + 1).max(2));
+    let s = u64::from(wanted).min(fit).min(useful);
     if s < 2 {
         return Err(format!(
             "two stages of {per_stage} bytes do not fit beside {others} other shared bytes in {SHARED_BUDGET}"
         ));
     }
-    let why = if s < u64::from(wanted) {
+    let why = if s < u64::from(wanted) && s == useful && s < fit {
+        format!(
+            "{wanted} wanted, {s} useful: the loop runs {} times",
+            trips.unwrap_or(0)
+        )
+    } else if s < u64::from(wanted) {
         format!("{wanted} wanted, {s} fit: {per_stage} bytes per stage, {others} other shared bytes, budget {SHARED_BUDGET}")
-    } else if stages.is_some() {
+    } else if let Asked::Loop(_) = asked {
+        format!("{wanted} asked for on this loop; {per_stage} bytes per stage fit")
+    } else if let Asked::Pass(_) = asked {
         format!("{wanted} asked for; {per_stage} bytes per stage fit")
     } else {
         format!("default {DEFAULT_STAGES}; {per_stage} bytes per stage fit")
@@ -683,7 +760,7 @@ kernel @k(%src: ptr<global> align 16, %idx: ptr<global> align 16, %n: i32) {{
     }
 
     fn stages_of(mut m: Module, stages: Option<u32>) -> Result<u32, String> {
-        let out = pipeline(&mut m, stages, &[]);
+        let out = pipeline(&mut m, stages, &[], &[]);
         match (out.schedules.first(), out.refused.first()) {
             (Some(s), None) => Ok(s.stages),
             (None, Some(d)) => Err(d.message.clone()),
@@ -699,6 +776,16 @@ kernel @k(%src: ptr<global> align 16, %idx: ptr<global> align 16, %n: i32) {{
         assert_eq!(stages_of(module(20480, "1", ""), Some(4)), Ok(2));
         let err = stages_of(module(30720, "1", ""), None).expect_err("too big");
         assert!(err.contains("do not fit"), "{err}");
+    }
+
+    #[test]
+    fn a_constant_trip_count_bounds_the_stages() {
+        let two_trips = |m: Module| {
+            let text = cpflow_ir::print(&m).replace("to %n step 1", "to 2 step 1");
+            cpflow_ir::parse(&text).expect("it parses")
+        };
+        assert_eq!(stages_of(two_trips(module(2048, "1", "")), Some(4)), Ok(3));
+        assert_eq!(stages_of(two_trips(module(2048, "1", "")), Some(2)), Ok(2));
     }
 
     #[test]

@@ -72,7 +72,7 @@ use std::collections::HashMap;
 
 use cpflow_ir::diag::{Diagnostic, Span};
 use cpflow_ir::facts::{yield_args, Facts};
-use cpflow_ir::ir::{CmpPred, Module, Operand};
+use cpflow_ir::ir::{Arg, CmpPred, Module, Operand};
 use cpflow_ir::ir::{Inst, Kernel, Op, Region, SharedKind, SpecialReg, Value};
 use cpflow_ir::spec::{self, Family, Qual, Role};
 use cpflow_ir::types::{Scalar, Space, Type};
@@ -330,6 +330,18 @@ fn select_kernel(
     } else {
         Vec::new()
     };
+    let rings = if coalesce {
+        find_rings(k, &sites, &syms, &uses, &solo, &home)
+    } else {
+        Vec::new()
+    };
+    // A ring's copies are described as the ring, not as runs.
+    let mut units = units;
+    units.retain(|u| {
+        !u.members
+            .iter()
+            .any(|m| rings.iter().any(|r| r.members.contains(m)))
+    });
     let unit_descs: Vec<RecExpr<Desc>> = units.iter().map(|u| unit_desc(u, &descs)).collect();
     // Cluster-wide loads: (site, CTAs of the cluster) and `(cluster N X)`.
     let ctas = match k.cluster {
@@ -351,6 +363,14 @@ fn select_kernel(
     let mut roots = descs.clone();
     roots.extend(unit_descs.iter().cloned());
     roots.extend(mcast_descs.iter().cloned());
+    let ring_descs: Vec<RecExpr<Desc>> = rings
+        .iter()
+        .map(|r| {
+            let last = *r.members.last().unwrap_or(&0);
+            format!("(cta {})", descs[last]).parse().unwrap_or_default()
+        })
+        .collect();
+    roots.extend(ring_descs.iter().cloned());
     let sat = desc::saturate(&roots, sm, ptx, coalesce);
     let best = desc::extract(&sat);
     let run = RunInfo {
@@ -395,11 +415,45 @@ fn select_kernel(
             alternatives,
         }
     };
-    // Coalesced units: taken when the merged (or tile) form is cheaper than
-    // the members' own forms together.
+    // Rings: every copy of one is a CTA tile on its slot's mbarrier when
+    // the cost model takes the tile as one bulk copy.
     let mut plans: HashMap<Inst, Plan> = HashMap::new();
     let mut slots: Vec<Option<Choice>> = vec![None; sites.len()];
     let mut covered = vec![false; sites.len()];
+    for (j, ring) in rings.iter().enumerate() {
+        let root = sites.len() + units.len() + mcast.len() + j;
+        let (cost, expr) = &best[root];
+        let pieces = (cost.cycles < INFEASIBLE)
+            .then(|| desc::pieces_of(expr))
+            .flatten();
+        let Some(
+            [Piece {
+                mech: Mech::BulkCta,
+                size: Some(share),
+                ..
+            }],
+        ) = pieces.as_deref()
+        else {
+            continue;
+        };
+        let last = ring.members.len() - 1;
+        for (n, &m) in ring.members.iter().enumerate() {
+            covered[m] = true;
+            let span = k.insts[sites[m].inst].span;
+            slots[m] = Some(choice(root, &ring_descs[j], span));
+            let plan = Plan::Ring {
+                ring: j,
+                nth: (n < last).then_some(n as i64),
+                share: *share,
+            };
+            plans.insert(sites[m].inst, plan);
+        }
+        for &(w, exit) in &ring.waits {
+            plans.insert(w, Plan::RingWait { ring: j, exit });
+        }
+    }
+    // Coalesced units: taken when the merged (or tile) form is cheaper than
+    // the members' own forms together.
     let mut retarget: Vec<(Value, Value)> = Vec::new();
     for (j, unit) in units.iter().enumerate() {
         let root = sites.len() + j;
@@ -519,6 +573,8 @@ fn select_kernel(
         bars: 0,
         cluster_bars: Vec::new(),
         before: HashMap::new(),
+        rings: &rings,
+        ring_bars: HashMap::new(),
     };
     w.region(&mut ed, body);
     if !w.cluster_bars.is_empty() {
@@ -546,6 +602,39 @@ enum Plan {
     },
     /// One multicast bulk copy of `bytes` by rank 0 into all `ctas` CTAs.
     Multicast { ctas: u32, bytes: i64 },
+    /// A copy of ring `ring` as a CTA tile (every thread's `share` bytes)
+    /// by thread 0 on its slot's mbarrier: prologue copy `nth`, or (`None`)
+    /// the loop's copy.
+    Ring {
+        ring: usize,
+        nth: Option<i64>,
+        share: i64,
+    },
+    /// An await of ring `ring`'s copy `iv - lo` in the loop, or (`exit`
+    /// `Some(j)`) of copy `hi - lo + j` after it: on that copy's phase.
+    RingWait { ring: usize, exit: Option<i64> },
+}
+
+/// A ring of CTA tiles into one allocation, the shape [`super::pipeline`]
+/// writes: `S - 1` copies before a `for` of step 1 (the prologue), whose
+/// tokens enter the loop as carried values, and one copy in the body,
+/// whose token is yielded; each iteration the carried tokens shift by one
+/// and the oldest is awaited. Counting the copies in issue order (the
+/// prologue's `j = 0 .. S-2`, then iteration `k`'s as `n = k - lo + S - 1`),
+/// copy `n` completes on phase `n div S` of mbarrier `n mod S`: each
+/// barrier's copies are issued in order, one phase apart, and a copy is
+/// issued on a barrier only after every thread awaited the previous one
+/// (the await of copy `n - S` is in iteration `k - 1`).
+struct Ring {
+    /// Site indices: the prologue's copies in issue order, then the loop's.
+    members: Vec<usize>,
+    /// The loop's induction variable, start and end.
+    iv: Value,
+    lo: Arg,
+    hi: Arg,
+    /// The awaits of the carried token in the body (copy `iv - lo`), and
+    /// of the loop's results, each with `j` (copy `hi - lo + j`).
+    waits: Vec<(Inst, Option<i64>)>,
 }
 
 /// A run of copies considered together for coalescing (site indices, in
@@ -954,6 +1043,10 @@ struct Writer<'a> {
     cluster_bars: Vec<cpflow_ir::ir::SharedId>,
     /// Instructions to put before a loop (a tile's barrier set-up).
     before: HashMap<Inst, Vec<Inst>>,
+    /// The rings.
+    rings: &'a [Ring],
+    /// Each ring's barriers, once its set-up is written.
+    ring_bars: HashMap<usize, RingBars>,
 }
 
 impl Writer<'_> {
@@ -968,7 +1061,7 @@ impl Writer<'_> {
             new.extend(self.before.remove(&inst).unwrap_or_default());
             match self.plans.get(&inst) {
                 Some(Plan::Multicast { ctas, bytes }) => {
-                    let id = fresh_barrier(ed, &mut self.bars);
+                    let id = fresh_barrier(ed, &mut self.bars, 1);
                     self.cluster_bars.push(id);
                     new.extend(expand_multicast(ed, inst, id, *ctas, *bytes));
                 }
@@ -983,6 +1076,26 @@ impl Writer<'_> {
                         None => new.extend(setup),
                     }
                     new.extend(issue);
+                }
+                Some(Plan::Ring { ring, nth, share }) => {
+                    let r = &self.rings[*ring];
+                    if !self.ring_bars.contains_key(ring) {
+                        let stages = r.members.len() as i64;
+                        let (setup, bars) = ring_setup(ed, inst, stages, *share, &mut self.bars);
+                        new.extend(setup);
+                        self.ring_bars.insert(*ring, bars);
+                    }
+                    if let Some(bars) = self.ring_bars.get(ring) {
+                        new.extend(expand_ring_copy(ed, inst, r, *nth, bars));
+                    }
+                }
+                Some(Plan::RingWait { ring, exit }) => {
+                    if let Some(bars) = self.ring_bars.get(ring) {
+                        let r = &self.rings[*ring];
+                        new.extend(ring_wait(ed, inst, r, *exit, bars));
+                    } else {
+                        new.push(inst);
+                    }
                 }
                 Some(Plan::Drop) => {}
                 None => new.push(inst),
@@ -1015,7 +1128,7 @@ fn expand(
         }
     });
     if kinds & KIND_MBAR != 0 {
-        let id = fresh_barrier(ed, bars);
+        let id = fresh_barrier(ed, bars, 1);
         let bar = bar_addr(ed, &mut out, id, &base);
         let (i, _) = ed.inst(ptx(Family::MbarrierInit, &[]), vec![val(bar), imm(1)], &[]);
         out.push(i);
@@ -1190,8 +1303,8 @@ fn expand(
     out
 }
 
-/// A fresh one-mbarrier shared allocation.
-fn fresh_barrier(ed: &mut Builder, bars: &mut usize) -> cpflow_ir::ir::SharedId {
+/// A fresh shared allocation of `count` mbarriers.
+fn fresh_barrier(ed: &mut Builder, bars: &mut usize, count: u32) -> cpflow_ir::ir::SharedId {
     let name = loop {
         let n = format!("__cpflow_bar{bars}");
         *bars += 1;
@@ -1199,7 +1312,7 @@ fn fresh_barrier(ed: &mut Builder, bars: &mut usize) -> cpflow_ir::ir::SharedId 
             break n;
         }
     };
-    ed.shared_mbarriers(&name, 1)
+    ed.shared_mbarriers(&name, count)
 }
 
 /// An `if` on `cond` with `then` as its body and an empty `else`.
@@ -1236,7 +1349,7 @@ fn expand_tile(
     let token = d.results[0];
     let base = ed.k.values[token].name.clone();
     let mut setup = Vec::new();
-    let id = fresh_barrier(ed, bars);
+    let id = fresh_barrier(ed, bars, 1);
     let leader = first_of(ed, &mut setup, SpecialReg::TidX, &base, ("tid", "leader"));
     let bar = bar_addr(ed, &mut setup, id, &base);
     let (init, _) = ed.inst(ptx(Family::MbarrierInit, &[]), vec![val(bar), imm(1)], &[]);
@@ -1299,6 +1412,431 @@ fn expand_tile(
     );
     out.push(if_then(ed, leader, vec![arm, copy]));
     (setup, out)
+}
+
+/// The rings among the copies ([`Ring`]).
+fn find_rings(
+    k: &Kernel,
+    sites: &[Site],
+    syms: &Syms,
+    uses: &Uses,
+    solo: &[bool],
+    home: &HashMap<Inst, Region>,
+) -> Vec<Ring> {
+    let parent: HashMap<Region, Inst> = edit::all_insts(k)
+        .into_iter()
+        .flat_map(|(_, i)| k.insts[i].regions.iter().map(move |&r| (r, i)))
+        .collect();
+    let at = RingSites {
+        sites,
+        syms,
+        uses,
+        solo,
+        home,
+        parent: &parent,
+        info: sites.iter().map(|s| copy_syms(k, syms, s)).collect(),
+        index: sites
+            .iter()
+            .enumerate()
+            .map(|(n, s)| (s.token, n))
+            .collect(),
+    };
+    (0..sites.len())
+        .filter_map(|c| ring_of(k, &at, c))
+        .collect()
+}
+
+/// What [`ring_of`] looks up.
+struct RingSites<'a> {
+    sites: &'a [Site],
+    syms: &'a Syms,
+    uses: &'a Uses,
+    solo: &'a [bool],
+    home: &'a HashMap<Inst, Region>,
+    parent: &'a HashMap<Region, Inst>,
+    info: Vec<Option<CopySyms>>,
+    /// The site of each copy token.
+    index: HashMap<Value, usize>,
+}
+
+/// The ring whose loop copy is site `c`, if it is one: besides the shape
+/// of [`Ring`], every copy is a CTA tile (every thread's share of one
+/// contiguous tile, [`is_tile`]) into one allocation with one share; the
+/// loop has thread-independent bounds and no loop or thread-dependent `if`
+/// around it (its barriers are initialised once, by thread 0, behind a
+/// `barrier.cta` every thread reaches); the tokens are used by nothing but
+/// the loop, the shift and `await`s; nothing between the prologue and the
+/// loop touches the allocation; and in the body a top-level `barrier.cta`
+/// separates every other access of the allocation from the next
+/// iteration's copy (thread 0 then overwrites every thread's share only
+/// after every thread is done with the slot).
+fn ring_of(k: &Kernel, at: &RingSites, c: usize) -> Option<Ring> {
+    let site = &at.sites[c];
+    if at.solo[c] || site.red.is_some() || !matches!(k.block, Some([_, 1, 1])) {
+        return None;
+    }
+    let body = *at.home.get(&site.inst)?;
+    let lp = *at.parent.get(&body)?;
+    let d = &k.insts[lp];
+    if d.op != Op::For || k.const_int(*d.args.get(2)?) != Some(1) {
+        return None;
+    }
+    let uniform = |a: Option<&Arg>| {
+        a.and_then(|a| a.value())
+            .is_none_or(|v| !at.syms.thread_dependent[cpflow_ir::ir::EntityId::index(v)])
+    };
+    if !uniform(d.args.first()) || !uniform(d.args.get(1)) {
+        return None;
+    }
+    let outer = *at.home.get(&lp)?;
+    let mut r = outer;
+    while let Some(&p) = at.parent.get(&r) {
+        let pd = &k.insts[p];
+        if pd.op == Op::For || (pd.op == Op::If && !uniform(pd.args.first())) {
+            return None;
+        }
+        r = *at.home.get(&p)?;
+    }
+    let list = &k.regions[body].insts;
+    let y = *list.last()?;
+    if k.insts[y].op != Op::Yield {
+        return None;
+    }
+    let carried = &k.regions[body].args[1..];
+    // Where `v` is yielded, when that is its one use.
+    let yielded = |v: Value| match at.uses.get(&v).map(Vec::as_slice) {
+        Some([(_, u)]) if *u == y => {
+            let mut ps =
+                (0..k.insts[y].args.len()).filter(|&p| k.insts[y].args[p].value() == Some(v));
+            ps.next().filter(|_| ps.next().is_none())
+        }
+        _ => None,
+    };
+    // From the loop's copy back to the carried token the body awaits.
+    let mut chain = vec![yielded(site.token)?];
+    let mut waits = Vec::new();
+    loop {
+        let v = *carried.get(*chain.last()?)?;
+        if let Some(p) = yielded(v) {
+            if chain.contains(&p) {
+                return None;
+            }
+            chain.push(p);
+            continue;
+        }
+        let us = at.uses.get(&v)?;
+        let awaited = us
+            .iter()
+            .all(|&(r, u)| r == body && edit::family(k, u) == Some(Family::Await));
+        if us.is_empty() || !awaited {
+            return None;
+        }
+        waits.extend(us.iter().map(|&(_, u)| (u, None)));
+        break;
+    }
+    let outer_list = &k.regions[outer].insts;
+    let pos = |i: Inst| outer_list.iter().position(|&x| x == i);
+    let lp_at = pos(lp)?;
+    let mut members = Vec::new();
+    for (j, &p) in chain.iter().rev().enumerate() {
+        let v = d.args.get(3 + p)?.value()?;
+        let &m = at.index.get(&v)?;
+        let only_init = matches!(at.uses.get(&v).map(Vec::as_slice), Some([(_, u)]) if *u == lp);
+        let after = at.uses.get(&d.results[p]).map(Vec::as_slice).unwrap_or(&[]);
+        let drained = after
+            .iter()
+            .all(|&(_, u)| edit::family(k, u) == Some(Family::Await));
+        waits.extend(after.iter().map(|&(_, u)| (u, Some(j as i64))));
+        let before = pos(at.sites[m].inst).is_some_and(|q| q < lp_at);
+        if at.solo[m] || at.sites[m].red.is_some() || !only_init || !drained || !before {
+            return None;
+        }
+        members.push(m);
+    }
+    members.push(c);
+    let first = at.info[c].as_ref()?;
+    let Base::Shared(id) = first.0 else {
+        return None;
+    };
+    for &m in &members {
+        let same = at.info[m]
+            .as_ref()
+            .is_some_and(|i| i.0 == first.0 && i.4 == first.4);
+        let lp = (m == c).then_some(lp);
+        if !same || !is_tile(at.syms, &at.info, &[m], lp) {
+            return None;
+        }
+    }
+    let touches = |i: Inst| {
+        edit::any_in(k, i, &mut |j| {
+            !edit::pure(k, j)
+                && k.insts[j]
+                    .args
+                    .iter()
+                    .filter_map(|a| a.value())
+                    .any(|v| in_alloc(k, at.syms, v, id))
+        })
+    };
+    let issued: Vec<Inst> = members.iter().map(|&m| at.sites[m].inst).collect();
+    let first_at = issued.iter().filter_map(|&i| pos(i)).min()?;
+    if outer_list[first_at..lp_at]
+        .iter()
+        .any(|&i| !issued.contains(&i) && touches(i))
+    {
+        return None;
+    }
+    let pc = list.iter().position(|&i| i == site.inst)?;
+    let barrier = |n: usize| {
+        edit::family(k, list[n]) == Some(Family::BarrierCta) && k.insts[list[n]].args.is_empty()
+    };
+    let separated = (0..list.len())
+        .filter(|&n| n != pc && touches(list[n]))
+        .all(|a| {
+            if a < pc {
+                (a + 1..pc).any(barrier)
+            } else {
+                (a + 1..list.len()).chain(0..pc).any(barrier)
+            }
+        });
+    separated.then(|| Ring {
+        members,
+        iv: k.regions[body].args[0],
+        lo: d.args[0],
+        hi: d.args[1],
+        waits,
+    })
+}
+
+/// A ring's barriers: `mbarrier[S]`, the issuing thread's test, the
+/// offset back from a thread's share to the tile (`-tid.x * share`) and
+/// the bytes of a tile.
+struct RingBars {
+    id: cpflow_ir::ir::SharedId,
+    leader: Value,
+    back: Value,
+    bytes: i64,
+    stages: i64,
+}
+
+/// Before a ring's first copy (`first`): a fresh `mbarrier[stages]`, which
+/// thread 0 initialises (count 1 each) and fences into the async proxy,
+/// then a `barrier.cta` that publishes the inits (and orders every earlier
+/// access of the tile before the prologue's copies); the tile's bytes are
+/// the declared block's threads times `share`. Returns (set-up, barriers).
+fn ring_setup(
+    ed: &mut Builder,
+    first: Inst,
+    stages: i64,
+    share: i64,
+    bars: &mut usize,
+) -> (Vec<Inst>, RingBars) {
+    use cpflow_ir::ir::BinaryOp;
+    let d = ed.k.insts[first].clone();
+    ed.span = d.span;
+    let base = ed.k.values[d.results[0]].name.clone();
+    let mut setup = Vec::new();
+    let id = fresh_barrier(ed, bars, stages as u32);
+    let leader = first_of(ed, &mut setup, SpecialReg::TidX, &base, ("tid", "leader"));
+    let mut init = Vec::new();
+    for j in 0..stages {
+        let (i, bar) = ed.inst1(
+            Op::Addr(id),
+            vec![imm(j)],
+            Type::Mbarrier(Space::Shared),
+            &format!("{base}_bar"),
+        );
+        init.push(i);
+        let (i, _) = ed.inst(ptx(Family::MbarrierInit, &[]), vec![val(bar), imm(1)], &[]);
+        init.push(i);
+    }
+    let (fence, _) = ed.inst(
+        ptx(Family::FenceProxyAsync, &[Qual::SharedCta]),
+        vec![],
+        &[],
+    );
+    init.push(fence);
+    setup.push(if_then(ed, leader, init));
+    let (i, _) = ed.inst(ptx(Family::BarrierCta, &[]), vec![], &[]);
+    setup.push(i);
+    let threads = ed.k.block.map_or(1, |b| i64::from(b[0]));
+    let (i, tid) = ed.inst1(
+        Op::Sreg(SpecialReg::TidX),
+        vec![],
+        Type::I32,
+        &format!("{base}_tid"),
+    );
+    setup.push(i);
+    let (i, back) = ed.inst1(
+        Op::Binary(BinaryOp::Mul),
+        vec![val(tid), imm(-share)],
+        Type::I32,
+        &format!("{base}_back"),
+    );
+    setup.push(i);
+    let out = RingBars {
+        id,
+        leader,
+        back,
+        bytes: threads * share,
+        stages,
+    };
+    (setup, out)
+}
+
+/// One copy of a ring (prologue copy `nth`, or the loop's): copy `n` (`nth`,
+/// or `iv - lo + S - 1`) takes `%t = mbarrier.phase @bars[n mod S], n div
+/// S`; thread 0 arms it with the tile's bytes and issues the whole tile
+/// from its own addresses.
+fn expand_ring_copy(
+    ed: &mut Builder,
+    inst: Inst,
+    ring: &Ring,
+    nth: Option<i64>,
+    bars: &RingBars,
+) -> Vec<Inst> {
+    let d = ed.k.insts[inst].clone();
+    ed.span = d.span;
+    let (dst, src) = (d.args[0], d.args[1]);
+    let token = d.results[0];
+    let base = ed.k.values[token].name.clone();
+    let mut out = Vec::new();
+    let n = match nth {
+        Some(j) => imm(j),
+        None => ring_index(
+            ed,
+            &mut out,
+            (val(ring.iv), ring.lo),
+            bars.stages - 1,
+            &base,
+        ),
+    };
+    let bar = ring_phase(ed, &mut out, n, bars, &base);
+    let (i, _) = ed.inst(
+        ptx(Family::MbarrierPhase, &[]),
+        vec![val(bar.0), bar.1],
+        &[],
+    );
+    ed.redefine(token, i, Type::Phase(Space::Shared));
+    out.push(i);
+    let (arm, _) = ed.inst(
+        ptx(Family::MbarrierArriveExpectTx, &[]),
+        vec![val(token), imm(bars.bytes)],
+        &[],
+    );
+    // The tile starts where thread 0's share does: this thread's share,
+    // moved back by its own offset.
+    let mut issue = vec![arm];
+    let mut tile = |ed: &mut Builder, a: Arg, tag: &str| {
+        let ty = a.value().map_or(Type::Ptr(Space::Global), |v| ed.k.ty(v));
+        let (i, v) = ed.inst1(
+            Op::PtrAdd,
+            vec![a, val(bars.back)],
+            ty,
+            &format!("{base}_{tag}"),
+        );
+        issue.push(i);
+        val(v)
+    };
+    let (dst0, src0) = (tile(ed, dst, "dst"), tile(ed, src, "src"));
+    let quals = [Qual::SharedCta, Qual::Global, Qual::MbarrierCompleteTx];
+    let (copy, _) = ed.inst1(
+        ptx(Family::CpAsyncBulk, &quals),
+        vec![dst0, src0, imm(bars.bytes), val(token)],
+        Type::Token,
+        &format!("{base}_p"),
+    );
+    issue.push(copy);
+    out.push(if_then(ed, bars.leader, issue));
+    out
+}
+
+/// `at.0 - at.1 + plus` (the copy count of a ring), folded when constant.
+fn ring_index(ed: &mut Builder, out: &mut Vec<Inst>, at: (Arg, Arg), plus: i64, base: &str) -> Arg {
+    use cpflow_ir::ir::BinaryOp;
+    let mut int = |ed: &mut Builder, op, args: Vec<Arg>| {
+        let (i, v) = ed.inst1(Op::Binary(op), args, Type::I32, &format!("{base}_n"));
+        out.push(i);
+        val(v)
+    };
+    let rel = match (at.0.imm(), at.1.imm()) {
+        (Some(a), Some(b)) => imm(a - b),
+        (_, Some(0)) => at.0,
+        _ => int(ed, BinaryOp::Sub, vec![at.0, at.1]),
+    };
+    match (rel.imm(), plus) {
+        (Some(r), _) => imm(r + plus),
+        (None, 0) => rel,
+        (None, _) => int(ed, BinaryOp::Add, vec![rel, imm(plus)]),
+    }
+}
+
+/// Copy `n` of a ring: the address of barrier `n mod S` and the phase
+/// `n div S`.
+fn ring_phase(
+    ed: &mut Builder,
+    out: &mut Vec<Inst>,
+    n: Arg,
+    bars: &RingBars,
+    base: &str,
+) -> (Value, Arg) {
+    use cpflow_ir::ir::BinaryOp;
+    let s = bars.stages;
+    let (slot, round) = match n.imm() {
+        Some(n) => (imm(n % s), imm(n / s)),
+        None => {
+            let mut int = |ed: &mut Builder, op, name: &str| {
+                let (i, v) = ed.inst1(
+                    Op::Binary(op),
+                    vec![n, imm(s)],
+                    Type::I32,
+                    &format!("{base}_{name}"),
+                );
+                out.push(i);
+                val(v)
+            };
+            (
+                int(ed, BinaryOp::RemU, "slot"),
+                int(ed, BinaryOp::DivU, "round"),
+            )
+        }
+    };
+    let (i, bar) = ed.inst1(
+        Op::Addr(bars.id),
+        vec![slot],
+        Type::Mbarrier(Space::Shared),
+        &format!("{base}_bar"),
+    );
+    out.push(i);
+    (bar, round)
+}
+
+/// An await of a ring's copy (`exit`: see [`Plan::RingWait`]), made to
+/// name that copy's phase, computed where it waits.
+fn ring_wait(
+    ed: &mut Builder,
+    inst: Inst,
+    ring: &Ring,
+    exit: Option<i64>,
+    bars: &RingBars,
+) -> Vec<Inst> {
+    ed.span = ed.k.insts[inst].span;
+    let base = ed.fresh("w");
+    let mut out = Vec::new();
+    let n = match exit {
+        None => ring_index(ed, &mut out, (val(ring.iv), ring.lo), 0, &base),
+        Some(j) => ring_index(ed, &mut out, (ring.hi, ring.lo), j, &base),
+    };
+    let (bar, round) = ring_phase(ed, &mut out, n, bars, &base);
+    let (i, ph) = ed.inst1(
+        ptx(Family::MbarrierPhase, &[]),
+        vec![val(bar), round],
+        Type::Phase(Space::Shared),
+        &format!("{base}_ph"),
+    );
+    out.push(i);
+    ed.k.insts[inst].args[0] = val(ph);
+    out.push(inst);
+    out
 }
 
 /// `%{base}_{names.0} = sreg reg` and `%{base}_{names.1} = cmp.eq` of it
