@@ -288,7 +288,8 @@ impl Syms {
                         _ => None,
                     }
                     .filter(|(_, c)| (0..=i64::from(u32::MAX)).contains(c))
-                    .map(|(v, c)| v.xor_const(c)),
+                    .map(|(v, c)| v.xor_const(c))
+                    .or_else(|| self.xor_bounded(k, x, y)),
                     (BinaryOp::And, Some(x), _) => cst(1)
                         .filter(|c| *c > 0 && (c + 1).count_ones() == 1)
                         .map(|c| x.modulo(c + 1)),
@@ -329,6 +330,25 @@ impl Syms {
             _ => self.opaque(k, res),
         };
         self.vals[res.index()] = sym;
+    }
+
+    /// `x xor y` of two non-constant values whose ranges lie in `[0, 2^b)`
+    /// for a small b (a swizzle's chunk and row bits), bounded by the loop
+    /// ranges known so far and the threads a CTA can have.
+    fn xor_bounded(&self, k: &Kernel, x: &Affine, y: &Affine) -> Option<Affine> {
+        const MAX_BITS: u32 = 10;
+        let bnd = Bounds {
+            iv: self.bounds.iv.clone(),
+            max_tid: Some(k.block.map_or(MAX_CTA_THREADS, |[x, _, _]| i64::from(x)) - 1),
+            max_tid_yz: Some(k.block.map_or([MAX_CTA_THREADS - 1, 63], |[_, y, z]| {
+                [i64::from(y) - 1, i64::from(z) - 1]
+            })),
+        };
+        let (xlo, xhi) = bnd.interval(x)?;
+        let (ylo, yhi) = bnd.interval(y)?;
+        let top = xhi.max(yhi);
+        let bits = 64 - top.leading_zeros();
+        (xlo >= 0 && ylo >= 0 && bits <= MAX_BITS).then(|| x.xor(y, bits))
     }
 
     /// The value of the `i1` condition `c` when the bounds decide it: a
