@@ -596,6 +596,35 @@ impl<'a> Engine<'a> {
         false
     }
 
+    /// Does observing `w` complete the phase `r` completes on? A record
+    /// present in one iteration of an enclosing loop only (its guard) is
+    /// matched with `w` as it is in that iteration (a prologue's phase 0
+    /// waited on as `k div 2` of slot `k mod 2` when `k == 0`).
+    fn covers_op(&self, w: &Sym, r: &OpRec) -> bool {
+        let Some(p) = &r.phase else {
+            return false;
+        };
+        if self.covers(w, p) {
+            return true;
+        }
+        let Some((l, c)) = r.guard.filter(|(l, _)| self.loops.contains(l)) else {
+            return false;
+        };
+        let at = |e: &Affine| e.subst(&Atom::Iv(l), &Affine::constant(c));
+        let Sym::Phase { bar, idx } = norm_sym(w) else {
+            return false;
+        };
+        let bar = match *bar {
+            Sym::Ptr(b, o) => Sym::Ptr(b, at(&o)),
+            other => other,
+        };
+        let w = Sym::Phase {
+            bar: Box::new(bar),
+            idx: at(&idx),
+        };
+        self.covers(&w, p)
+    }
+
     fn observe(&mut self, st: &mut State, w: &Sym) {
         // Observing a copy's phase orders after it every async read its
         // issue required complete: issuing a copy into bytes an async op
@@ -606,7 +635,7 @@ impl<'a> Engine<'a> {
         let landed: Vec<OpRec> = st
             .ops
             .iter()
-            .filter(|r| !r.seen && r.phase.as_ref().is_some_and(|p| self.covers(w, p)))
+            .filter(|r| !r.seen && self.covers_op(w, r))
             .cloned()
             .collect();
         let read_done: Vec<OpRec> = st
@@ -636,7 +665,7 @@ impl<'a> Engine<'a> {
         st.ops = std::mem::take(&mut st.ops)
             .into_iter()
             .map(|mut r| {
-                if !r.seen && r.phase.as_ref().is_some_and(|p| self.covers(w, p)) {
+                if !r.seen && self.covers_op(w, &r) {
                     r.seen = true;
                     if let Some(s) = &r.src {
                         if r.kind == Kind::Mbar && matches!(s.base, Base::Shared(_)) {
