@@ -20,14 +20,14 @@
 //! their `ctaMask` and issuing CTAs are known. `mbarrier.phase %b, -1` is complete from
 //! `init` (docs/readings.md #15) and is never reported.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use cpflow_ir::diag::Diagnostic;
 use cpflow_ir::ir::*;
 use cpflow_ir::spec::{Completion, Family, Qual};
 use cpflow_ir::types::Type;
 
-use crate::affine::{Affine, Atom};
+use crate::affine::{Affine, Atom, Bounds};
 use crate::values::{
     elect_lane, intersect, lane_is_tid_x_mod_32, mapa_of, sreg_equals, Base, Sym, Syms,
 };
@@ -155,6 +155,8 @@ struct Walk<'a> {
     opaque: BTreeSet<SharedId>,
     /// The kernel reads no `tid.y/z` or `ntid.y/z`: `%ntid.x` counts a CTA's threads.
     one_d: bool,
+    /// The conditions of the `if`s around each loop.
+    loop_conds: BTreeMap<Inst, Vec<(Value, bool)>>,
 }
 
 /// Reports E1009, E1010 and E1011 for one kernel.
@@ -167,6 +169,7 @@ pub fn check(k: &Kernel, syms: &Syms) -> Vec<Diagnostic> {
         sites: Vec::new(),
         opaque: BTreeSet::new(),
         one_d: true,
+        loop_conds: BTreeMap::new(),
     };
     k.walk(k.body, &mut |i| {
         if matches!(
@@ -268,6 +271,7 @@ impl Walk<'_> {
                     }
                 }
                 Op::For => {
+                    self.loop_conds.insert(inst, self.conds.clone());
                     self.loops.push(inst);
                     for &sub in &data.regions {
                         self.region(sub);
@@ -617,6 +621,145 @@ impl Walk<'_> {
             .find(|(off, idx)| *idx != -1 && !acted.contains(&(*off, *idx)))
     }
 
+    /// Do loops `a` and `b` run the same iterations in every thread that
+    /// runs them: one loop, or bounds and step that are the same values,
+    /// the same in every thread and iteration of enclosing loops?
+    fn same_iterations(&self, a: Inst, b: Inst) -> bool {
+        let (da, db) = (&self.k.insts[a], &self.k.insts[b]);
+        a == b
+            || (0..3).all(|i| match (da.args.get(i), db.args.get(i)) {
+                (Some(x), Some(y)) => {
+                    let (sx, sy) = (self.syms.int(*x), self.syms.int(*y));
+                    sx.is_some() && sx == sy && sx.as_ref().is_some_and(|e| self.invariant(e))
+                }
+                _ => false,
+            })
+    }
+
+    /// Does the condition `(c, pol)` hold exactly when the poll `poll`
+    /// (`mbarrier.try_wait` / `test_wait`) returned false (`c` is its
+    /// result, false, or that result `xor 1`, true)?
+    fn poll_failed(&self, (c, pol): (Value, bool), poll: Inst) -> bool {
+        let k = self.k;
+        let is_poll = matches!(&k.insts[poll].op, Op::Ptx(p) if matches!(p.family, Family::MbarrierTestWaitParity | Family::MbarrierTryWaitParity));
+        let result = k.insts[poll].results.first().copied();
+        if !is_poll || result.is_none() {
+            return false;
+        }
+        if Some(c) == result {
+            return !pol;
+        }
+        let Some(def) = k.def_inst(c) else {
+            return false;
+        };
+        let data = &k.insts[def];
+        let negated = data.op == Op::Binary(BinaryOp::Xor)
+            && data.args.len() == 2
+            && data.args.iter().any(|a| a.value() == result)
+            && data.args.iter().any(|a| k.const_int(*a) == Some(1));
+        negated && pol
+    }
+
+    /// Does `e` vary with nothing but loop `l`'s induction variable?
+    fn only_iv(&self, e: &Affine, l: Inst) -> bool {
+        let mut atoms = Vec::new();
+        e.atoms(&mut atoms);
+        atoms.iter().all(|a| match a {
+            Atom::Iv(m) => *m == l,
+            Atom::Mod(..) | Atom::Div(..) => true,
+            other => self.invariant(&Affine::atom(other.clone())),
+        })
+    }
+
+    /// E1010 for a wait of loop `l`'s every iteration whose phase each
+    /// acting site names only some iterations later (a phase bit or
+    /// `PipelineState` that starts one phase ahead): in the last iteration
+    /// no instance acts on the phase it names. Each acting site of a loop
+    /// with the same iterations must give every iteration its own phase
+    /// (a new phase, barrier or ring slot per iteration) and name the
+    /// wait's phase of iteration `k` in iteration `k + d`, `d > 0`; a site
+    /// outside such a loop must name a constant phase index the wait's
+    /// index stays apart from. Returns the least `d`.
+    fn uncovered_last(&self, w: &Site, acting: &[&Site]) -> Option<i64> {
+        const MAX_SHIFT: i64 = 16;
+        let l = *w.loops.last()?;
+        let every = self.loop_conds.get(&l)?;
+        // A poll and the blocking wait it guards on failure are one wait,
+        // reported at the blocking wait.
+        let same_phase = |s: &Site| s.alloc == w.alloc && s.off == w.off && s.idx == w.idx;
+        let guarded_by_poll = w.conds.len() == every.len() + 1
+            && w.conds.starts_with(every)
+            && self.sites.iter().any(|p| {
+                p.what == What::Wait
+                    && p.conds == *every
+                    && same_phase(p)
+                    && w.conds.last().is_some_and(|c| self.poll_failed(*c, p.inst))
+            });
+        let guards_a_wait = self.sites.iter().any(|b| {
+            b.what == What::Wait
+                && same_phase(b)
+                && b.conds.len() == w.conds.len() + 1
+                && b.conds.last().is_some_and(|c| self.poll_failed(*c, w.inst))
+        });
+        if (w.conds != *every && !guarded_by_poll)
+            || guards_a_wait
+            || !self.only_iv(&w.off, l)
+            || !self.only_iv(&w.idx, l)
+        {
+            return None;
+        }
+        let iv = Atom::Iv(l);
+        // The wait's phase index never names the phase before the first
+        // (complete from `init`).
+        let lo = self.k.insts[l]
+            .args
+            .first()
+            .and_then(|a| self.k.const_int(*a))?;
+        let mut bnd = Bounds::default();
+        bnd.iv.insert(l, (lo, 1 << 31));
+        if bnd.interval(&w.idx)?.0 < 0 {
+            return None;
+        }
+        let mut least: Option<i64> = None;
+        for s in acting {
+            match s.loops.last() {
+                Some(&m) if self.same_iterations(l, m) => {
+                    let siv = Atom::Iv(m);
+                    if !self.only_iv(&s.off, m) || !self.only_iv(&s.idx, m) {
+                        return None;
+                    }
+                    let in_step = |e: &Affine| {
+                        e.terms.get(&siv).is_some_and(|c| *c != 0) && only_through(e, &siv, &siv)
+                    };
+                    let own_phase = (in_step(&s.idx) && !s.off.mentions(&|a| *a == siv))
+                        || (in_step(&s.off) && !s.idx.mentions(&|a| *a == siv))
+                        || ring_slot(&s.off, &s.idx, &siv);
+                    if !own_phase {
+                        return None;
+                    }
+                    let at = |d: i64| {
+                        let to = Affine::atom(iv.clone()).add(&Affine::constant(d));
+                        (s.off.subst(&siv, &to), s.idx.subst(&siv, &to))
+                    };
+                    let d = (-MAX_SHIFT..=MAX_SHIFT)
+                        .find(|&d| at(d) == (w.off.clone(), w.idx.clone()))?;
+                    if d <= 0 {
+                        return None;
+                    }
+                    least = Some(least.map_or(d, |x| x.min(d)));
+                }
+                _ => {
+                    let c = s.idx.as_const()?;
+                    let (dlo, dhi) = bnd.interval(&w.idx.sub(&Affine::constant(c)))?;
+                    if dlo <= 0 && dhi >= 0 {
+                        return None;
+                    }
+                }
+            }
+        }
+        least
+    }
+
     fn report(&self) -> Vec<Diagnostic> {
         let mut out = Vec::new();
         let span = |i: Inst| self.k.insts[i].span;
@@ -688,6 +831,22 @@ impl Walk<'_> {
                     );
                 }
                 out.push(d.with_help("wait on the phase index the producer's arrivals and copies complete (parity = index & 1)"));
+                continue;
+            }
+            if let Some(d) = self.uncovered_last(w, &acting) {
+                let mut d_ = Diagnostic::error(
+                    "E1010",
+                    format!("in its last iteration this waits on a phase of `@{name}` that no arrival or copy acts on"),
+                    span(w.inst),
+                )
+                .with_label(format!("the phase this names in iteration k is acted on in iteration k + {d} at the earliest: in the last iteration it never completes, so the wait hangs or passes at once on an older phase"));
+                for s in &acting {
+                    d_ = d_.with_secondary(
+                        span(s.inst),
+                        "acts on the phase the wait names, some iterations later",
+                    );
+                }
+                out.push(d_.with_help("wait on the phase the arrivals and copies of the same iteration act on (parity = index & 1)"));
                 continue;
             }
             // E1011: the arrivals that can reach this phase against the count.
