@@ -28,6 +28,16 @@ pub enum Atom {
     Mod(Box<Affine>, i64),
     /// `inner div d` (unsigned, d > 0).
     Div(Box<Affine>, i64),
+    /// `per · n`, `n` the iterations of the `for` loop `Inst` before the
+    /// current one (with `true`: before some iteration of the loop, which
+    /// has exited, as [`Atom::Exist`]); `per` is the same in every
+    /// iteration and thread (a counter carried across a persistent tile
+    /// loop, advanced by each tile's k-loop).
+    Steps(Inst, Box<Affine>, bool),
+    /// The trip count `max(0, ceil((hi - lo) / step))` of a loop from `lo`
+    /// to `hi` by a constant `step > 0`, both the same in every iteration
+    /// and thread: equal for two loops with the same bounds.
+    Trips(Box<Affine>, Box<Affine>, i64),
 }
 
 /// `c + Σ coeff·atom`.
@@ -195,6 +205,54 @@ impl Affine {
                 _ => val(a),
             }?;
             acc.checked_add(k.checked_mul(v)?)
+        })
+    }
+
+    /// `self` in the previous iteration of loop `l` as far as its carried
+    /// steps go: `Steps(l, per)` becomes `Steps(l, per) - per`.
+    pub fn steps_back(&self, l: Inst) -> Affine {
+        let mut atoms = Vec::new();
+        self.atoms(&mut atoms);
+        atoms.sort();
+        atoms.dedup();
+        atoms.into_iter().fold(self.clone(), |e, a| match &a {
+            Atom::Steps(m, per, false) if *m == l => {
+                let prev = Affine::atom(a.clone()).sub(per);
+                e.subst(&a, &prev)
+            }
+            _ => e,
+        })
+    }
+
+    /// `self` with loop `l` exited: its induction variable and carried
+    /// steps become those of some iteration.
+    pub fn exist(&self, l: Inst) -> Affine {
+        let mut atoms = Vec::new();
+        self.atoms(&mut atoms);
+        let e = self.subst(&Atom::Iv(l), &Affine::atom(Atom::Exist(l)));
+        atoms.into_iter().fold(e, |e, a| match &a {
+            Atom::Steps(m, per, false) if *m == l => {
+                e.subst(&a, &Affine::atom(Atom::Steps(l, per.clone(), true)))
+            }
+            _ => e,
+        })
+    }
+
+    /// `self` with the instance of exited loop `e` taken to be iteration
+    /// `iv + c` of loop `l`, `n` iterations from the current one:
+    /// `Exist(e)` becomes `Iv(l) + c`, and its carried steps `Steps(l,
+    /// per) + n·per`.
+    pub fn at_instance(&self, e: Inst, l: Inst, c: i64, n: i64) -> Affine {
+        let mut atoms = Vec::new();
+        self.atoms(&mut atoms);
+        let to = Affine::atom(Atom::Iv(l)).add(&Affine::constant(c));
+        let out = self.subst(&Atom::Exist(e), &to);
+        atoms.into_iter().fold(out, |out, a| match &a {
+            Atom::Steps(m, per, true) if *m == e => {
+                let to = Affine::atom(Atom::Steps(l, per.clone(), false)).add(&per.scale(n));
+                out.subst(&a, &to)
+            }
+            _ => out,
         })
     }
 

@@ -548,12 +548,48 @@ impl<'a> Engine<'a> {
         if let Sym::Ptr(_, o) = pb.as_ref() {
             o.atoms(&mut atoms);
         }
-        for a in atoms.iter().filter(|a| matches!(a, Atom::Exist(_))) {
+        let mut exited: Vec<Inst> = atoms
+            .iter()
+            .filter_map(|a| match a {
+                Atom::Exist(e) | Atom::Steps(e, _, true) => Some(*e),
+                _ => None,
+            })
+            .collect();
+        exited.sort();
+        exited.dedup();
+        let at = |e: &Affine, pairs: &[(Inst, Inst)]| {
+            pairs
+                .iter()
+                .fold(e.clone(), |e, &(x, l)| e.at_instance(x, l, 0, 0))
+        };
+        let pb_at = |pairs: &[(Inst, Inst)]| match pb.as_ref() {
+            Sym::Ptr(b, o) => Sym::Ptr(b.clone(), at(o, pairs)),
+            other => other.clone(),
+        };
+        if exited.len() > 1 {
+            // Instances of several exited loops (a k-loop inside a
+            // persistent tile loop): each the same iteration of a distinct
+            // loop around this wait.
+            if exited.len() > self.loops.len() || self.loops.len() > 4 {
+                return false;
+            }
+            let mut pairs = Vec::new();
+            return self.assign(&exited, &mut pairs, &|pairs| {
+                *wb == pb_at(pairs) && wi.sub(&at(pi, pairs)).as_const() == Some(0)
+            });
+        }
+        for &a in &exited {
             for &l in &self.loops {
                 // An exited loop's instance e = this iteration's index; an
                 // instance of this loop's own earlier iterations: e = iv - c
-                // for a small c > 0 (a ring that issues L iterations ahead).
-                let shifts: Vec<i64> = if *a == Atom::Exist(l) {
+                // for a small c > 0 (a ring that issues L iterations ahead),
+                // c iterations back when the step is 1.
+                let unit = self.k.insts[l]
+                    .args
+                    .get(2)
+                    .and_then(|x| self.k.const_int(*x))
+                    == Some(1);
+                let shifts: Vec<i64> = if a == l {
                     (1..=16).map(|c| -c).collect()
                 } else {
                     vec![0]
@@ -562,18 +598,15 @@ impl<'a> Engine<'a> {
                 // assumes the iteration index is in that loop's range: a
                 // prologue that loads slot `pj` on phase 0 is waited on as
                 // slot `i mod S`, phase `i div S` for `i < S`.
-                let bnd = match (a, self.syms.bounds.iv.get(&l)) {
-                    (Atom::Exist(e), here) if *e != l => {
-                        self.syms.bounds.iv.get(e).and_then(|&(lo, hi)| {
-                            let (lo, hi) =
-                                here.map_or((lo, hi), |&(l2, h2)| (lo.max(l2), hi.min(h2)));
-                            (lo <= hi).then(|| {
-                                let mut b = self.syms.bounds.clone();
-                                b.iv.insert(l, (lo, hi));
-                                b
-                            })
+                let bnd = match self.syms.bounds.iv.get(&l) {
+                    here if a != l => self.syms.bounds.iv.get(&a).and_then(|&(lo, hi)| {
+                        let (lo, hi) = here.map_or((lo, hi), |&(l2, h2)| (lo.max(l2), hi.min(h2)));
+                        (lo <= hi).then(|| {
+                            let mut b = self.syms.bounds.clone();
+                            b.iv.insert(l, (lo, hi));
+                            b
                         })
-                    }
+                    }),
                     _ => None,
                 };
                 let simp = |e: &Affine| bnd.as_ref().map_or_else(|| e.clone(), |b| e.simplify(b));
@@ -582,16 +615,46 @@ impl<'a> Engine<'a> {
                     other => other.clone(),
                 };
                 for c in shifts {
-                    let to = Affine::atom(Atom::Iv(l)).add(&Affine::constant(c));
+                    let n = if unit { c } else { 0 };
                     let pb2 = match pb.as_ref() {
-                        Sym::Ptr(b, o) => Sym::Ptr(b.clone(), simp(&o.subst(a, &to))),
+                        Sym::Ptr(b, o) => Sym::Ptr(b.clone(), simp(&o.at_instance(a, l, c, n))),
                         other => other.clone(),
                     };
-                    if wb2 == pb2 && simp(&wi).sub(&simp(&pi.subst(a, &to))).as_const() == Some(0) {
+                    let same_steps = unit
+                        || c == 0
+                        || !atoms.iter().any(|x| matches!(x, Atom::Steps(_, _, true)));
+                    if same_steps
+                        && wb2 == pb2
+                        && simp(&wi).sub(&simp(&pi.at_instance(a, l, c, n))).as_const() == Some(0)
+                    {
                         return true;
                     }
                 }
             }
+        }
+        false
+    }
+
+    /// Whether `ok` holds for some pairing of each loop of `exited`
+    /// (after those in `pairs`) with a distinct loop around this point.
+    fn assign(
+        &self,
+        exited: &[Inst],
+        pairs: &mut Vec<(Inst, Inst)>,
+        ok: &dyn Fn(&[(Inst, Inst)]) -> bool,
+    ) -> bool {
+        let Some(&e) = exited.get(pairs.len()) else {
+            return ok(pairs);
+        };
+        for &l in &self.loops {
+            if pairs.iter().any(|&(_, m)| m == l) {
+                continue;
+            }
+            pairs.push((e, l));
+            if self.assign(exited, pairs, ok) {
+                return true;
+            }
+            pairs.pop();
         }
         false
     }
