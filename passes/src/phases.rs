@@ -423,8 +423,13 @@ impl Walk<'_> {
         if single.contains(&true) {
             return Some((Count::fixed(1), exact));
         }
-        if let Some(n) = self.threads_in_block(&conds) {
-            return Some((Count::fixed(n), true));
+        if let Some((xs, rows)) = self.threads_in_block(&conds) {
+            // A barrier picked by the thread (`@order[%other]`, the other
+            // group's): the threads that arrive on one barrier.
+            if let Some((most, even)) = self.per_barrier(s, &xs) {
+                return Some((Count::fixed(most * rows), even));
+            }
+            return Some((Count::fixed(xs.len() as i64 * rows), true));
         }
         match (exact, single.len()) {
             (true, 0) => Some((
@@ -445,11 +450,37 @@ impl Walk<'_> {
         }
     }
 
-    /// In a kernel with a declared block, the number of its threads that
-    /// pass `conds` when each is uniform in the CTA, compares `%tid.x` with
-    /// a constant, or is an `elect.sync` with a known mask (true for the
-    /// lane it elects, in blocks whose rows are whole warps); None otherwise.
-    fn threads_in_block(&self, conds: &[&(Value, bool)]) -> Option<i64> {
+    /// For a site whose barrier offset depends on `%tid.x` alone, the most
+    /// threads among `xs` (their `%tid.x` values) that name one barrier,
+    /// and whether every barrier named gets that many; None when the
+    /// offset does not depend on the thread or is not a constant for each.
+    fn per_barrier(&self, s: &Site, xs: &[i64]) -> Option<(i64, bool)> {
+        if !s.off.mentions(&|a| matches!(a, Atom::Tid(0 | 3)))
+            || s.off.mentions(&|a| matches!(a, Atom::Tid(1 | 2)))
+            || !lane_is_tid_x_mod_32(self.k)
+        {
+            return None;
+        }
+        let mut counts: BTreeMap<i64, i64> = BTreeMap::new();
+        for &t in xs {
+            let off = s.off.eval(&|a: &Atom| match a {
+                Atom::Tid(0) => Some(t),
+                Atom::Tid(3) => Some(t % 32),
+                _ => None,
+            })?;
+            *counts.entry(off).or_default() += 1;
+        }
+        let most = counts.values().copied().max()?;
+        Some((most, counts.values().all(|&n| n == most)))
+    }
+
+    /// In a kernel with a declared block, the `%tid.x` values of a row of
+    /// its threads that pass `conds` when each is uniform in the CTA,
+    /// compares `%tid.x` with a constant, or is an `elect.sync` with a
+    /// known mask (true for the lane it elects, in blocks whose rows are
+    /// whole warps), and the number of rows (`ntid.y * ntid.z`); None
+    /// otherwise.
+    fn threads_in_block(&self, conds: &[&(Value, bool)]) -> Option<(Vec<i64>, i64)> {
         let [x, y, z] = self.k.block?;
         let mut lanes: Option<(u32, bool)> = None;
         let mut tid_conds = Vec::new();
@@ -472,11 +503,11 @@ impl Walk<'_> {
             &[(0, i64::from(x) - 1)],
         );
         let elected = |t: i64| lanes.is_none_or(|(lane, pol)| (t % 32 == i64::from(lane)) == pol);
-        let per_row: i64 = xs
+        let row: Vec<i64> = xs
             .iter()
-            .map(|&(lo, hi)| (lo..=hi).filter(|&t| elected(t)).count() as i64)
-            .sum();
-        Some(per_row * i64::from(y) * i64::from(z))
+            .flat_map(|&(lo, hi)| (lo..=hi).filter(|&t| elected(t)))
+            .collect();
+        Some((row, i64::from(y) * i64::from(z)))
     }
 
     /// A barrier operand the analysis cannot place: forget every barrier.
