@@ -536,6 +536,9 @@ impl Walk<'_> {
         if doff == Some(0) && didx == Some(0) {
             return Rel::Same;
         }
+        if self.never_names(a, b) || self.never_names(b, a) {
+            return Rel::Differ;
+        }
         let fixed = [&a.off, &a.idx, &b.off, &b.idx]
             .iter()
             .all(|e| self.invariant(e));
@@ -546,6 +549,55 @@ impl Walk<'_> {
         } else {
             Rel::Unknown
         }
+    }
+
+    /// Does site `x`, in a loop from a constant lower bound whose phase
+    /// index never decreases from one iteration to the next, never name
+    /// the constant barrier offset and phase of site `y` (a prologue's
+    /// phase 0 of slot 0 against a loop's `(k + 1) mod 2`, `(k + 1) div
+    /// 2`)? The iterations are tried in order until the index passes
+    /// `y`'s.
+    fn never_names(&self, x: &Site, y: &Site) -> bool {
+        const MAX_TRIES: i64 = 4096;
+        let (Some(yoff), Some(yidx), Some(&l)) =
+            (y.off.as_const(), y.idx.as_const(), x.loops.last())
+        else {
+            return false;
+        };
+        let iv = Atom::Iv(l);
+        let rising = |e: &Affine| {
+            e.terms.iter().all(|(a, k)| {
+                *k > 0
+                    && match a {
+                        Atom::Iv(m) => *m == l,
+                        Atom::Div(inner, _) => inner.terms.iter().all(|(b, j)| *b == iv && *j > 0),
+                        _ => false,
+                    }
+            })
+        };
+        let Some(lo) = self.k.insts[l]
+            .args
+            .first()
+            .and_then(|a| self.k.const_int(*a))
+        else {
+            return false;
+        };
+        if !self.only_iv(&x.off, l) || !rising(&x.idx) {
+            return false;
+        }
+        for k in lo..lo.saturating_add(MAX_TRIES) {
+            let at = |e: &Affine| e.eval(&|a: &Atom| (*a == iv).then_some(k));
+            let (Some(off), Some(idx)) = (at(&x.off), at(&x.idx)) else {
+                return false;
+            };
+            if idx > yidx {
+                return true;
+            }
+            if idx == yidx && off == yoff {
+                return false;
+            }
+        }
+        false
     }
 
     /// Run by exactly one thread of the CTA (when run at all).
