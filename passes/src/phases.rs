@@ -552,17 +552,25 @@ impl Walk<'_> {
     }
 
     /// Does site `x`, in a loop from a constant lower bound whose phase
-    /// index never decreases from one iteration to the next, never name
-    /// the constant barrier offset and phase of site `y` (a prologue's
-    /// phase 0 of slot 0 against a loop's `(k + 1) mod 2`, `(k + 1) div
-    /// 2`)? The iterations are tried in order until the index passes
-    /// `y`'s.
+    /// index never decreases from one iteration to the next, never name a
+    /// barrier offset and phase that site `y` names (constants, or every
+    /// instance of loops with constant bounds: a prologue's phase 0 of
+    /// slots 0 and 1 against a loop's `(k + 2) mod 3`, `(k + 2) div 3`)?
+    /// The iterations are tried in order until the index passes `y`'s.
     fn never_names(&self, x: &Site, y: &Site) -> bool {
         const MAX_TRIES: i64 = 4096;
-        let (Some(yoff), Some(yidx), Some(&l)) =
-            (y.off.as_const(), y.idx.as_const(), x.loops.last())
-        else {
+        let Some(&l) = x.loops.last() else {
             return false;
+        };
+        let named: BTreeSet<(i64, i64)> = match (y.off.as_const(), y.idx.as_const()) {
+            (Some(off), Some(idx)) => [(off, idx)].into_iter().collect(),
+            _ => match self.instances(y) {
+                Some(i) if !y.loops.contains(&l) => i,
+                _ => return false,
+            },
+        };
+        let Some(yidx) = named.iter().map(|(_, i)| *i).max() else {
+            return true;
         };
         let iv = Atom::Iv(l);
         let rising = |e: &Affine| {
@@ -593,7 +601,7 @@ impl Walk<'_> {
             if idx > yidx {
                 return true;
             }
-            if idx == yidx && off == yoff {
+            if named.contains(&(off, idx)) {
                 return false;
             }
         }
