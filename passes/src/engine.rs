@@ -18,7 +18,7 @@ use cpflow_ir::types::{Scalar, Type};
 use crate::affine::{disjoint, Affine, Atom};
 use crate::sites::Sites;
 use crate::state::{Init, Issuer, Kind, Mem, OpRec, State};
-use crate::values::{intersect, is_sreg, mapa_of, Base, Sym, Syms};
+use crate::values::{elect_lane, intersect, is_sreg, mapa_of, Base, Sym, Syms};
 
 const HUGE: i64 = 1 << 40;
 const MAX_ITERS: usize = 30;
@@ -218,6 +218,24 @@ impl<'a> Engine<'a> {
         self.conds
             .iter()
             .any(|(c, pol)| *pol && self.single_thread(*c))
+    }
+
+    /// Whether more than one thread of a CTA can run the current program
+    /// point: no `elect.sync` or single-thread condition holds here, and
+    /// the `%tid.x` conditions leave two threads of the block.
+    fn several_threads_here(&self) -> bool {
+        let elected = self
+            .conds
+            .iter()
+            .any(|(c, pol)| *pol && elect_lane(self.k, *c).is_some());
+        let tids = intersect(
+            &self.syms.tids_under(self.k, &self.conds),
+            &[(0, self.syms.bounds.max_tid.unwrap_or(i64::MAX))],
+        );
+        let count = tids
+            .iter()
+            .fold(0i64, |n, (lo, hi)| n.saturating_add(hi - lo + 1));
+        !elected && !self.single_thread_here() && count >= 2
     }
 
     /// `cmp.eq %tid.x, const`: true in exactly one thread.
@@ -1365,6 +1383,27 @@ impl<'a> Engine<'a> {
                                 .with_secondary(self.span(inst), "both are committed here")
                                 .with_help("copies in one group are unordered: give them disjoint destinations, or put them in separate groups with a wait between"),
                         );
+                    }
+                }
+            }
+        }
+        // A copy of the new group and another thread's copy of the same
+        // group (the same instruction or another): both are in flight until
+        // each thread's wait, whatever barrier lies between their issues.
+        if kind == Kind::NonBulk && self.several_threads_here() {
+            for (i, a) in fresh.iter().enumerate() {
+                for b in &fresh[i..] {
+                    if let (Some(x), Some(y)) = (&a.dst, &b.dst) {
+                        if self.overlap(x, y, None, true) {
+                            let (first, second) = if a.inst < b.inst { (a, b) } else { (b, a) };
+                            self.emit(
+                                Diagnostic::error("E1005", "this `cp.async` and another thread's copy of the same group may write overlapping bytes", self.span(second.inst))
+                                    .with_label("cannot prove this destination is disjoint from another thread's copy")
+                                    .with_secondary(self.span(first.inst), "the other thread's copy (this instruction, in another thread)")
+                                    .with_secondary(self.span(inst), "both are committed here, each by its thread")
+                                    .with_help("copies of different threads are unordered until each thread's wait: give each thread's copies disjoint destinations"),
+                            );
+                        }
                     }
                 }
             }
