@@ -176,11 +176,16 @@ impl<'a> Engine<'a> {
         r.src
             .as_ref()
             .is_some_and(|s| matches!(s.base, Base::Shared(_)))
-            && self.k.insts[r.inst]
-                .args
-                .iter()
-                .map(|a| self.syms.arg(*a))
-                .any(|s| matches!(s, Sym::Phase { .. }) && is_remote(&s))
+            && self.completes_there(r)
+    }
+
+    /// Does `r` complete on a peer CTA's mbarrier (through `mapa`)?
+    fn completes_there(&self, r: &OpRec) -> bool {
+        self.k.insts[r.inst]
+            .args
+            .iter()
+            .map(|a| self.syms.arg(*a))
+            .any(|s| matches!(s, Sym::Phase { .. }) && is_remote(&s))
     }
 
     /// A completed record standing for instruction `at` (a generic access,
@@ -1549,7 +1554,12 @@ impl<'a> Engine<'a> {
                 );
                 continue;
             }
-            let in_flight = if r.kind == Kind::Mbar && self.reads_here_completes_there(r) {
+            let in_flight = if r.kind == Kind::Mbar && r.src.is_none() && self.completes_there(r) {
+                // Nothing of this CTA is read, and the completion is a
+                // peer's to observe: this CTA may exit (a `red.async` into
+                // the reducing CTA).
+                false
+            } else if r.kind == Kind::Mbar && self.reads_here_completes_there(r) {
                 // Another CTA observes the completion: only a cluster barrier
                 // after it tells this CTA that its source has been read.
                 !r.seen
