@@ -8,7 +8,8 @@
 //! * E1010: a wait on a phase no site ever acts on (wrong index, so wrong
 //!   parity: a hang, or a wait that passes at once on stale data);
 //! * E1011: at most K arrivals can reach a phase whose barrier was
-//!   initialised with a count above K (a hang).
+//!   initialised with a count above K (a hang), no arrival at all on a
+//!   waited barrier among them.
 //!
 //! It is conservative: two sites act on the same phase only when their
 //! barrier offsets and phase indices are equal expressions; they act on
@@ -876,6 +877,30 @@ impl Walk<'_> {
                 .filter(|s| self.rel(w, s) != Rel::Differ)
                 .collect();
             let name = &self.k.shared[w.alloc].name;
+            // No site arrives on the barrier at all: its count is never met.
+            let arrivals_anywhere = on_bar
+                .iter()
+                .any(|s| !matches!(s.what, What::Init(_) | What::Wait));
+            if !arrivals_anywhere {
+                let count = init_count(on_bar.iter().copied());
+                if let Some(need) = count.filter(|c| Count::ZERO.always_below(*c)) {
+                    let init = on_bar.iter().find(|s| matches!(s.what, What::Init(_)));
+                    let mut d = Diagnostic::error(
+                        "E1011",
+                        format!("no arrival ever reaches `@{name}`, initialised with count {need}"),
+                        span(w.inst),
+                    )
+                    .with_label("the phase can never complete: this wait hangs");
+                    if let Some(init) = init {
+                        d = d.with_secondary(
+                            span(init.inst),
+                            format!("initialised with count {need}"),
+                        );
+                    }
+                    out.push(d.with_help(format!("have the {need} counted arrivals arrive on `@{name}` (`mbarrier.arrive`) each phase")));
+                    continue;
+                }
+            }
             if acting.is_empty() {
                 let mut d = Diagnostic::error(
                     "E1010",
