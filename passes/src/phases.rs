@@ -1210,16 +1210,24 @@ impl Walk<'_> {
         let n = usize::try_from(ctas).ok()?;
         let mut expected = vec![Count::ZERO; n];
         let mut landed = vec![Count::ZERO; n];
+        // A phase that no loop indexes is the same in every iteration: a
+        // site in a loop of constant bounds acts on it once per iteration
+        // (rank 0's expect_tx per peer).
+        let fixed_phase = tx.iter().all(|s| {
+            !s.off.mentions(&|a| matches!(a, Atom::Iv(_)))
+                && !s.idx.mentions(&|a| matches!(a, Atom::Iv(_)))
+        });
         for s in &tx {
+            let reps = self.iterations_per_phase(s);
             if self.rel(e, s) != Rel::Same
-                || s.loops != e.loops
-                || self.iterations_per_phase(s) != Some(1)
+                || !(reps == Some(1) && s.loops == e.loops || fixed_phase)
             {
                 return None;
             }
             let (threads, true) = self.threads(s)? else {
                 return None;
             };
+            let threads = threads.scale(reps?)?;
             let ranks = self.issuing_ranks(s, ctas)?;
             match s.what {
                 What::ExpectTx { bytes, .. } if !s.remote => {
