@@ -1253,7 +1253,7 @@ impl Walk<'_> {
                             let m = mask?;
                             (0..ctas).filter(|c| m >> c & 1 == 1).collect()
                         } else if s.remote {
-                            vec![s.target?]
+                            vec![self.target_rank(s, i)?]
                         } else {
                             vec![i]
                         };
@@ -1300,6 +1300,29 @@ impl Walk<'_> {
         Some(d.with_help(format!("expect the bytes every copy lands in that CTA: {got} for rank {rank} (a multicast of one slice per CTA brings the whole tile to each)")))
     }
 
+    /// The rank of the CTA whose barrier the remote site `s` names when it
+    /// runs in the CTA of rank `i`: its `mapa`'s rank, a constant or a
+    /// function of `%cluster_ctarank` (`%rank ^ 1`, the partner).
+    fn target_rank(&self, s: &Site, i: i64) -> Option<i64> {
+        if s.target.is_some() {
+            return s.target;
+        }
+        let k = self.k;
+        let m = k.insts[s.inst]
+            .args
+            .iter()
+            .filter(|a| matches!(self.syms.arg(**a), Sym::Phase { .. }))
+            .find_map(|a| mapa_of(k, *a))?;
+        let own_rank = |v: &Value| {
+            k.def_inst(*v)
+                .is_some_and(|d| k.insts[d].op == Op::Sreg(SpecialReg::ClusterCtaRank))
+        };
+        self.syms.int(*m.args.get(1)?)?.eval(&|a: &Atom| match a {
+            Atom::Opaque(v) if own_rank(v) => Some(i),
+            _ => None,
+        })
+    }
+
     /// E1011 for a wait on a barrier that peers (`mapa` with a constant
     /// rank) arrive on: per CTA running the wait, the arrivals that reach
     /// it (its own sites, and peers' sites naming its rank, times the CTAs
@@ -1324,7 +1347,7 @@ impl Walk<'_> {
                 return None;
             }
             for i in self.issuing_ranks(s, ctas)? {
-                let c = if s.remote { s.target? } else { i };
+                let c = if s.remote { self.target_rank(s, i)? } else { i };
                 let c = usize::try_from(c).ok().filter(|c| *c < n)?;
                 got[c] = got[c].add(each)?;
             }
