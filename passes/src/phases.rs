@@ -773,7 +773,6 @@ impl Walk<'_> {
     /// outside such a loop must name a constant phase index the wait's
     /// index stays apart from. Returns the least `d`.
     fn uncovered_last(&self, w: &Site, acting: &[&Site]) -> Option<i64> {
-        const MAX_SHIFT: i64 = 16;
         let l = *w.loops.last()?;
         let every = self.loop_conds.get(&l)?;
         // A poll and the blocking wait it guards on failure are one wait,
@@ -800,7 +799,6 @@ impl Walk<'_> {
         {
             return None;
         }
-        let iv = Atom::Iv(l);
         // The wait's phase index never names the phase before the first
         // (complete from `init`).
         let lo = self.k.insts[l]
@@ -816,25 +814,7 @@ impl Walk<'_> {
         for s in acting {
             match s.loops.last() {
                 Some(&m) if self.same_iterations(l, m) => {
-                    let siv = Atom::Iv(m);
-                    if !self.only_iv(&s.off, m) || !self.only_iv(&s.idx, m) {
-                        return None;
-                    }
-                    let in_step = |e: &Affine| {
-                        e.terms.get(&siv).is_some_and(|c| *c != 0) && only_through(e, &siv, &siv)
-                    };
-                    let own_phase = (in_step(&s.idx) && !s.off.mentions(&|a| *a == siv))
-                        || (in_step(&s.off) && !s.idx.mentions(&|a| *a == siv))
-                        || ring_slot(&s.off, &s.idx, &siv);
-                    if !own_phase {
-                        return None;
-                    }
-                    let at = |d: i64| {
-                        let to = Affine::atom(iv.clone()).add(&Affine::constant(d));
-                        (s.off.subst(&siv, &to), s.idx.subst(&siv, &to))
-                    };
-                    let d = (-MAX_SHIFT..=MAX_SHIFT)
-                        .find(|&d| at(d) == (w.off.clone(), w.idx.clone()))?;
+                    let d = self.shift(w, s)?;
                     if d <= 0 {
                         return None;
                     }
@@ -850,6 +830,40 @@ impl Walk<'_> {
             }
         }
         least
+    }
+
+    /// The `d` for which site `s`, in a loop with the same iterations as
+    /// the innermost loop of `w`, names in iteration `k + d` the barrier
+    /// and phase `w` names in iteration `k`, when `s` gives every
+    /// iteration its own phase (a new phase, barrier or ring slot per
+    /// iteration, so no other iteration names it) and both vary with
+    /// nothing but their loops.
+    fn shift(&self, w: &Site, s: &Site) -> Option<i64> {
+        const MAX_SHIFT: i64 = 16;
+        let (&l, &m) = (w.loops.last()?, s.loops.last()?);
+        if w.alloc != s.alloc
+            || !self.same_iterations(l, m)
+            || !self.only_iv(&w.off, l)
+            || !self.only_iv(&w.idx, l)
+            || !self.only_iv(&s.off, m)
+            || !self.only_iv(&s.idx, m)
+        {
+            return None;
+        }
+        let (iv, siv) = (Atom::Iv(l), Atom::Iv(m));
+        let in_step =
+            |e: &Affine| e.terms.get(&siv).is_some_and(|c| *c != 0) && only_through(e, &siv, &siv);
+        let own_phase = (in_step(&s.idx) && !s.off.mentions(&|a| *a == siv))
+            || (in_step(&s.off) && !s.idx.mentions(&|a| *a == siv))
+            || ring_slot(&s.off, &s.idx, &siv);
+        if !own_phase {
+            return None;
+        }
+        let at = |d: i64| {
+            let to = Affine::atom(iv.clone()).add(&Affine::constant(d));
+            (s.off.subst(&siv, &to), s.idx.subst(&siv, &to))
+        };
+        (-MAX_SHIFT..=MAX_SHIFT).find(|&d| at(d) == (w.off.clone(), w.idx.clone()))
     }
 
     fn report(&self) -> Vec<Diagnostic> {
@@ -1343,7 +1357,9 @@ impl Walk<'_> {
                 What::AsyncArrive { noinc: false } => continue,
                 _ => self.arrivals(s)?,
             };
-            if self.rel(w, s) != Rel::Same {
+            // The same phase, or a ring's phase that the site names some
+            // iterations apart (each phase gets the site's arrivals once).
+            if self.rel(w, s) != Rel::Same && self.shift(w, s).is_none() {
                 return None;
             }
             for i in self.issuing_ranks(s, ctas)? {
