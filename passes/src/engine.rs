@@ -27,6 +27,10 @@ const DONE: u32 = u32::MAX;
 /// The smallest depth cap (see [`depth_caps`]).
 const MIN_DEPTH_CAP: u32 = 8;
 
+/// An exited loop paired with a loop around the current point: its
+/// instance is that loop's current iteration.
+type Pairing = (Inst, Inst);
+
 /// The single-thread dataflow analysis of one kernel: [`Engine::run`] walks it once, loops to a fixed point, and reports.
 pub struct Engine<'a> {
     /// The kernel analysed.
@@ -580,12 +584,12 @@ impl<'a> Engine<'a> {
             .collect();
         exited.sort();
         exited.dedup();
-        let at = |e: &Affine, pairs: &[(Inst, Inst)]| {
+        let at = |e: &Affine, pairs: &[Pairing]| {
             pairs
                 .iter()
                 .fold(e.clone(), |e, &(x, l)| e.at_instance(x, l, 0, 0))
         };
-        let pb_at = |pairs: &[(Inst, Inst)]| match pb.as_ref() {
+        let pb_at = |pairs: &[Pairing]| match pb.as_ref() {
             Sym::Ptr(b, o) => Sym::Ptr(b.clone(), at(o, pairs)),
             other => other.clone(),
         };
@@ -663,8 +667,8 @@ impl<'a> Engine<'a> {
     fn assign(
         &self,
         exited: &[Inst],
-        pairs: &mut Vec<(Inst, Inst)>,
-        ok: &dyn Fn(&[(Inst, Inst)]) -> bool,
+        pairs: &mut Vec<Pairing>,
+        ok: &dyn Fn(&[Pairing]) -> bool,
     ) -> bool {
         let Some(&e) = exited.get(pairs.len()) else {
             return ok(pairs);
