@@ -328,7 +328,7 @@ pub fn judge(l: &Loop) -> Verdict {
     }
     let lines = match runline::parse_all(&l.text) {
         Ok(lines) => lines,
-        Err(e) => return Verdict::Failure(format!("run lines: {e}")),
+        Err(e) => return Verdict::Failure(format!("run lines: {}", e.message)),
     };
     for line in &lines {
         for schedule in [Schedule::Eager, Schedule::Lazy, Schedule::Random(7)] {

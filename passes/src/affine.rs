@@ -28,6 +28,16 @@ pub enum Atom {
     Mod(Box<Affine>, i64),
     /// `inner div d` (unsigned, d > 0).
     Div(Box<Affine>, i64),
+    /// `per · n`, `n` the iterations of the `for` loop `Inst` before the
+    /// current one (with `true`: before some iteration of the loop, which
+    /// has exited, as [`Atom::Exist`]); `per` is the same in every
+    /// iteration and thread (a counter carried across a persistent tile
+    /// loop, advanced by each tile's k-loop).
+    Steps(Inst, Box<Affine>, bool),
+    /// The trip count `max(0, ceil((hi - lo) / step))` of a loop from `lo`
+    /// to `hi` by a constant `step > 0`, both the same in every iteration
+    /// and thread: equal for two loops with the same bounds.
+    Trips(Box<Affine>, Box<Affine>, i64),
 }
 
 /// `c + Σ coeff·atom`.
@@ -123,6 +133,18 @@ impl Affine {
         out
     }
 
+    /// `self xor o` for `self` and `o` both in `[0, 2^bits)`: bit b of the
+    /// result is `(self div 2^b + o div 2^b) mod 2` (the bits below b carry
+    /// nothing into bit b's parity), so `self xor o = Σ_{b < bits}
+    /// 2^b·((self div 2^b + o div 2^b) mod 2)`, exact (a swizzled chunk
+    /// `col ^ (row & 7)` of two thread-dependent values).
+    pub fn xor(&self, o: &Affine, bits: u32) -> Affine {
+        (0..bits).fold(Affine::constant(0), |acc, b| {
+            let bit = self.div(1 << b).add(&o.div(1 << b)).modulo(2);
+            acc.add(&bit.scale(1 << b))
+        })
+    }
+
     /// `self div d`, folded when constant.
     pub fn div(&self, d: i64) -> Affine {
         if d == 1 {
@@ -171,6 +193,67 @@ impl Affine {
             r = r.add(&t.scale(*k));
         }
         r
+    }
+
+    /// The value when `val` gives every atom one (unsigned `mod`/`div` of a
+    /// negative inner value is not evaluated).
+    pub fn eval(&self, val: &impl Fn(&Atom) -> Option<i64>) -> Option<i64> {
+        self.terms.iter().try_fold(self.c, |acc, (a, k)| {
+            let v = match a {
+                Atom::Mod(inner, m) => Some(inner.eval(val)?).filter(|x| *x >= 0).map(|x| x % m),
+                Atom::Div(inner, d) => Some(inner.eval(val)?).filter(|x| *x >= 0).map(|x| x / d),
+                _ => val(a),
+            }?;
+            acc.checked_add(k.checked_mul(v)?)
+        })
+    }
+
+    /// `self` in the previous iteration of loop `l` as far as its carried
+    /// steps go: `Steps(l, per)` becomes `Steps(l, per) - per`.
+    pub fn steps_back(&self, l: Inst) -> Affine {
+        let mut atoms = Vec::new();
+        self.atoms(&mut atoms);
+        atoms.sort();
+        atoms.dedup();
+        atoms.into_iter().fold(self.clone(), |e, a| match &a {
+            Atom::Steps(m, per, false) if *m == l => {
+                let prev = Affine::atom(a.clone()).sub(per);
+                e.subst(&a, &prev)
+            }
+            _ => e,
+        })
+    }
+
+    /// `self` with loop `l` exited: its induction variable and carried
+    /// steps become those of some iteration.
+    pub fn exist(&self, l: Inst) -> Affine {
+        let mut atoms = Vec::new();
+        self.atoms(&mut atoms);
+        let e = self.subst(&Atom::Iv(l), &Affine::atom(Atom::Exist(l)));
+        atoms.into_iter().fold(e, |e, a| match &a {
+            Atom::Steps(m, per, false) if *m == l => {
+                e.subst(&a, &Affine::atom(Atom::Steps(l, per.clone(), true)))
+            }
+            _ => e,
+        })
+    }
+
+    /// `self` with the instance of exited loop `e` taken to be iteration
+    /// `iv + c` of loop `l`, `n` iterations from the current one:
+    /// `Exist(e)` becomes `Iv(l) + c`, and its carried steps `Steps(l,
+    /// per) + n·per`.
+    pub fn at_instance(&self, e: Inst, l: Inst, c: i64, n: i64) -> Affine {
+        let mut atoms = Vec::new();
+        self.atoms(&mut atoms);
+        let to = Affine::atom(Atom::Iv(l)).add(&Affine::constant(c));
+        let out = self.subst(&Atom::Exist(e), &to);
+        atoms.into_iter().fold(out, |out, a| match &a {
+            Atom::Steps(m, per, true) if *m == e => {
+                let to = Affine::atom(Atom::Steps(l, per.clone(), false)).add(&per.scale(n));
+                out.subst(&a, &to)
+            }
+            _ => out,
+        })
     }
 
     /// Whether `pred` holds for some atom, looking inside `mod`/`div`.
@@ -288,7 +371,11 @@ impl Bounds {
 /// `div` (a swizzle, a `lane ^ 1` partner): bounding those terms apart from
 /// the linear ones loses their correlation, so each `%tid.x` (and each other
 /// thread's, when both sides name threads) up to `max_tid` is put in and the
-/// rest proved as before. None when there are too many combinations.
+/// rest proved as before. The difference `a - b` is split into the terms
+/// that name only the analysed thread, only the other one, and neither, so
+/// each thread's terms are evaluated once per thread and only the distinct
+/// sums are proved. None when there are too many combinations, or a term
+/// names both threads.
 fn disjoint_per_thread(
     a: &Affine,
     sa: i64,
@@ -299,47 +386,68 @@ fn disjoint_per_thread(
     max_tid: i64,
 ) -> Option<bool> {
     const MAX_PAIRS: i64 = 16_384;
-    let uses = |e: &Affine, d: u8| {
-        e.mentions(&|x| matches!((x, d), (Atom::Tid(0 | 3), 0) | (Atom::OtherTid(0 | 3), 1)))
-    };
-    let this = uses(a, 0) || uses(b, 0);
-    let other = uses(a, 1) || uses(b, 1);
-    let count = |used: bool| if used { max_tid + 1 } else { 1 };
-    if max_tid < 0 || count(this).checked_mul(count(other))? > MAX_PAIRS {
+    let this_reg = |x: &Atom| matches!(x, Atom::Tid(0 | 3));
+    let other_reg = |x: &Atom| matches!(x, Atom::OtherTid(0 | 3));
+    let d = a.sub(b);
+    let (mut this, mut other, mut rest) = (
+        Affine::constant(0),
+        Affine::constant(0),
+        Affine::constant(d.c),
+    );
+    for (x, k) in &d.terms {
+        let t = Affine::atom(x.clone()).scale(*k);
+        match (t.mentions(&this_reg), t.mentions(&other_reg)) {
+            (true, true) => return None,
+            (true, false) => this = this.add(&t),
+            (false, true) => other = other.add(&t),
+            (false, false) => rest = rest.add(&t),
+        }
+    }
+    let used = |e: &Affine| !e.terms.is_empty();
+    let count = |e: &Affine| if used(e) { max_tid + 1 } else { 1 };
+    if max_tid < 0 || count(&this).checked_mul(count(&other))? > MAX_PAIRS {
         return None;
     }
-    let pin = |e: &Affine, tid: Atom, lane: Atom, t: i64| {
-        e.subst(&lane, &Affine::constant(t % 32))
-            .subst(&tid, &Affine::constant(t))
-    };
-    let values = |used: bool| -> Vec<Option<i64>> {
-        if used {
-            (0..=max_tid).map(Some).collect()
-        } else {
-            vec![None]
+    // Each distinct value of one thread's terms, with the threads giving it.
+    let per_thread = |e: &Affine, tid: Atom, lane: Atom| {
+        let mut out: BTreeMap<Affine, Vec<i64>> = BTreeMap::new();
+        if !used(e) {
+            out.insert(e.clone(), Vec::new());
+            return out;
         }
+        for t in 0..=max_tid {
+            let reg = |x: &Atom| {
+                if *x == tid {
+                    Some(t)
+                } else {
+                    (*x == lane).then_some(t % 32)
+                }
+            };
+            let v = e.eval(&reg).map_or_else(
+                || {
+                    e.subst(&lane, &Affine::constant(t % 32))
+                        .subst(&tid, &Affine::constant(t))
+                },
+                Affine::constant,
+            );
+            out.entry(v).or_default().push(t);
+        }
+        out
     };
+    let xs = per_thread(&this, Atom::Tid(0), Atom::Tid(3));
+    let ys = per_thread(&other, Atom::OtherTid(0), Atom::OtherTid(3));
     let mut seen = std::collections::BTreeSet::new();
-    for t in values(this) {
-        let (at, bt) = match t {
-            Some(t) => (
-                pin(a, Atom::Tid(0), Atom::Tid(3), t),
-                pin(b, Atom::Tid(0), Atom::Tid(3), t),
-            ),
-            None => (a.clone(), b.clone()),
-        };
-        for o in values(other) {
-            if distinct_threads && t.is_some() && t == o {
+    for (x, ts) in &xs {
+        for (y, os) in &ys {
+            // The only pair of threads giving these values is one thread
+            // twice.
+            if distinct_threads && ts.len() == 1 && *ts == *os {
                 continue;
             }
-            let (ap, bp) = match o {
-                Some(o) => (
-                    pin(&at, Atom::OtherTid(0), Atom::OtherTid(3), o),
-                    pin(&bt, Atom::OtherTid(0), Atom::OtherTid(3), o),
-                ),
-                None => (at.clone(), bt.clone()),
-            };
-            if seen.insert(ap.sub(&bp)) && !disjoint(&ap, sa, &bp, sb, false, bnd) {
+            let sum = x.add(y);
+            if seen.insert(sum.clone())
+                && !disjoint(&rest.add(&sum), sa, &Affine::constant(0), sb, false, bnd)
+            {
                 return Some(false);
             }
         }
@@ -576,6 +684,22 @@ mod tests {
         };
         let (lo, hi) = b.interval(&tid().xor_const(1)).expect("bounded");
         assert!(lo <= 0 && (127..=129).contains(&hi), "[{lo}, {hi}]");
+    }
+
+    #[test]
+    fn xor_of_two_bounded_values_is_exact() {
+        let col = tid().modulo(8);
+        let row = tid().div(8).modulo(8);
+        let e = col.xor(&row, 3);
+        for t in 0..300 {
+            let v = e.subst(&Atom::Tid(0), &Affine::constant(t)).as_const();
+            assert_eq!(v, Some((t % 8) ^ (t / 8 % 8)), "thread {t}");
+        }
+        let b = Bounds {
+            max_tid: Some(63),
+            ..Bounds::default()
+        };
+        assert_eq!(b.interval(&e), Some((0, 7)));
     }
 
     #[test]

@@ -21,7 +21,7 @@ use cpflow_ir::types::{Scalar, Type};
 use crate::affine::{disjoint, Affine, Atom};
 use crate::sites::Sites;
 use crate::state::{Init, Issuer, Kind, Mem, OpRec, State};
-use crate::values::{intersect, is_sreg, mapa_of, Base, Sym, Syms};
+use crate::values::{elect_lane, intersect, is_sreg, mapa_of, Base, Sym, Syms};
 
 const HUGE: i64 = 1 << 40;
 const MAX_ITERS: usize = 30;
@@ -51,6 +51,10 @@ type DisjointQuery = (Affine, i64, Affine, i64, Option<(Inst, i64)>, bool);
 /// after the last iteration (when the loop exits from a back edge), and
 /// the writes it made.
 type Fixpoint = Rc<(State, Option<State>, Vec<Effect>)>;
+
+/// An exited loop paired with a loop around the current point: its
+/// instance is that loop's current iteration.
+type Pairing = (Inst, Inst);
 
 /// The single-thread dataflow analysis of one kernel: [`Engine::run`] walks it once, loops to a fixed point, and reports.
 pub struct Engine<'a> {
@@ -256,11 +260,16 @@ impl<'a> Engine<'a> {
         r.src
             .as_ref()
             .is_some_and(|s| matches!(s.base, Base::Shared(_)))
-            && self.k.insts[r.inst]
-                .args
-                .iter()
-                .map(|a| self.syms.arg(*a))
-                .any(|s| matches!(s, Sym::Phase { .. }) && is_remote(&s))
+            && self.completes_there(r)
+    }
+
+    /// Does `r` complete on a peer CTA's mbarrier (through `mapa`)?
+    fn completes_there(&self, r: &OpRec) -> bool {
+        self.k.insts[r.inst]
+            .args
+            .iter()
+            .map(|a| self.syms.arg(*a))
+            .any(|s| matches!(s, Sym::Phase { .. }) && is_remote(&s))
     }
 
     /// A completed record standing for instruction `at` (a generic access,
@@ -298,6 +307,24 @@ impl<'a> Engine<'a> {
         self.conds
             .iter()
             .any(|(c, pol)| *pol && self.single_thread(*c))
+    }
+
+    /// Whether more than one thread of a CTA can run the current program
+    /// point: no `elect.sync` or single-thread condition holds here, and
+    /// the `%tid.x` conditions leave two threads of the block.
+    fn several_threads_here(&self) -> bool {
+        let elected = self
+            .conds
+            .iter()
+            .any(|(c, pol)| *pol && elect_lane(self.k, *c).is_some());
+        let tids = intersect(
+            &self.syms.tids_under(self.k, &self.conds),
+            &[(0, self.syms.bounds.max_tid.unwrap_or(i64::MAX))],
+        );
+        let count = tids
+            .iter()
+            .fold(0i64, |n, (lo, hi)| n.saturating_add(hi - lo + 1));
+        !elected && !self.single_thread_here() && count >= 2
     }
 
     /// `cmp.eq %tid.x, const`: true in exactly one thread.
@@ -647,12 +674,48 @@ impl<'a> Engine<'a> {
         if let Sym::Ptr(_, o) = pb.as_ref() {
             o.atoms(&mut atoms);
         }
-        for a in atoms.iter().filter(|a| matches!(a, Atom::Exist(_))) {
+        let mut exited: Vec<Inst> = atoms
+            .iter()
+            .filter_map(|a| match a {
+                Atom::Exist(e) | Atom::Steps(e, _, true) => Some(*e),
+                _ => None,
+            })
+            .collect();
+        exited.sort();
+        exited.dedup();
+        let at = |e: &Affine, pairs: &[Pairing]| {
+            pairs
+                .iter()
+                .fold(e.clone(), |e, &(x, l)| e.at_instance(x, l, 0, 0))
+        };
+        let pb_at = |pairs: &[Pairing]| match pb.as_ref() {
+            Sym::Ptr(b, o) => Sym::Ptr(b.clone(), at(o, pairs)),
+            other => other.clone(),
+        };
+        if exited.len() > 1 {
+            // Instances of several exited loops (a k-loop inside a
+            // persistent tile loop): each the same iteration of a distinct
+            // loop around this wait.
+            if exited.len() > self.loops.len() || self.loops.len() > 4 {
+                return false;
+            }
+            let mut pairs = Vec::new();
+            return self.assign(&exited, &mut pairs, &|pairs| {
+                *wb == pb_at(pairs) && wi.sub(&at(pi, pairs)).as_const() == Some(0)
+            });
+        }
+        for &a in &exited {
             for &l in &self.loops {
                 // An exited loop's instance e = this iteration's index; an
                 // instance of this loop's own earlier iterations: e = iv - c
-                // for a small c > 0 (a ring that issues L iterations ahead).
-                let shifts: Vec<i64> = if *a == Atom::Exist(l) {
+                // for a small c > 0 (a ring that issues L iterations ahead),
+                // c iterations back when the step is 1.
+                let unit = self.k.insts[l]
+                    .args
+                    .get(2)
+                    .and_then(|x| self.k.const_int(*x))
+                    == Some(1);
+                let shifts: Vec<i64> = if a == l {
                     (1..=16).map(|c| -c).collect()
                 } else {
                     vec![0]
@@ -661,18 +724,15 @@ impl<'a> Engine<'a> {
                 // assumes the iteration index is in that loop's range: a
                 // prologue that loads slot `pj` on phase 0 is waited on as
                 // slot `i mod S`, phase `i div S` for `i < S`.
-                let bnd = match (a, self.syms.bounds.iv.get(&l)) {
-                    (Atom::Exist(e), here) if *e != l => {
-                        self.syms.bounds.iv.get(e).and_then(|&(lo, hi)| {
-                            let (lo, hi) =
-                                here.map_or((lo, hi), |&(l2, h2)| (lo.max(l2), hi.min(h2)));
-                            (lo <= hi).then(|| {
-                                let mut b = self.syms.bounds.clone();
-                                b.iv.insert(l, (lo, hi));
-                                b
-                            })
+                let bnd = match self.syms.bounds.iv.get(&l) {
+                    here if a != l => self.syms.bounds.iv.get(&a).and_then(|&(lo, hi)| {
+                        let (lo, hi) = here.map_or((lo, hi), |&(l2, h2)| (lo.max(l2), hi.min(h2)));
+                        (lo <= hi).then(|| {
+                            let mut b = self.syms.bounds.clone();
+                            b.iv.insert(l, (lo, hi));
+                            b
                         })
-                    }
+                    }),
                     _ => None,
                 };
                 let simp = |e: &Affine| bnd.as_ref().map_or_else(|| e.clone(), |b| e.simplify(b));
@@ -681,12 +741,18 @@ impl<'a> Engine<'a> {
                     other => other.clone(),
                 };
                 for c in shifts {
-                    let to = Affine::atom(Atom::Iv(l)).add(&Affine::constant(c));
+                    let n = if unit { c } else { 0 };
                     let pb2 = match pb.as_ref() {
-                        Sym::Ptr(b, o) => Sym::Ptr(b.clone(), simp(&o.subst(a, &to))),
+                        Sym::Ptr(b, o) => Sym::Ptr(b.clone(), simp(&o.at_instance(a, l, c, n))),
                         other => other.clone(),
                     };
-                    if wb2 == pb2 && simp(&wi).sub(&simp(&pi.subst(a, &to))).as_const() == Some(0) {
+                    let same_steps = unit
+                        || c == 0
+                        || !atoms.iter().any(|x| matches!(x, Atom::Steps(_, _, true)));
+                    if same_steps
+                        && wb2 == pb2
+                        && simp(&wi).sub(&simp(&pi.at_instance(a, l, c, n))).as_const() == Some(0)
+                    {
                         return true;
                     }
                 }
@@ -721,6 +787,59 @@ impl<'a> Engine<'a> {
         false
     }
 
+    /// Whether `ok` holds for some pairing of each loop of `exited`
+    /// (after those in `pairs`) with a distinct loop around this point.
+    fn assign(
+        &self,
+        exited: &[Inst],
+        pairs: &mut Vec<Pairing>,
+        ok: &dyn Fn(&[Pairing]) -> bool,
+    ) -> bool {
+        let Some(&e) = exited.get(pairs.len()) else {
+            return ok(pairs);
+        };
+        for &l in &self.loops {
+            if pairs.iter().any(|&(_, m)| m == l) {
+                continue;
+            }
+            pairs.push((e, l));
+            if self.assign(exited, pairs, ok) {
+                return true;
+            }
+            pairs.pop();
+        }
+        false
+    }
+
+    /// Does observing `w` complete the phase `r` completes on? A record
+    /// present in one iteration of an enclosing loop only (its guard) is
+    /// matched with `w` as it is in that iteration (a prologue's phase 0
+    /// waited on as `k div 2` of slot `k mod 2` when `k == 0`).
+    fn covers_op(&self, w: &Sym, r: &OpRec) -> bool {
+        let Some(p) = &r.phase else {
+            return false;
+        };
+        if self.covers(w, p) {
+            return true;
+        }
+        let Some((l, c)) = r.guard.filter(|(l, _)| self.loops.contains(l)) else {
+            return false;
+        };
+        let at = |e: &Affine| e.subst(&Atom::Iv(l), &Affine::constant(c));
+        let Sym::Phase { bar, idx } = norm_sym(w) else {
+            return false;
+        };
+        let bar = match *bar {
+            Sym::Ptr(b, o) => Sym::Ptr(b, at(&o)),
+            other => other,
+        };
+        let w = Sym::Phase {
+            bar: Box::new(bar),
+            idx: at(&idx),
+        };
+        self.covers(&w, p)
+    }
+
     fn observe(&mut self, st: &mut State, w: &Sym) {
         // Observing a copy's phase orders after it every async read its
         // issue required complete: issuing a copy into bytes an async op
@@ -731,7 +850,7 @@ impl<'a> Engine<'a> {
         let landed: Vec<OpRec> = st
             .ops
             .iter()
-            .filter(|r| !r.seen && r.phase.as_ref().is_some_and(|p| self.covers(w, p)))
+            .filter(|r| !r.seen && self.covers_op(w, r))
             .cloned()
             .collect();
         let read_done: Vec<OpRec> = st
@@ -761,7 +880,7 @@ impl<'a> Engine<'a> {
         st.ops = std::mem::take(&mut st.ops)
             .into_iter()
             .map(|mut r| {
-                if !r.seen && r.phase.as_ref().is_some_and(|p| self.covers(w, p)) {
+                if !r.seen && self.covers_op(w, &r) {
                     r.seen = true;
                     if let Some(s) = &r.src {
                         if r.kind == Kind::Mbar && matches!(s.base, Base::Shared(_)) {
@@ -1454,6 +1573,27 @@ impl<'a> Engine<'a> {
                 }
             }
         }
+        // A copy of the new group and another thread's copy of the same
+        // group (the same instruction or another): both are in flight until
+        // each thread's wait, whatever barrier lies between their issues.
+        if kind == Kind::NonBulk && self.several_threads_here() {
+            for (i, a) in fresh.iter().enumerate() {
+                for b in &fresh[i..] {
+                    if let (Some(x), Some(y)) = (&a.dst, &b.dst) {
+                        if self.overlap(x, y, None, true) {
+                            let (first, second) = if a.inst < b.inst { (a, b) } else { (b, a) };
+                            self.emit(
+                                Diagnostic::error("E1005", "this `cp.async` and another thread's copy of the same group may write overlapping bytes", self.span(second.inst))
+                                    .with_label("cannot prove this destination is disjoint from another thread's copy")
+                                    .with_secondary(self.span(first.inst), "the other thread's copy (this instruction, in another thread)")
+                                    .with_secondary(self.span(inst), "both are committed here, each by its thread")
+                                    .with_help("copies of different threads are unordered until each thread's wait: give each thread's copies disjoint destinations"),
+                            );
+                        }
+                    }
+                }
+            }
+        }
         let cap = self.depth_cap[kidx];
         st.ops =
             std::mem::take(&mut st.ops)
@@ -1594,7 +1734,12 @@ impl<'a> Engine<'a> {
                 );
                 continue;
             }
-            let in_flight = if r.kind == Kind::Mbar && self.reads_here_completes_there(r) {
+            let in_flight = if r.kind == Kind::Mbar && r.src.is_none() && self.completes_there(r) {
+                // Nothing of this CTA is read, and the completion is a
+                // peer's to observe: this CTA may exit (a `red.async` into
+                // the reducing CTA).
+                false
+            } else if r.kind == Kind::Mbar && self.reads_here_completes_there(r) {
                 // Another CTA observes the completion: only a cluster barrier
                 // after it tells this CTA that its source has been read.
                 !r.seen

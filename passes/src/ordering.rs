@@ -2157,10 +2157,19 @@ impl Report<'_> {
                     "the async copy reading these bytes".to_string(),
                     format!("order the copies: {release}"))
             }
-            _ => ("E1017", "two threads access the same shared bytes, one writing, with nothing ordering them", y,
-                format!("this {} races with another thread's {}", noun(y.what), noun(x.what)), x,
-                format!("the other thread's {}", noun(x.what)),
-                format!("order them: {release} (across CTAs, `.release.cluster` and `.acquire.cluster`)")),
+            _ => {
+                // A write in a later iteration of its outermost loop than
+                // the read it races with (a refill before the stage is
+                // released) is reported at the write; otherwise at the
+                // second access.
+                let round = |a: &Access| self.event(a.role, a.event).iters.first().map_or(0, |(_, v)| *v);
+                let later_write = x.what == Use::Write && y.what == Use::Read && round(x) > round(y);
+                let (y, x) = if later_write { (x, y) } else { (y, x) };
+                ("E1017", "two threads access the same shared bytes, one writing, with nothing ordering them", y,
+                    format!("this {} races with another thread's {}", noun(y.what), noun(x.what)), x,
+                    format!("the other thread's {}", noun(x.what)),
+                    format!("order them: {release} (across CTAs, `.release.cluster` and `.acquire.cluster`)"))
+            }
         };
         Diagnostic::error(code, message, self.span(primary.role, primary.event))
             .with_label(label)

@@ -8,7 +8,8 @@
 //! * E1010: a wait on a phase no site ever acts on (wrong index, so wrong
 //!   parity: a hang, or a wait that passes at once on stale data);
 //! * E1011: at most K arrivals can reach a phase whose barrier was
-//!   initialised with a count above K (a hang).
+//!   initialised with a count above K (a hang), no arrival at all on a
+//!   waited barrier among them.
 //!
 //! It is conservative: two sites act on the same phase only when their
 //! barrier offsets and phase indices are equal expressions; they act on
@@ -20,14 +21,14 @@
 //! their `ctaMask` and issuing CTAs are known. `mbarrier.phase %b, -1` is complete from
 //! `init` (docs/readings.md #15) and is never reported.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use cpflow_ir::diag::Diagnostic;
 use cpflow_ir::ir::*;
 use cpflow_ir::spec::{Completion, Family, Qual};
 use cpflow_ir::types::Type;
 
-use crate::affine::{Affine, Atom};
+use crate::affine::{Affine, Atom, Bounds};
 use crate::values::{
     elect_lane, intersect, lane_is_tid_x_mod_32, mapa_of, sreg_equals, Base, Sym, Syms,
 };
@@ -155,6 +156,8 @@ struct Walk<'a> {
     opaque: BTreeSet<SharedId>,
     /// The kernel reads no `tid.y/z` or `ntid.y/z`: `%ntid.x` counts a CTA's threads.
     one_d: bool,
+    /// The conditions of the `if`s around each loop.
+    loop_conds: BTreeMap<Inst, Vec<(Value, bool)>>,
 }
 
 /// Reports E1009, E1010 and E1011 for one kernel.
@@ -167,6 +170,7 @@ pub fn check(k: &Kernel, syms: &Syms) -> Vec<Diagnostic> {
         sites: Vec::new(),
         opaque: BTreeSet::new(),
         one_d: true,
+        loop_conds: BTreeMap::new(),
     };
     k.walk(k.body, &mut |i| {
         if matches!(
@@ -268,6 +272,7 @@ impl Walk<'_> {
                     }
                 }
                 Op::For => {
+                    self.loop_conds.insert(inst, self.conds.clone());
                     self.loops.push(inst);
                     for &sub in &data.regions {
                         self.region(sub);
@@ -419,8 +424,13 @@ impl Walk<'_> {
         if single.contains(&true) {
             return Some((Count::fixed(1), exact));
         }
-        if let Some(n) = self.threads_in_block(&conds) {
-            return Some((Count::fixed(n), true));
+        if let Some((xs, rows)) = self.threads_in_block(&conds) {
+            // A barrier picked by the thread (`@order[%other]`, the other
+            // group's): the threads that arrive on one barrier.
+            if let Some((most, even)) = self.per_barrier(s, &xs) {
+                return Some((Count::fixed(most * rows), even));
+            }
+            return Some((Count::fixed(xs.len() as i64 * rows), true));
         }
         match (exact, single.len()) {
             (true, 0) => Some((
@@ -441,11 +451,37 @@ impl Walk<'_> {
         }
     }
 
-    /// In a kernel with a declared block, the number of its threads that
-    /// pass `conds` when each is uniform in the CTA, compares `%tid.x` with
-    /// a constant, or is an `elect.sync` with a known mask (true for the
-    /// lane it elects, in blocks whose rows are whole warps); None otherwise.
-    fn threads_in_block(&self, conds: &[&(Value, bool)]) -> Option<i64> {
+    /// For a site whose barrier offset depends on `%tid.x` alone, the most
+    /// threads among `xs` (their `%tid.x` values) that name one barrier,
+    /// and whether every barrier named gets that many; None when the
+    /// offset does not depend on the thread or is not a constant for each.
+    fn per_barrier(&self, s: &Site, xs: &[i64]) -> Option<(i64, bool)> {
+        if !s.off.mentions(&|a| matches!(a, Atom::Tid(0 | 3)))
+            || s.off.mentions(&|a| matches!(a, Atom::Tid(1 | 2)))
+            || !lane_is_tid_x_mod_32(self.k)
+        {
+            return None;
+        }
+        let mut counts: BTreeMap<i64, i64> = BTreeMap::new();
+        for &t in xs {
+            let off = s.off.eval(&|a: &Atom| match a {
+                Atom::Tid(0) => Some(t),
+                Atom::Tid(3) => Some(t % 32),
+                _ => None,
+            })?;
+            *counts.entry(off).or_default() += 1;
+        }
+        let most = counts.values().copied().max()?;
+        Some((most, counts.values().all(|&n| n == most)))
+    }
+
+    /// In a kernel with a declared block, the `%tid.x` values of a row of
+    /// its threads that pass `conds` when each is uniform in the CTA,
+    /// compares `%tid.x` with a constant, or is an `elect.sync` with a
+    /// known mask (true for the lane it elects, in blocks whose rows are
+    /// whole warps), and the number of rows (`ntid.y * ntid.z`); None
+    /// otherwise.
+    fn threads_in_block(&self, conds: &[&(Value, bool)]) -> Option<(Vec<i64>, i64)> {
         let [x, y, z] = self.k.block?;
         let mut lanes: Option<(u32, bool)> = None;
         let mut tid_conds = Vec::new();
@@ -468,11 +504,11 @@ impl Walk<'_> {
             &[(0, i64::from(x) - 1)],
         );
         let elected = |t: i64| lanes.is_none_or(|(lane, pol)| (t % 32 == i64::from(lane)) == pol);
-        let per_row: i64 = xs
+        let row: Vec<i64> = xs
             .iter()
-            .map(|&(lo, hi)| (lo..=hi).filter(|&t| elected(t)).count() as i64)
-            .sum();
-        Some(per_row * i64::from(y) * i64::from(z))
+            .flat_map(|&(lo, hi)| (lo..=hi).filter(|&t| elected(t)))
+            .collect();
+        Some((row, i64::from(y) * i64::from(z)))
     }
 
     /// A barrier operand the analysis cannot place: forget every barrier.
@@ -501,6 +537,9 @@ impl Walk<'_> {
         if doff == Some(0) && didx == Some(0) {
             return Rel::Same;
         }
+        if self.never_names(a, b) || self.never_names(b, a) {
+            return Rel::Differ;
+        }
         let fixed = [&a.off, &a.idx, &b.off, &b.idx]
             .iter()
             .all(|e| self.invariant(e));
@@ -511,6 +550,63 @@ impl Walk<'_> {
         } else {
             Rel::Unknown
         }
+    }
+
+    /// Does site `x`, in a loop from a constant lower bound whose phase
+    /// index never decreases from one iteration to the next, never name a
+    /// barrier offset and phase that site `y` names (constants, or every
+    /// instance of loops with constant bounds: a prologue's phase 0 of
+    /// slots 0 and 1 against a loop's `(k + 2) mod 3`, `(k + 2) div 3`)?
+    /// The iterations are tried in order until the index passes `y`'s.
+    fn never_names(&self, x: &Site, y: &Site) -> bool {
+        const MAX_TRIES: i64 = 4096;
+        let Some(&l) = x.loops.last() else {
+            return false;
+        };
+        let named: BTreeSet<(i64, i64)> = match (y.off.as_const(), y.idx.as_const()) {
+            (Some(off), Some(idx)) => [(off, idx)].into_iter().collect(),
+            _ => match self.instances(y) {
+                Some(i) if !y.loops.contains(&l) => i,
+                _ => return false,
+            },
+        };
+        let Some(yidx) = named.iter().map(|(_, i)| *i).max() else {
+            return true;
+        };
+        let iv = Atom::Iv(l);
+        let rising = |e: &Affine| {
+            e.terms.iter().all(|(a, k)| {
+                *k > 0
+                    && match a {
+                        Atom::Iv(m) => *m == l,
+                        Atom::Div(inner, _) => inner.terms.iter().all(|(b, j)| *b == iv && *j > 0),
+                        _ => false,
+                    }
+            })
+        };
+        let Some(lo) = self.k.insts[l]
+            .args
+            .first()
+            .and_then(|a| self.k.const_int(*a))
+        else {
+            return false;
+        };
+        if !self.only_iv(&x.off, l) || !rising(&x.idx) {
+            return false;
+        }
+        for k in lo..lo.saturating_add(MAX_TRIES) {
+            let at = |e: &Affine| e.eval(&|a: &Atom| (*a == iv).then_some(k));
+            let (Some(off), Some(idx)) = (at(&x.off), at(&x.idx)) else {
+                return false;
+            };
+            if idx > yidx {
+                return true;
+            }
+            if named.contains(&(off, idx)) {
+                return false;
+            }
+        }
+        false
     }
 
     /// Run by exactly one thread of the CTA (when run at all).
@@ -617,6 +713,159 @@ impl Walk<'_> {
             .find(|(off, idx)| *idx != -1 && !acted.contains(&(*off, *idx)))
     }
 
+    /// Do loops `a` and `b` run the same iterations in every thread that
+    /// runs them: one loop, or bounds and step that are the same values,
+    /// the same in every thread and iteration of enclosing loops?
+    fn same_iterations(&self, a: Inst, b: Inst) -> bool {
+        let (da, db) = (&self.k.insts[a], &self.k.insts[b]);
+        a == b
+            || (0..3).all(|i| match (da.args.get(i), db.args.get(i)) {
+                (Some(x), Some(y)) => {
+                    let (sx, sy) = (self.syms.int(*x), self.syms.int(*y));
+                    sx.is_some() && sx == sy && sx.as_ref().is_some_and(|e| self.invariant(e))
+                }
+                _ => false,
+            })
+    }
+
+    /// Does the condition `(c, pol)` hold exactly when the poll `poll`
+    /// (`mbarrier.try_wait` / `test_wait`) returned false (`c` is its
+    /// result, false, or that result `xor 1`, true)?
+    fn poll_failed(&self, (c, pol): (Value, bool), poll: Inst) -> bool {
+        let k = self.k;
+        let is_poll = matches!(&k.insts[poll].op, Op::Ptx(p) if matches!(p.family, Family::MbarrierTestWaitParity | Family::MbarrierTryWaitParity));
+        let result = k.insts[poll].results.first().copied();
+        if !is_poll || result.is_none() {
+            return false;
+        }
+        if Some(c) == result {
+            return !pol;
+        }
+        let Some(def) = k.def_inst(c) else {
+            return false;
+        };
+        let data = &k.insts[def];
+        let negated = data.op == Op::Binary(BinaryOp::Xor)
+            && data.args.len() == 2
+            && data.args.iter().any(|a| a.value() == result)
+            && data.args.iter().any(|a| k.const_int(*a) == Some(1));
+        negated && pol
+    }
+
+    /// Does `e` vary with nothing but loop `l`'s induction variable?
+    fn only_iv(&self, e: &Affine, l: Inst) -> bool {
+        let mut atoms = Vec::new();
+        e.atoms(&mut atoms);
+        atoms.iter().all(|a| match a {
+            Atom::Iv(m) => *m == l,
+            Atom::Mod(..) | Atom::Div(..) => true,
+            other => self.invariant(&Affine::atom(other.clone())),
+        })
+    }
+
+    /// E1010 for a wait of loop `l`'s every iteration whose phase each
+    /// acting site names only some iterations later (a phase bit or
+    /// `PipelineState` that starts one phase ahead): in the last iteration
+    /// no instance acts on the phase it names. Each acting site of a loop
+    /// with the same iterations must give every iteration its own phase
+    /// (a new phase, barrier or ring slot per iteration) and name the
+    /// wait's phase of iteration `k` in iteration `k + d`, `d > 0`; a site
+    /// outside such a loop must name a constant phase index the wait's
+    /// index stays apart from. Returns the least `d`.
+    fn uncovered_last(&self, w: &Site, acting: &[&Site]) -> Option<i64> {
+        let l = *w.loops.last()?;
+        let every = self.loop_conds.get(&l)?;
+        // A poll and the blocking wait it guards on failure are one wait,
+        // reported at the blocking wait.
+        let same_phase = |s: &Site| s.alloc == w.alloc && s.off == w.off && s.idx == w.idx;
+        let guarded_by_poll = w.conds.len() == every.len() + 1
+            && w.conds.starts_with(every)
+            && self.sites.iter().any(|p| {
+                p.what == What::Wait
+                    && p.conds == *every
+                    && same_phase(p)
+                    && w.conds.last().is_some_and(|c| self.poll_failed(*c, p.inst))
+            });
+        let guards_a_wait = self.sites.iter().any(|b| {
+            b.what == What::Wait
+                && same_phase(b)
+                && b.conds.len() == w.conds.len() + 1
+                && b.conds.last().is_some_and(|c| self.poll_failed(*c, w.inst))
+        });
+        if (w.conds != *every && !guarded_by_poll)
+            || guards_a_wait
+            || !self.only_iv(&w.off, l)
+            || !self.only_iv(&w.idx, l)
+        {
+            return None;
+        }
+        // The wait's phase index never names the phase before the first
+        // (complete from `init`).
+        let lo = self.k.insts[l]
+            .args
+            .first()
+            .and_then(|a| self.k.const_int(*a))?;
+        let mut bnd = Bounds::default();
+        bnd.iv.insert(l, (lo, 1 << 31));
+        if bnd.interval(&w.idx)?.0 < 0 {
+            return None;
+        }
+        let mut least: Option<i64> = None;
+        for s in acting {
+            match s.loops.last() {
+                Some(&m) if self.same_iterations(l, m) => {
+                    let d = self.shift(w, s)?;
+                    if d <= 0 {
+                        return None;
+                    }
+                    least = Some(least.map_or(d, |x| x.min(d)));
+                }
+                _ => {
+                    let c = s.idx.as_const()?;
+                    let (dlo, dhi) = bnd.interval(&w.idx.sub(&Affine::constant(c)))?;
+                    if dlo <= 0 && dhi >= 0 {
+                        return None;
+                    }
+                }
+            }
+        }
+        least
+    }
+
+    /// The `d` for which site `s`, in a loop with the same iterations as
+    /// the innermost loop of `w`, names in iteration `k + d` the barrier
+    /// and phase `w` names in iteration `k`, when `s` gives every
+    /// iteration its own phase (a new phase, barrier or ring slot per
+    /// iteration, so no other iteration names it) and both vary with
+    /// nothing but their loops.
+    fn shift(&self, w: &Site, s: &Site) -> Option<i64> {
+        const MAX_SHIFT: i64 = 16;
+        let (&l, &m) = (w.loops.last()?, s.loops.last()?);
+        if w.alloc != s.alloc
+            || !self.same_iterations(l, m)
+            || !self.only_iv(&w.off, l)
+            || !self.only_iv(&w.idx, l)
+            || !self.only_iv(&s.off, m)
+            || !self.only_iv(&s.idx, m)
+        {
+            return None;
+        }
+        let (iv, siv) = (Atom::Iv(l), Atom::Iv(m));
+        let in_step =
+            |e: &Affine| e.terms.get(&siv).is_some_and(|c| *c != 0) && only_through(e, &siv, &siv);
+        let own_phase = (in_step(&s.idx) && !s.off.mentions(&|a| *a == siv))
+            || (in_step(&s.off) && !s.idx.mentions(&|a| *a == siv))
+            || ring_slot(&s.off, &s.idx, &siv);
+        if !own_phase {
+            return None;
+        }
+        let at = |d: i64| {
+            let to = Affine::atom(iv.clone()).add(&Affine::constant(d));
+            (s.off.subst(&siv, &to), s.idx.subst(&siv, &to))
+        };
+        (-MAX_SHIFT..=MAX_SHIFT).find(|&d| at(d) == (w.off.clone(), w.idx.clone()))
+    }
+
     fn report(&self) -> Vec<Diagnostic> {
         let mut out = Vec::new();
         let span = |i: Inst| self.k.insts[i].span;
@@ -642,6 +891,30 @@ impl Walk<'_> {
                 .filter(|s| self.rel(w, s) != Rel::Differ)
                 .collect();
             let name = &self.k.shared[w.alloc].name;
+            // No site arrives on the barrier at all: its count is never met.
+            let arrivals_anywhere = on_bar
+                .iter()
+                .any(|s| !matches!(s.what, What::Init(_) | What::Wait));
+            if !arrivals_anywhere {
+                let count = init_count(on_bar.iter().copied());
+                if let Some(need) = count.filter(|c| Count::ZERO.always_below(*c)) {
+                    let init = on_bar.iter().find(|s| matches!(s.what, What::Init(_)));
+                    let mut d = Diagnostic::error(
+                        "E1011",
+                        format!("no arrival ever reaches `@{name}`, initialised with count {need}"),
+                        span(w.inst),
+                    )
+                    .with_label("the phase can never complete: this wait hangs");
+                    if let Some(init) = init {
+                        d = d.with_secondary(
+                            span(init.inst),
+                            format!("initialised with count {need}"),
+                        );
+                    }
+                    out.push(d.with_help(format!("have the {need} counted arrivals arrive on `@{name}` (`mbarrier.arrive`) each phase")));
+                    continue;
+                }
+            }
             if acting.is_empty() {
                 let mut d = Diagnostic::error(
                     "E1010",
@@ -688,6 +961,22 @@ impl Walk<'_> {
                     );
                 }
                 out.push(d.with_help("wait on the phase index the producer's arrivals and copies complete (parity = index & 1)"));
+                continue;
+            }
+            if let Some(d) = self.uncovered_last(w, &acting) {
+                let mut d_ = Diagnostic::error(
+                    "E1010",
+                    format!("in its last iteration this waits on a phase of `@{name}` that no arrival or copy acts on"),
+                    span(w.inst),
+                )
+                .with_label(format!("the phase this names in iteration k is acted on in iteration k + {d} at the earliest: in the last iteration it never completes, so the wait hangs or passes at once on an older phase"));
+                for s in &acting {
+                    d_ = d_.with_secondary(
+                        span(s.inst),
+                        "acts on the phase the wait names, some iterations later",
+                    );
+                }
+                out.push(d_.with_help("wait on the phase the arrivals and copies of the same iteration act on (parity = index & 1)"));
                 continue;
             }
             // E1011: the arrivals that can reach this phase against the count.
@@ -935,16 +1224,24 @@ impl Walk<'_> {
         let n = usize::try_from(ctas).ok()?;
         let mut expected = vec![Count::ZERO; n];
         let mut landed = vec![Count::ZERO; n];
+        // A phase that no loop indexes is the same in every iteration: a
+        // site in a loop of constant bounds acts on it once per iteration
+        // (rank 0's expect_tx per peer).
+        let fixed_phase = tx.iter().all(|s| {
+            !s.off.mentions(&|a| matches!(a, Atom::Iv(_)))
+                && !s.idx.mentions(&|a| matches!(a, Atom::Iv(_)))
+        });
         for s in &tx {
+            let reps = self.iterations_per_phase(s);
             if self.rel(e, s) != Rel::Same
-                || s.loops != e.loops
-                || self.iterations_per_phase(s) != Some(1)
+                || !(reps == Some(1) && s.loops == e.loops || fixed_phase)
             {
                 return None;
             }
             let (threads, true) = self.threads(s)? else {
                 return None;
             };
+            let threads = threads.scale(reps?)?;
             let ranks = self.issuing_ranks(s, ctas)?;
             match s.what {
                 What::ExpectTx { bytes, .. } if !s.remote => {
@@ -970,7 +1267,7 @@ impl Walk<'_> {
                             let m = mask?;
                             (0..ctas).filter(|c| m >> c & 1 == 1).collect()
                         } else if s.remote {
-                            vec![s.target?]
+                            vec![self.target_rank(s, i)?]
                         } else {
                             vec![i]
                         };
@@ -1017,6 +1314,29 @@ impl Walk<'_> {
         Some(d.with_help(format!("expect the bytes every copy lands in that CTA: {got} for rank {rank} (a multicast of one slice per CTA brings the whole tile to each)")))
     }
 
+    /// The rank of the CTA whose barrier the remote site `s` names when it
+    /// runs in the CTA of rank `i`: its `mapa`'s rank, a constant or a
+    /// function of `%cluster_ctarank` (`%rank ^ 1`, the partner).
+    fn target_rank(&self, s: &Site, i: i64) -> Option<i64> {
+        if s.target.is_some() {
+            return s.target;
+        }
+        let k = self.k;
+        let m = k.insts[s.inst]
+            .args
+            .iter()
+            .filter(|a| matches!(self.syms.arg(**a), Sym::Phase { .. }))
+            .find_map(|a| mapa_of(k, *a))?;
+        let own_rank = |v: &Value| {
+            k.def_inst(*v)
+                .is_some_and(|d| k.insts[d].op == Op::Sreg(SpecialReg::ClusterCtaRank))
+        };
+        self.syms.int(*m.args.get(1)?)?.eval(&|a: &Atom| match a {
+            Atom::Opaque(v) if own_rank(v) => Some(i),
+            _ => None,
+        })
+    }
+
     /// E1011 for a wait on a barrier that peers (`mapa` with a constant
     /// rank) arrive on: per CTA running the wait, the arrivals that reach
     /// it (its own sites, and peers' sites naming its rank, times the CTAs
@@ -1037,11 +1357,13 @@ impl Walk<'_> {
                 What::AsyncArrive { noinc: false } => continue,
                 _ => self.arrivals(s)?,
             };
-            if self.rel(w, s) != Rel::Same {
+            // The same phase, or a ring's phase that the site names some
+            // iterations apart (each phase gets the site's arrivals once).
+            if self.rel(w, s) != Rel::Same && self.shift(w, s).is_none() {
                 return None;
             }
             for i in self.issuing_ranks(s, ctas)? {
-                let c = if s.remote { s.target? } else { i };
+                let c = if s.remote { self.target_rank(s, i)? } else { i };
                 let c = usize::try_from(c).ok().filter(|c| *c < n)?;
                 got[c] = got[c].add(each)?;
             }

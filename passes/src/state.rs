@@ -321,10 +321,11 @@ impl State {
             if e.mentions(&|a| matches!(a, Atom::Opaque(v) if variant(*v))) {
                 return None;
             }
+            let e = e.steps_back(l);
             match &prev {
                 Some(p) => Some(e.subst(&iv, p)),
                 None if e.mentions(&|a| *a == iv) => None,
-                None => Some(e.clone()),
+                None => Some(e),
             }
         });
         self.ops = std::mem::take(&mut self.ops)
@@ -346,31 +347,27 @@ impl State {
     /// the previous one): what releases them is this thread's own arrive,
     /// in program order, not a completion matched by slot.
     pub fn familyize(&mut self, l: Inst) {
-        let iv = Atom::Iv(l);
-        let ex = Affine::atom(Atom::Exist(l));
         let (fam, rest): (BTreeSet<OpRec>, BTreeSet<OpRec>) = std::mem::take(&mut self.ops)
             .into_iter()
             .partition(|r| r.kind == Kind::Mbar);
         let preds = std::mem::take(&mut self.preds);
         let reads = std::mem::take(&mut self.reads);
         let released = std::mem::take(&mut self.released);
-        self.map_exprs(&|e: &Affine| Some(e.subst(&iv, &ex)));
+        self.map_exprs(&|e: &Affine| Some(e.exist(l)));
         self.reads = reads;
         self.released = released;
         let mut tmp = State {
             ops: fam,
             ..State::default()
         };
-        tmp.map_exprs(&|e: &Affine| Some(e.subst(&iv, &ex)));
+        tmp.map_exprs(&|e: &Affine| Some(e.exist(l)));
         self.ops = rest.into_iter().chain(tmp.ops).collect();
         self.preds = preds;
     }
 
     /// Leaves loop `l`: its induction variable becomes "some iteration".
     pub fn exit_loop(&mut self, l: Inst) {
-        let iv = Atom::Iv(l);
-        let ex = Affine::atom(Atom::Exist(l));
-        self.map_exprs(&|e: &Affine| Some(e.subst(&iv, &ex)));
+        self.map_exprs(&|e: &Affine| Some(e.exist(l)));
         self.ops = std::mem::take(&mut self.ops)
             .into_iter()
             .map(|mut r| {
@@ -488,8 +485,11 @@ impl State {
     /// Forgets precision so that a loop's fixed point is reached: offsets
     /// that mention the loop's variable go, guards go, stacks are capped.
     pub fn widen(&mut self, l: Inst) {
-        let iv = Atom::Iv(l);
-        self.map_exprs(&|e: &Affine| (!e.mentions(&|a| *a == iv)).then(|| e.clone()));
+        let varies = |a: &Atom| match a {
+            Atom::Iv(m) | Atom::Steps(m, _, false) => *m == l,
+            _ => false,
+        };
+        self.map_exprs(&|e: &Affine| (!e.mentions(&varies)).then(|| e.clone()));
         self.ops = std::mem::take(&mut self.ops)
             .into_iter()
             .map(|mut r| {

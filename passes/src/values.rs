@@ -206,7 +206,12 @@ impl Syms {
                     self.loops[a.index()] = loops.clone();
                 }
                 self.region(k, body, loops);
+                let carried = self.inductions(k, inst);
+                if !carried.is_empty() {
+                    self.region(k, body, loops);
+                }
                 loops.pop();
+                self.loop_results(k, inst, &carried);
             } else {
                 for &sub in &data.regions {
                     self.region(k, sub, loops);
@@ -214,6 +219,89 @@ impl Syms {
             }
             for &res in &data.results {
                 self.loops[res.index()] = loops.clone();
+            }
+        }
+    }
+
+    /// Is `e` the same in every iteration of every loop and in every
+    /// thread: constants, values defined outside loops that no thread
+    /// register reaches, and trip counts of such bounds?
+    fn fixed(&self, e: &Affine) -> bool {
+        e.terms.keys().all(|a| match a {
+            Atom::Opaque(v) => {
+                self.loops[v.index()].is_empty() && !self.thread_dependent[v.index()]
+            }
+            Atom::Trips(..) => true,
+            _ => false,
+        })
+    }
+
+    /// The carried values of loop `l` that are inductions: the yield adds
+    /// a fixed `per` to the value each iteration, so in iteration n it is
+    /// `init + per·n`. Each becomes that expression; returns (index among
+    /// the carried values, init, per).
+    fn inductions(&mut self, k: &Kernel, l: Inst) -> Vec<(usize, Affine, Affine)> {
+        let data = &k.insts[l];
+        let body = data.regions[0];
+        let args = &k.regions[body].args;
+        let yields = cpflow_ir::facts::yield_args(k, body);
+        let cst = |i: usize| data.args.get(i).and_then(|a| k.const_int(*a));
+        let mut out = Vec::new();
+        for (i, &a) in args.iter().enumerate().skip(1) {
+            let (Some(y), Some(init)) = (
+                yields.get(i - 1).and_then(|y| self.int(*y)),
+                data.args.get(2 + i).and_then(|x| self.int(*x)),
+            ) else {
+                continue;
+            };
+            let per = y.sub(&Affine::atom(Atom::Opaque(a)));
+            if per.as_const() == Some(0) || !self.fixed(&per) {
+                continue;
+            }
+            // `per·n`: with a constant `per`, lower bound and step, `n` is
+            // `(iv - lo) / step`.
+            let n_per = match (per.as_const(), cst(0), cst(2)) {
+                (Some(p), Some(lo), Some(step)) if step > 0 => {
+                    let n = Affine::atom(Atom::Iv(l)).sub(&Affine::constant(lo));
+                    n.div(step).scale(p)
+                }
+                _ => Affine::atom(Atom::Steps(l, Box::new(per.clone()), false)),
+            };
+            self.vals[a.index()] = Sym::Int(init.add(&n_per));
+            out.push((i - 1, init, per));
+        }
+        out
+    }
+
+    /// The results of loop `l` that are carried inductions with a constant
+    /// `per`: `init + per·trips`, its trip count from fixed bounds.
+    fn loop_results(&mut self, k: &Kernel, l: Inst, carried: &[(usize, Affine, Affine)]) {
+        let data = &k.insts[l];
+        let bound = |i: usize| {
+            data.args
+                .get(i)
+                .and_then(|a| self.int(*a))
+                .filter(|e| self.fixed(e))
+        };
+        let (Some(lo), Some(hi), Some(step)) = (
+            bound(0),
+            bound(1),
+            data.args
+                .get(2)
+                .and_then(|a| k.const_int(*a))
+                .filter(|s| *s > 0),
+        ) else {
+            return;
+        };
+        let trips = match (lo.as_const(), hi.as_const()) {
+            (Some(lo), Some(hi)) => Affine::constant(
+                (hi - lo).max(0).div_euclid(step) + i64::from((hi - lo).max(0) % step != 0),
+            ),
+            _ => Affine::atom(Atom::Trips(Box::new(lo), Box::new(hi), step)),
+        };
+        for (i, init, per) in carried {
+            if let (Some(p), Some(&res)) = (per.as_const(), data.results.get(*i)) {
+                self.vals[res.index()] = Sym::Int(init.add(&trips.scale(p)));
             }
         }
     }
@@ -288,7 +376,8 @@ impl Syms {
                         _ => None,
                     }
                     .filter(|(_, c)| (0..=i64::from(u32::MAX)).contains(c))
-                    .map(|(v, c)| v.xor_const(c)),
+                    .map(|(v, c)| v.xor_const(c))
+                    .or_else(|| self.xor_bounded(k, x, y)),
                     (BinaryOp::And, Some(x), _) => cst(1)
                         .filter(|c| *c > 0 && (c + 1).count_ones() == 1)
                         .map(|c| x.modulo(c + 1)),
@@ -329,6 +418,25 @@ impl Syms {
             _ => self.opaque(k, res),
         };
         self.vals[res.index()] = sym;
+    }
+
+    /// `x xor y` of two non-constant values whose ranges lie in `[0, 2^b)`
+    /// for a small b (a swizzle's chunk and row bits), bounded by the loop
+    /// ranges known so far and the threads a CTA can have.
+    fn xor_bounded(&self, k: &Kernel, x: &Affine, y: &Affine) -> Option<Affine> {
+        const MAX_BITS: u32 = 10;
+        let bnd = Bounds {
+            iv: self.bounds.iv.clone(),
+            max_tid: Some(k.block.map_or(MAX_CTA_THREADS, |[x, _, _]| i64::from(x)) - 1),
+            max_tid_yz: Some(k.block.map_or([MAX_CTA_THREADS - 1, 63], |[_, y, z]| {
+                [i64::from(y) - 1, i64::from(z) - 1]
+            })),
+        };
+        let (xlo, xhi) = bnd.interval(x)?;
+        let (ylo, yhi) = bnd.interval(y)?;
+        let top = xhi.max(yhi);
+        let bits = 64 - top.leading_zeros();
+        (xlo >= 0 && ylo >= 0 && bits <= MAX_BITS).then(|| x.xor(y, bits))
     }
 
     /// The value of the `i1` condition `c` when the bounds decide it: a

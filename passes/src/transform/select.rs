@@ -1020,8 +1020,8 @@ fn is_tile(syms: &Syms, info: &[Option<CopySyms>], run: &[usize], lp: Option<Ins
         return false;
     }
     let varies = |a: &Atom| match a {
-        Atom::Tid(_) | Atom::OtherTid(_) | Atom::Exist(_) => true,
-        Atom::Iv(l) => Some(*l) != lp,
+        Atom::Tid(_) | Atom::OtherTid(_) | Atom::Exist(_) | Atom::Steps(_, _, true) => true,
+        Atom::Iv(l) | Atom::Steps(l, _, false) => Some(*l) != lp,
         Atom::Opaque(v) => syms.thread_dependent[cpflow_ir::ir::EntityId::index(*v)],
         _ => false,
     };
