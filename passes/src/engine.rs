@@ -321,9 +321,9 @@ impl<'a> Engine<'a> {
             &self.syms.tids_under(self.k, &self.conds),
             &[(0, self.syms.bounds.max_tid.unwrap_or(i64::MAX))],
         );
-        let count = tids
-            .iter()
-            .fold(0i64, |n, (lo, hi)| n.saturating_add(hi - lo + 1));
+        let count = tids.iter().fold(0i64, |n, (lo, hi)| {
+            n.saturating_add(hi.saturating_sub(*lo).saturating_add(1))
+        });
         !elected && !self.single_thread_here() && count >= 2
     }
 
