@@ -207,6 +207,7 @@ impl<'a> Engine<'a> {
             issuer: Issuer::Done,
             published: false,
             seen: false,
+            source_freed: false,
             conds: self.inst_conds.get(&at).cloned().unwrap_or_default(),
             guard: None,
             left_by: None,
@@ -510,6 +511,7 @@ impl<'a> Engine<'a> {
             issuer: Issuer::InFlight,
             published: false,
             seen: false,
+            source_freed: false,
             conds: self.conds.clone(),
             guard: None,
             left_by: None,
@@ -1342,6 +1344,7 @@ impl<'a> Engine<'a> {
                         .is_some_and(|id| self.waited_bars.contains(&id))
                 {
                     r.seen = true;
+                    r.source_freed = true;
                 }
                 if cluster
                     && r.dst
@@ -1566,7 +1569,7 @@ impl<'a> Engine<'a> {
             } else if r.kind == Kind::Mbar && self.reads_here_completes_there(r) {
                 // Another CTA observes the completion: only a cluster barrier
                 // after it tells this CTA that its source has been read.
-                !r.seen
+                !r.source_freed
             } else if r.kind == Kind::Mbar {
                 !r.seen
                     && r.phase

@@ -100,6 +100,11 @@ pub struct OpRec {
     pub published: bool,
     /// Whether some wait reached it (for lints on needless waits).
     pub seen: bool,
+    /// For an op that reads this CTA's shared memory and completes on a
+    /// peer's mbarrier: whether a cluster barrier ordered the peer's wait
+    /// before this point. This CTA's own waits observe the partner's
+    /// instance of a symmetric exchange, not this one.
+    pub source_freed: bool,
     /// Conditions (value, polarity) of the `if`s it was issued under.
     pub conds: Vec<(Value, bool)>,
     /// Only present when the induction variable of this loop equals this value.
