@@ -287,6 +287,7 @@ impl<'a> Engine<'a> {
             issuer: Issuer::Done,
             published: false,
             seen: false,
+            source_freed: false,
             conds: self.inst_conds.get(&at).cloned().unwrap_or_default(),
             guard: None,
             left_by: None,
@@ -376,6 +377,9 @@ impl<'a> Engine<'a> {
 
     /// A generic read (`write == false`) or write of `m` at `at`.
     fn access(&mut self, st: &mut State, m: &Mem, at: Inst, write: bool) {
+        if matches!(m.base, Base::Remote(_)) {
+            st.remote_access.insert(at);
+        }
         let what = if write { "writes" } else { "reads" };
         for r in st.ops.iter() {
             let issued = self.span(r.inst);
@@ -609,6 +613,7 @@ impl<'a> Engine<'a> {
             issuer: Issuer::InFlight,
             published: false,
             seen: false,
+            source_freed: false,
             conds: self.conds.clone(),
             guard: None,
             left_by: None,
@@ -1425,6 +1430,11 @@ impl<'a> Engine<'a> {
                     // phase; joins keep a release only when every path made
                     // it, so every thread that made a read arrives after it.
                     let arrives = p.family != Family::MbarrierExpectTx;
+                    // An arrival on a peer's barrier, which the peer waits
+                    // on: the peer is there for the accesses before it.
+                    if arrives && is_remote(ph) {
+                        st.remote_access.clear();
+                    }
                     if arrives && !relaxed {
                         let ph = norm_sym(ph);
                         if matches!(ph, Sym::Phase { .. }) {
@@ -1519,6 +1529,7 @@ impl<'a> Engine<'a> {
                         .is_some_and(|id| self.waited_bars.contains(&id))
                 {
                     r.seen = true;
+                    r.source_freed = true;
                 }
                 if cluster
                     && r.dst
@@ -1530,6 +1541,9 @@ impl<'a> Engine<'a> {
                 r
             })
             .collect();
+        if cluster {
+            st.remote_access.clear();
+        }
         st.reads.clear();
         st.released.clear();
         st.gen_writes.retain(|(_, fenced, _)| !fenced);
@@ -1711,6 +1725,14 @@ impl<'a> Engine<'a> {
             .insts
             .last()
             .map_or(self.k.span, |&i| self.span(i));
+        for &at in &st.remote_access {
+            self.emit(
+                Diagnostic::error("E1015", "accesses a peer CTA's shared memory, and no cluster barrier keeps the peer from exiting first", self.span(at))
+                    .with_label("the peer CTA may have exited when this access runs")
+                    .with_secondary(end, "the kernel exits here, with no cluster barrier after the access on some path")
+                    .with_help("end with `barrier.cluster.arrive.release` + `barrier.cluster.wait.acquire` after the last access of a peer's shared memory"),
+            );
+        }
         for r in &st.ops {
             let issued = self.span(r.inst);
             let group = matches!(r.kind, Kind::NonBulk | Kind::Bulk);
@@ -1742,7 +1764,7 @@ impl<'a> Engine<'a> {
             } else if r.kind == Kind::Mbar && self.reads_here_completes_there(r) {
                 // Another CTA observes the completion: only a cluster barrier
                 // after it tells this CTA that its source has been read.
-                !r.seen
+                !r.source_freed
             } else if r.kind == Kind::Mbar {
                 !r.seen
                     && r.phase

@@ -100,6 +100,11 @@ pub struct OpRec {
     pub published: bool,
     /// Whether some wait reached it (for lints on needless waits).
     pub seen: bool,
+    /// For an op that reads this CTA's shared memory and completes on a
+    /// peer's mbarrier: whether a cluster barrier ordered the peer's wait
+    /// before this point. This CTA's own waits observe the partner's
+    /// instance of a symmetric exchange, not this one.
+    pub source_freed: bool,
     /// Conditions (value, polarity) of the `if`s it was issued under.
     pub conds: Vec<(Value, bool)>,
     /// Only present when the induction variable of this loop equals this value.
@@ -157,6 +162,9 @@ pub struct State {
     /// wait then publishes this thread's inits to the cluster, fence or not
     /// (docs/readings.md #21).
     pub cluster_release: bool,
+    /// Generic accesses of a peer CTA's shared memory (through `mapa`)
+    /// that no cluster barrier has followed since: the peer may exit first.
+    pub remote_access: BTreeSet<Inst>,
     /// Predicates that imply an observed phase: value -> (phase, polarity).
     pub preds: BTreeMap<Value, (Sym, bool)>,
     /// `i1` values known to be this constant on this path (a loop-carried
@@ -222,6 +230,11 @@ impl State {
         }
         out.fence_useful = then.fence_useful || els.fence_useful;
         out.cluster_release = then.cluster_release && els.cluster_release;
+        out.remote_access = then
+            .remote_access
+            .union(&els.remote_access)
+            .copied()
+            .collect();
         for (v, f) in &then.preds {
             if els.preds.get(v) == Some(f) {
                 out.preds.insert(*v, f.clone());
