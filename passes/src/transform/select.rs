@@ -1130,14 +1130,8 @@ fn expand(
     if kinds & KIND_MBAR != 0 {
         let id = fresh_barrier(ed, bars, 1);
         let bar = bar_addr(ed, &mut out, id, &base);
-        let (i, _) = ed.inst(ptx(Family::MbarrierInit, &[]), vec![val(bar), imm(1)], &[]);
-        out.push(i);
-        let (i, _) = ed.inst(
-            ptx(Family::FenceProxyAsync, &[Qual::SharedCta]),
-            vec![],
-            &[],
-        );
-        out.push(i);
+        init_one(ed, &mut out, bar);
+        fence_inits(ed, &mut out);
         phase_of(ed, &mut out, bar, imm(0), token);
         let bytes: Option<i64> = pieces
             .iter()
@@ -1352,13 +1346,10 @@ fn expand_tile(
     let id = fresh_barrier(ed, bars, 1);
     let leader = first_of(ed, &mut setup, SpecialReg::TidX, &base, ("tid", "leader"));
     let bar = bar_addr(ed, &mut setup, id, &base);
-    let (init, _) = ed.inst(ptx(Family::MbarrierInit, &[]), vec![val(bar), imm(1)], &[]);
-    let (fence, _) = ed.inst(
-        ptx(Family::FenceProxyAsync, &[Qual::SharedCta]),
-        vec![],
-        &[],
-    );
-    setup.push(if_then(ed, leader, vec![init, fence]));
+    let mut init = Vec::new();
+    init_one(ed, &mut init, bar);
+    fence_inits(ed, &mut init);
+    setup.push(if_then(ed, leader, init));
     let mut out = Vec::new();
     let (i, _) = ed.inst(ptx(Family::BarrierCta, &[]), vec![], &[]);
     out.push(i);
@@ -1646,15 +1637,9 @@ fn ring_setup(
             &format!("{base}_bar"),
         );
         init.push(i);
-        let (i, _) = ed.inst(ptx(Family::MbarrierInit, &[]), vec![val(bar), imm(1)], &[]);
-        init.push(i);
+        init_one(ed, &mut init, bar);
     }
-    let (fence, _) = ed.inst(
-        ptx(Family::FenceProxyAsync, &[Qual::SharedCta]),
-        vec![],
-        &[],
-    );
-    init.push(fence);
+    fence_inits(ed, &mut init);
     setup.push(if_then(ed, leader, init));
     let (i, _) = ed.inst(ptx(Family::BarrierCta, &[]), vec![], &[]);
     setup.push(i);
@@ -1865,6 +1850,23 @@ fn first_of(
     test
 }
 
+/// `mbarrier.init %bar, 1`, appended to `out`.
+fn init_one(ed: &mut Builder, out: &mut Vec<Inst>, bar: Value) {
+    let (i, _) = ed.inst(ptx(Family::MbarrierInit, &[]), vec![val(bar), imm(1)], &[]);
+    out.push(i);
+}
+
+/// `fence.proxy.async.shared::cta`, appended to `out`: publishes the
+/// inits before it to the async proxy's complete-tx.
+fn fence_inits(ed: &mut Builder, out: &mut Vec<Inst>) {
+    let (i, _) = ed.inst(
+        ptx(Family::FenceProxyAsync, &[Qual::SharedCta]),
+        vec![],
+        &[],
+    );
+    out.push(i);
+}
+
 /// `%{base}_bar = addr @bar` of a barrier allocation.
 fn bar_addr(
     ed: &mut Builder,
@@ -2018,8 +2020,7 @@ fn cluster_prologue(ed: &mut Builder, bars: &[cpflow_ir::ir::SharedId]) {
     let mut init = Vec::new();
     for &id in bars {
         let bar = bar_addr(ed, &mut init, id, "__cpflow");
-        let (i, _) = ed.inst(ptx(Family::MbarrierInit, &[]), vec![val(bar), imm(1)], &[]);
-        init.push(i);
+        init_one(ed, &mut init, bar);
     }
     let (i, _) = ed.inst(
         ptx(Family::FenceMbarrierInit, &[Qual::Release, Qual::Cluster]),
