@@ -686,6 +686,19 @@ impl Variant {
             .any(|a| a.kind.writes() && a.proxy == proxy)
     }
 
+    /// Whether it reads memory (a source, not a reduced destination)
+    /// through `proxy`.
+    pub fn reads_through(&self, proxy: Proxy) -> bool {
+        self.accesses
+            .iter()
+            .any(|a| a.kind == AccessKind::Read && a.proxy == proxy)
+    }
+
+    /// Whether it reduces into its destination.
+    pub fn reduces(&self) -> bool {
+        self.accesses.iter().any(|a| a.kind == AccessKind::Reduce)
+    }
+
     /// The qualifier spelling this variant would print, in PTX order.
     pub fn describe_syntax(&self) -> String {
         let mut s = self.family.mnemonic().to_string();

@@ -1320,16 +1320,13 @@ impl<'a> Engine<'a> {
                     }
                     _ => (Kind::EndOfCta, None),
                 };
-                let access = |operand: &str| {
-                    variant
-                        .access(operand)
-                        .filter(|a| a.proxy == Proxy::Async)
-                        .map(|a| a.kind)
-                };
-                let async_src = access("srcMem").is_some();
+                let async_src = variant.reads_through(Proxy::Async);
                 // A shared destination the async proxy overwrites (not one
                 // it reduces into, nor a global one).
-                let async_dst = kind == Kind::Mbar && access("dstMem") == Some(AccessKind::Write);
+                let async_dst = kind == Kind::Mbar
+                    && variant
+                        .access("dstMem")
+                        .is_some_and(|a| a.proxy == Proxy::Async && a.kind == AccessKind::Write);
                 self.issue(st, inst, kind, dst, src, phase, async_src, async_dst);
             }
             Family::Copy => {

@@ -55,7 +55,7 @@ use petgraph::Direction;
 use cpflow_ir::diag::{Diagnostic, Span};
 use cpflow_ir::ir::*;
 use cpflow_ir::sem::{self, Scope};
-use cpflow_ir::spec::{AccessKind, Completion, Family, Proxy, Qual};
+use cpflow_ir::spec::{Completion, Family, Proxy, Qual, Variant};
 use cpflow_ir::types::{Scalar, Type};
 
 use crate::affine::{disjoint, Affine, Atom, Bounds};
@@ -661,8 +661,8 @@ impl<'a> Tracer<'a> {
                         .and_then(|a| self.bytes(*a, n))
                         .into_iter()
                         .collect(),
-                    reduce: reduces(p),
-                    async_proxy: reads_async(p),
+                    reduce: p.variant().is_some_and(Variant::reduces),
+                    async_proxy: p.variant().is_some_and(|v| v.reads_through(Proxy::Async)),
                     done: Done::Group(group),
                 }
             }
@@ -819,26 +819,11 @@ impl<'a> Tracer<'a> {
         Ok(Step::Async {
             writes,
             reads,
-            reduce: reduces(p),
-            async_proxy: reads_async(p),
+            reduce: p.variant().is_some_and(Variant::reduces),
+            async_proxy: p.variant().is_some_and(|v| v.reads_through(Proxy::Async)),
             done,
         })
     }
-}
-
-/// Whether the table's effects make `p` reduce into its destination.
-fn reduces(p: &PtxOp) -> bool {
-    p.variant()
-        .is_some_and(|v| v.accesses.iter().any(|a| a.kind == AccessKind::Reduce))
-}
-
-/// Whether the table's effects make `p` read memory through the async proxy.
-fn reads_async(p: &PtxOp) -> bool {
-    p.variant().is_some_and(|v| {
-        v.accesses
-            .iter()
-            .any(|a| a.kind == AccessKind::Read && a.proxy == Proxy::Async)
-    })
 }
 
 /// `v` (held sign-extended) as an unsigned number of type `ty`.

@@ -41,30 +41,29 @@ impl Range {
 
 /// The diagnostics for every `cp.async` of `k` whose src-size is a value.
 pub fn check(k: &Kernel) -> Vec<Diagnostic> {
-    let mut out = Vec::new();
     let mut insts = Vec::new();
     k.walk(k.body, &mut |i| insts.push(i));
+    // Each `cp.async` whose src-size is an `i32` value: the operand and the
+    // constant cp-size.
+    let sites: Vec<(Arg, i64)> = insts
+        .iter()
+        .filter(|&&i| matches!(&k.insts[i].op, Op::Ptx(p) if p.family == Family::CpAsync))
+        .filter_map(|&i| {
+            let size = k.ptx_operand(i, "src-size")?;
+            let cp = k.const_int(k.ptx_operand(i, "cp-size")?)?;
+            (size.value().is_some() && k.arg_ty(size) != Some(Type::I1)).then_some((size, cp))
+        })
+        .collect();
+    if sites.is_empty() {
+        return Vec::new();
+    }
     let owner: HashMap<Region, Inst> = insts
         .iter()
         .flat_map(|&i| k.insts[i].regions.iter().map(move |&r| (r, i)))
         .collect();
     let bounds = Bounds { k, owner };
-    for inst in insts {
-        let Op::Ptx(p) = &k.insts[inst].op else {
-            continue;
-        };
-        if p.family != Family::CpAsync {
-            continue;
-        }
-        let (Some(size), Some(cp)) = (
-            k.ptx_operand(inst, "src-size"),
-            k.ptx_operand(inst, "cp-size").and_then(|a| k.const_int(a)),
-        ) else {
-            continue;
-        };
-        if size.value().is_none() || k.arg_ty(size) == Some(Type::I1) {
-            continue;
-        }
+    let mut out = Vec::new();
+    for (size, cp) in sites {
         let range = bounds.arg(size, 0);
         let diag = match range {
             Some(r) if r.lo >= 0 && r.hi <= cp => continue,
