@@ -89,6 +89,8 @@ struct Mbar {
     /// Ops whose completion the current / previous phase tracks.
     cur_ops: Vec<u32>,
     prev_ops: Vec<u32>,
+    /// The arrival or complete-tx that completed the latest phase.
+    completed_by: Option<Inst>,
     init_stamp: Stamp,
     init_inst: Option<Inst>,
     waiters: Vec<u32>,
@@ -384,6 +386,7 @@ impl<'a> Machine<'a> {
                 tx_sites: Vec::new(),
                 cur_ops: Vec::new(),
                 prev_ops: Vec::new(),
+                completed_by: None,
                 init_stamp: Stamp::INIT,
                 init_inst: None,
                 waiters: Vec::new(),

@@ -832,6 +832,49 @@ impl Walk<'_> {
         least
     }
 
+    /// E1010 for a blocking wait that every site acting on its phase
+    /// follows in program order: the wait runs unconditionally in loops
+    /// of constant bounds with at least one trip (or outside loops), and
+    /// each acting site either never names the wait's phase (a constant
+    /// phase index the wait's index stays apart from) or names it only in
+    /// the same iteration (`d = 0`), later in the body. Every thread that
+    /// could complete the phase first blocks on it: a hang. Returns the
+    /// acting sites that come after the wait.
+    fn completed_only_after<'s>(&self, w: &Site, acting: &[&'s Site]) -> Option<Vec<&'s Site>> {
+        let blocking =
+            matches!(&self.k.insts[w.inst].op, Op::Ptx(p) if p.family == Family::MbarrierWait);
+        if !blocking || !w.conds.is_empty() {
+            return None;
+        }
+        let mut bnd = Bounds::default();
+        for &l in &w.loops {
+            let (lo, trips, step) = self.constant_loop(l)?;
+            if trips < 1 || !self.loop_conds.get(&l).is_some_and(|c| c.is_empty()) {
+                return None;
+            }
+            bnd.iv
+                .insert(l, (lo, lo.checked_add((trips - 1).checked_mul(step)?)?));
+        }
+        let order = |i: Inst| self.sites.iter().position(|s| s.inst == i);
+        let at = order(w.inst)?;
+        let mut after = Vec::new();
+        for &s in acting {
+            if let Some(c) = s.idx.as_const() {
+                let (dlo, dhi) = bnd.interval(&w.idx.sub(&Affine::constant(c)))?;
+                if dlo > 0 || dhi < 0 {
+                    continue;
+                }
+            }
+            let later = s.loops.starts_with(&w.loops) && order(s.inst)? > at;
+            let same_iteration = w.loops.is_empty() || self.shift(w, s) == Some(0);
+            if !(later && same_iteration && s.loops.len() == w.loops.len()) {
+                return None;
+            }
+            after.push(s);
+        }
+        (!after.is_empty()).then_some(after)
+    }
+
     /// The `d` for which site `s`, in a loop with the same iterations as
     /// the innermost loop of `w`, names in iteration `k + d` the barrier
     /// and phase `w` names in iteration `k`, when `s` gives every
@@ -977,6 +1020,26 @@ impl Walk<'_> {
                     );
                 }
                 out.push(d_.with_help("wait on the phase the arrivals and copies of the same iteration act on (parity = index & 1)"));
+                continue;
+            }
+            if let Some(after) = self.completed_only_after(w, &acting) {
+                let mut d = Diagnostic::error(
+                    "E1010",
+                    format!(
+                        "waits on a phase of `@{name}` that only arrivals after this wait act on"
+                    ),
+                    span(w.inst),
+                )
+                .with_label(
+                    "every thread that could complete this phase blocks here first: the wait hangs",
+                );
+                for s in after {
+                    d = d.with_secondary(
+                        span(s.inst),
+                        "acts on the phase the wait names, only after the wait",
+                    );
+                }
+                out.push(d.with_help("wait on a phase that arrivals or copies before the wait act on (in a ring, the phase index of the slot's previous fill)"));
                 continue;
             }
             // E1011: the arrivals that can reach this phase against the count.

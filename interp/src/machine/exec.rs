@@ -495,6 +495,7 @@ impl Machine<'_> {
                 }
                 m.cur_ops.clear();
                 m.prev_ops.clear();
+                m.completed_by = None;
                 m.init_stamp = init_stamp;
                 m.init_inst = Some(inst);
             }
@@ -1635,7 +1636,7 @@ impl Machine<'_> {
         }
         let m = &mut self.mbars[slot as usize];
         m.pending = (m.pending - count).max(0);
-        self.maybe_complete_phase(slot);
+        self.maybe_complete_phase(slot, inst);
     }
 
     fn complete_tx(&mut self, g: u32, inst: Inst, slot: u32, named: i32, bytes: i64, id: u32) {
@@ -1670,7 +1671,7 @@ impl Machine<'_> {
         if m.tx.abs() > COUNT_MAX {
             self.count_range(g, inst, slot, "tx-count");
         }
-        self.maybe_complete_phase(slot);
+        self.maybe_complete_phase(slot, inst);
     }
 
     fn fire_arrive(&mut self, id: u32) {
@@ -1716,10 +1717,12 @@ impl Machine<'_> {
         }
         let m = &mut self.mbars[slot as usize];
         m.pending = (m.pending - 1).max(0);
-        self.maybe_complete_phase(slot);
+        self.maybe_complete_phase(slot, inst);
     }
 
-    fn maybe_complete_phase(&mut self, slot: u32) {
+    /// Completes the current phase when its pending count and tx-count
+    /// are both zero; `inst` is the arrival or complete-tx that got here.
+    fn maybe_complete_phase(&mut self, slot: u32, inst: Inst) {
         let comps = self.comps;
         let m = &mut self.mbars[slot as usize];
         if m.life != Life::Live || !sem::phase_completes(m.pending, m.tx) {
@@ -1731,6 +1734,7 @@ impl Machine<'_> {
         std::mem::swap(&mut m.prev_peer_vc, &mut m.cur_peer_vc);
         m.cur_peer_vc.iter_mut().for_each(|x| *x = 0);
         m.prev_ops = std::mem::take(&mut m.cur_ops);
+        m.completed_by = Some(inst);
         m.phase += 1;
         m.pending = m.expected;
         m.tx = 0;
@@ -1768,7 +1772,7 @@ impl Machine<'_> {
                 inst,
                 Some(g),
                 format!("lags {d} phases behind"),
-                self.mbars[slot as usize].init_inst.map(|i| (i, "mbarrier initialised here".to_string())),
+                self.mbars[slot as usize].completed_by.map(|i| (i, format!("completed phase {}, past the one this wait names, before the wait", c - 1))),
                 vec![format!("{}: waits are valid only for the current or the immediately preceding phase; by parity this observes another phase", cite::MBARRIER_WAIT)],
             );
         } else if let PhaseWindow::Future(_) = window {
