@@ -160,6 +160,7 @@ impl<'k> Builder<'k> {
             def: ValueDef::Param(self.k.params.len()),
             span,
             align,
+            noalias: false,
         });
         self.k.params.push(v);
         v
@@ -365,6 +366,7 @@ impl<'k> Builder<'k> {
                 def: def(i),
                 span,
                 align: None,
+                noalias: false,
             }));
         }
         out

@@ -237,6 +237,10 @@ pub struct ValueData {
     pub span: Span,
     /// Declared alignment of a pointer parameter, in bytes.
     pub align: Option<u32>,
+    /// A pointer parameter declared `noalias`: during a launch, the memory
+    /// reached through it is reached through no other parameter (C's
+    /// `restrict`, CUDA's `__restrict__`). A promise of the caller's.
+    pub noalias: bool,
 }
 
 /// What defines a value.

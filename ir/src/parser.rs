@@ -106,6 +106,7 @@ impl KernelBuilder {
             def,
             span,
             align: None,
+            noalias: false,
         });
         self.scopes
             .stack
@@ -332,6 +333,19 @@ impl Parser {
                 self.bump();
                 let (align, _) = self.u32_lit("an alignment in bytes")?;
                 kb.kernel.values[v].align = Some(align);
+            }
+            if self.at_keyword("noalias") {
+                let at = self.bump().span;
+                if !matches!(ty, Type::Ptr(_)) {
+                    return Err(Diagnostic::error(
+                        E_SYNTAX,
+                        format!("`noalias` on `%{pname}`, which is not a pointer"),
+                        at,
+                    )
+                    .with_label("only pointer parameters can be `noalias`")
+                    .with_help("remove `noalias`, or give the parameter a `ptr<...>` type"));
+                }
+                kb.kernel.values[v].noalias = true;
             }
             kb.kernel.values[v].span = pspan.to(self.prev_span());
             kb.kernel.params.push(v);

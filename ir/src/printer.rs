@@ -26,10 +26,9 @@ fn print_kernel(out: &mut String, k: &Kernel) {
         .iter()
         .map(|&p| {
             let v = &k.values[p];
-            match v.align {
-                Some(a) => format!("%{}: {} align {a}", v.name, v.ty),
-                None => format!("%{}: {}", v.name, v.ty),
-            }
+            let align = v.align.map(|a| format!(" align {a}")).unwrap_or_default();
+            let noalias = if v.noalias { " noalias" } else { "" };
+            format!("%{}: {}{align}{noalias}", v.name, v.ty)
         })
         .collect();
     let _ = write!(out, "kernel @{}({})", k.name, params.join(", "));

@@ -136,11 +136,17 @@ impl<'a> KernelEmitter<'a> {
             let ty = mlir_types(k.ty(p));
             let name = format!("%arg{i}");
             let mty = ty.first().copied().unwrap_or("i32");
-            match k.values[p].align {
-                Some(a) if a.is_power_of_two() => {
-                    params.push(format!("{name}: {mty} {{llvm.align = {a} : i64}}"))
-                }
-                _ => params.push(format!("{name}: {mty}")),
+            let mut attrs = Vec::new();
+            if let Some(a) = k.values[p].align.filter(|a| a.is_power_of_two()) {
+                attrs.push(format!("llvm.align = {a} : i64"));
+            }
+            if k.values[p].noalias {
+                attrs.push("llvm.noalias".to_string());
+            }
+            if attrs.is_empty() {
+                params.push(format!("{name}: {mty}"));
+            } else {
+                params.push(format!("{name}: {mty} {{{}}}", attrs.join(", ")));
             }
             self.vals.insert(
                 p,

@@ -176,6 +176,19 @@ pub fn pipeline(
     out
 }
 
+/// The kernel parameter a pointer is derived from through `ptr.add`.
+fn param_of(k: &Kernel, mut v: Value) -> Option<Value> {
+    loop {
+        match k.values[v].def {
+            ValueDef::Param(_) => return Some(v),
+            ValueDef::Result(i, 0) if k.insts[i].op == Op::PtrAdd => {
+                v = k.insts[i].args[0].value()?
+            }
+            _ => return None,
+        }
+    }
+}
+
 /// Values derived from `addr @A` (through `ptr.add`), with their allocation.
 fn derived(k: &Kernel) -> HashMap<Value, SharedId> {
     let mut out = HashMap::new();
@@ -302,9 +315,25 @@ fn plan(k: &Kernel, region: Region, lp: Inst) -> Result<Plan, String> {
         awaits.push(insts[await_at]);
         targets.push(alloc);
     }
+    // A global store may not reach a later tile's source unless it goes
+    // through another parameter than every copy's source, and one of the
+    // two is `noalias`.
+    let sources: Vec<Option<Value>> = copies
+        .iter()
+        .map(|&c| k.insts[c].args[1].value().and_then(|v| param_of(k, v)))
+        .collect();
+    let apart_from_sources = |ptr: Option<Value>| {
+        let p = ptr.and_then(|v| param_of(k, v));
+        p.is_some_and(|p| {
+            sources
+                .iter()
+                .all(|q| q.is_some_and(|q| q != p && (k.values[p].noalias || k.values[q].noalias)))
+        })
+    };
     // The rest of the body: reads of the tiles between the barriers, no
-    // other memory writes than stores to other shared allocations, no
-    // other asynchronous or synchronising operation.
+    // other memory writes than stores to other shared allocations or to
+    // global memory apart from the sources, no other asynchronous or
+    // synchronising operation.
     for (n, &top) in insts.iter().enumerate() {
         if copies.contains(&top) || awaits.contains(&top) || barriers.contains(&n) {
             continue;
@@ -324,8 +353,13 @@ fn plan(k: &Kernel, region: Region, lp: Inst) -> Result<Plan, String> {
                 Op::Ptx(_) => Some(
                     "it has an asynchronous, atomic or synchronising operation besides the copies",
                 ),
+                Op::Store(_)
+                    if space == Some(Type::Ptr(Space::Global)) && apart_from_sources(ptr) =>
+                {
+                    None
+                }
                 Op::Store(_) if space != Some(Type::Ptr(Space::Shared)) => {
-                    Some("it stores outside shared memory, which may alias a later tile's source")
+                    Some("it stores outside shared memory, which may alias a later tile's source (declare the pointer parameters `noalias` if they do not overlap)")
                 }
                 Op::Store(_) if may_be_tile => Some("it stores to a copied tile"),
                 Op::Load(_) if may_be_tile && (n < first || n > last) => {
