@@ -14,10 +14,12 @@ Jobs and copy mechanisms (the table BODIES maps each pair to its emitter):
               free slots on @empty, a storer thread releases them.
   mech bulk1  one tile per CTA (grid = ntiles), same copies, no ring: the
               "let the block scheduler pipeline" variant.
-  mech pipe   no ring at all (rowsum): the loop written single-buffered, each
-              thread copying its 16 bytes of the tile with the abstract `copy`
-              and `await`, between two `barrier.cta`; build.sh pipelines it
-              with `cpflow opt --passes pipeline:S,...` (S from the name).
+  mech pipe   no ring at all (copy, scale, rowsum): the loop written
+              single-buffered, each thread copying its 16 bytes of the tile
+              with the abstract `copy` and `await`, between two
+              `barrier.cta`; build.sh pipelines it with `cpflow opt --passes
+              pipeline:S,...` (S from the name). Copy and scale store with
+              `st` through a `noalias` %dst, apart from the `noalias` %src.
   mech cpa    cp.async ring (sm_80 style): every thread copies 16-byte chunks
               with cp.async.cg, one commit group per tile, wait_group N derived
               from a window of loop-carried groups, ordinary ld/st back out;
@@ -87,14 +89,14 @@ class Cfg:
             assert S >= 3, "output row r needs input rows r, r+1, r+2 resident"
         if self.mech == "bulkws":
             assert N == 64
-        elif self.mech != "cpa" and self.job == "copy":
+        elif self.mech not in ("cpa", "pipe") and self.job == "copy":
             assert N == 32
 
     def smem(self):
         if self.job == "stencil":
             return self.stages * (self.tile + 32) + 8 * self.stages
         if self.mech == "pipe":
-            return self.stages * (self.tile + 8) + 4 * self.threads
+            return self.stages * (self.tile + 8) + (4 * self.threads if self.job == "rowsum" else 0)
         return self.stages * self.tile + (8 * self.stages if self.mech != "cpa" else 0)
 
     @property
@@ -102,7 +104,7 @@ class Cfg:
         n = f"{self.mech}_{self.job}_s{self.stages}_t{self.tile // 1024}k"
         if self.mech == "bulk" and (self.job == "copy" or self.lookahead != self.stages - 1):
             n += f"_l{self.lookahead}"
-        if self.job != "copy" or self.mech == "cpa":
+        if self.job != "copy" or self.mech in ("cpa", "pipe"):
             n += f"_w{self.threads}"
         return n + ("_h" if self.hint else "") + ("_nb" if self.nobar else "") + ("_wf" if self.fullwait else "") + ("_c" if self.chunk else "") + ("_e" if self.emptybar else "")
 
@@ -118,7 +120,8 @@ class Cfg:
 def params(c):
     if c.job == "rowsum":
         return "%src: ptr<global> align 16, %dst: ptr<global> align 16, %nrows: i32, %tpr: i32"
-    p = "%src: ptr<global> align 16, %dst: ptr<global> align 16, %ntiles: i32"
+    na = " noalias" if c.mech == "pipe" else ""
+    p = f"%src: ptr<global> align 16{na}, %dst: ptr<global> align 16{na}, %ntiles: i32"
     if c.job == "scale":
         p += ", %a: f32"
     if c.hint:
@@ -848,6 +851,64 @@ def bulk_stencil(c):
     return "\n".join(out) + "\n"
 
 
+def pipe_stream(c):
+    """Copy or scale written the plain way for the pipeliner: CTA c takes
+    tiles c, c + nctaid, ...; for each, the threads copy the tile into the
+    one @tile (each its 16 bytes), await it, `barrier.cta`, load their
+    T/(4N) words, scale them (scale), store them to %dst with `st`,
+    `barrier.cta`. %src and %dst are `noalias`, which lets the pipeliner
+    issue later tiles' copies ahead of the stores."""
+    T, N = c.tile, c.threads
+    per = T // (4 * N)
+    out = [
+        f"kernel @{c.name}({params(c)}) block({N}) {{",
+        f"  shared @tile: bytes[{T}] align 128",
+        "  %tid = sreg tid.x",
+    ]
+    my_count(out, c)
+    out += [
+        "  %tile = addr @tile",
+        "  %off = mul %tid, 16 : i32",
+        "  %off64 = zext %off : i32 to i64",
+        "  %mine_t = ptr.add %tile, %off",
+        "  %src_t = ptr.add %src, %off64",
+        "  %col = mul %tid, 4 : i32",
+        "  %col64 = zext %col : i32 to i64",
+        "  %p = ptr.add %tile, %col",
+        "  for %i = 0 to %cnt step 1 {",
+        "    %i0 = mul %i, %ncta : i32",
+        "    %t = add %i0, %cta : i32",
+        "    %t64 = zext %t : i32 to i64",
+        f"    %t_off = mul %t64, {T} : i64",
+        "    %src_k = ptr.add %src_t, %t_off",
+        "    %tk = copy %mine_t, %src_k, 16",
+        "    await %tk",
+        "    barrier.cta",
+        "    %dst_k = ptr.add %dst, %t_off",
+        "    %q = ptr.add %dst_k, %col64",
+    ]
+    for e in range(per):
+        o = e * 4 * N
+        out += [
+            f"    %p{e} = ptr.add %p, {o}",
+            f"    %x{e} = ld %p{e} : f32",
+        ]
+        y = f"%x{e}"
+        if c.job == "scale":
+            out.append(f"    %y{e} = fmul %x{e}, %a : f32")
+            y = f"%y{e}"
+        out += [
+            f"    %q{e} = ptr.add %q, {o}",
+            f"    st %q{e}, {y} : f32",
+        ]
+    out += [
+        "    barrier.cta",
+        "  }",
+        "}",
+    ]
+    return "\n".join(out) + "\n"
+
+
 def pipe_rowsum(c):
     """Row sums written the plain way for the pipeliner: CTA c takes rows c,
     c + nctaid, ...; for each row a loop over its tiles copies tile k into
@@ -928,6 +989,8 @@ BODIES = {
     ("scale", "cpa"): cpa_kernel,
     ("rowsum", "bulk"): bulk_rowsum,
     ("rowsum", "pipe"): pipe_rowsum,
+    ("copy", "pipe"): pipe_stream,
+    ("scale", "pipe"): pipe_stream,
     ("stencil", "bulk"): bulk_stencil,
 }
 
@@ -980,6 +1043,10 @@ def sweep():
     for S, T, N in [(2, 16384, 256), (4, 8192, 256), (5, 8192, 256), (4, 8192, 512),
                     (4, 4096, 128), (8, 4096, 128), (8, 4096, 256), (11, 4096, 256)]:
         cfgs.append(Cfg("rowsum", "bulk", S, T, N))
+    # copy and scale written single-buffered, pipelined by cpflow (S stages)
+    for job in ("copy", "scale"):
+        for S, N in [(2, 256), (3, 256), (4, 256), (6, 256), (8, 128), (4, 512), (2, 1024)]:
+            cfgs.append(Cfg(job, "pipe", S, 16 * N, N))
     # row sums written single-buffered, pipelined by cpflow (S stages)
     for S, N in [(2, 256), (3, 256), (4, 256), (6, 256), (8, 256), (4, 512), (8, 128)]:
         cfgs.append(Cfg("rowsum", "pipe", S, 16 * N, N))
