@@ -73,4 +73,8 @@ pub const CODES: &[(&str, &str)] = &[
         "the cross-thread analysis stopped at its budget: races not proved absent",
     ),
     ("W1005", "`cp.async` src-size not proved at most cp-size"),
+    (
+        "W1007",
+        "the per-thread analysis stopped at its budget: hazards in a loop nest not proved absent",
+    ),
 ];

@@ -31,6 +31,12 @@ const DONE: u32 = u32::MAX;
 const MIN_DEPTH_CAP: u32 = 8;
 /// Loop fixed points kept per kernel (see [`Engine::loops_seen`]).
 const MAX_MEMO: usize = 512;
+/// The work the loop fixed points of one kernel may take: each walk of a
+/// loop body costs its instructions plus the records of the state it
+/// starts from (what cloning, joining and comparing states cost). Nested
+/// loops multiply their walks; past this the analysis stops with W1007
+/// (the largest program of the repository takes under 1,000).
+pub const LOOP_WORK_BUDGET: u64 = 150_000;
 
 /// A write to the engine's records of waits, kept so that a loop whose
 /// fixed point is reused repeats its writes.
@@ -86,6 +92,10 @@ pub struct Engine<'a> {
     /// in every iteration of the outer fixed point that leaves it
     /// unchanged and in the reporting walk, is not iterated again.
     loops_seen: HashMap<(Inst, State), Fixpoint>,
+    /// Work spent on loop fixed points so far (see [`LOOP_WORK_BUDGET`]).
+    loop_work: u64,
+    /// The loop whose fixed point passed the budget: the walk stops there.
+    exhausted: Option<Inst>,
     /// Answers of [`disjoint`] for [`Engine::overlap`], which asks the
     /// same questions in every iteration of a loop's fixed point.
     disjoint_seen: RefCell<HashMap<DisjointQuery, bool>>,
@@ -188,6 +198,8 @@ impl<'a> Engine<'a> {
             depth_cap: depth_caps(k),
             effects: Vec::new(),
             loops_seen: HashMap::new(),
+            loop_work: 0,
+            exhausted: None,
             disjoint_seen: RefCell::new(HashMap::new()),
         }
     }
@@ -237,6 +249,22 @@ impl<'a> Engine<'a> {
         self.report = true;
         let mut st = State::default();
         self.region(self.k.body, &mut st);
+        if let Some(l) = self.exhausted {
+            // The walk stopped at `l`: what it reported before stands; the
+            // rest, the kernel's exit and the lints of unneeded waits (which
+            // need every use seen) are not decided.
+            let mut out = self.diags.into_diagnostics();
+            out.push(
+                Diagnostic::warning(
+                    "W1007",
+                    "the per-thread analysis stopped at its budget: async hazards in and after this loop are not proved absent",
+                    self.k.insts[l].span,
+                )
+                .with_label(format!("the fixed points of the loops in here pass the analysis budget ({LOOP_WORK_BUDGET} units of work; nested loops multiply)"))
+                .with_help("flatten or shorten the nest of constant loops, or wait for the copies inside it, to have it checked"),
+            );
+            return out;
+        }
         self.at_exit(&st);
         self.lint_waits();
         self.diags.into_diagnostics()
@@ -902,6 +930,9 @@ impl<'a> Engine<'a> {
 
     fn region(&mut self, r: Region, st: &mut State) {
         for &inst in &self.k.regions[r].insts.clone() {
+            if self.exhausted.is_some() {
+                return;
+            }
             self.inst(inst, st);
         }
     }
@@ -1177,6 +1208,22 @@ impl<'a> Engine<'a> {
         let mut exit = None;
         let mut head = entry.clone();
         for it in 0..MAX_ITERS {
+            let size = head.ops.len()
+                + head.reads.len()
+                + head.gen_writes.len()
+                + head.async_read.len()
+                + head.released.len();
+            self.loop_work = self
+                .loop_work
+                .saturating_add((k.regions[body].insts.len() + size) as u64);
+            if self.loop_work > LOOP_WORK_BUDGET {
+                // Named at the outermost loop of the nest being iterated.
+                let outer = self.loops.first().copied().unwrap_or(inst);
+                self.exhausted.get_or_insert(outer);
+            }
+            if self.exhausted.is_some() {
+                break;
+            }
             let mut s = head.clone();
             self.region(body, &mut s);
             rename(&mut s, yielded, &args[1.min(args.len())..]);
