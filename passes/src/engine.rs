@@ -575,6 +575,44 @@ impl<'a> Engine<'a> {
                     }
                 }
             }
+            // Another thread's abstract copy in flight on the same bytes: the
+            // same instruction (in the same iteration every thread issues it
+            // before any awaits it) or, straight-line, an earlier copy this
+            // thread has not awaited (another thread's may still be in flight).
+            // Sizes known only at run time are left out: whether the
+            // copies meet depends on the kernel's parameters.
+            if kind == Kind::Abstract
+                && matches!(d.base, Base::Shared(_))
+                && d.size.is_some()
+                && self.several_threads_here()
+            {
+                let earlier = st.ops.iter().find(|r| {
+                    r.kind == Kind::Abstract
+                        && self.loops.is_empty()
+                        && r.issuer < Issuer::Done
+                        && !r.seen
+                        && r.dst
+                            .as_ref()
+                            .is_some_and(|rd| rd.size.is_some() && self.overlap(d, rd, None, true))
+                });
+                let other = match earlier {
+                    Some(r) => Some(r.inst),
+                    None => self.overlap(d, d, None, true).then_some(at),
+                };
+                if let Some(o) = other {
+                    let label = if o == at {
+                        "this instruction, in another thread"
+                    } else {
+                        "the other thread's copy, not yet awaited"
+                    };
+                    self.emit(
+                        Diagnostic::error("E1005", "this copy and another thread's copy may write overlapping bytes while both are in flight", self.span(at))
+                            .with_label("cannot prove this destination is disjoint from another thread's copy")
+                            .with_secondary(self.span(o), label)
+                            .with_help("copies of different threads are unordered until each thread's await: give each thread's copies disjoint destinations, or have one thread copy"),
+                    );
+                }
+            }
             let reads: Vec<(Mem, Inst)> = st.reads.iter().cloned().collect();
             for (m, rd) in reads {
                 // The reader: the copy may overwrite its bytes unless the one
