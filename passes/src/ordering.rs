@@ -39,7 +39,9 @@
 //! [`MAX_STEPS`] instructions run, [`MAX_NODES`] events or [`MAX_PAIRS`]
 //! pairs of accesses to compare) it stops with warning W1004, which names
 //! what is not proved. Integer kernel parameters are
-//! taken to be [`PARAM_VALUE`] (as trip counts) and polls to succeed.
+//! taken to be [`PARAM_VALUE`] (as trip counts), the CTAs to be the first
+//! cluster of a grid of [`GRID_X`] CTAs (so a persistent tile loop from
+//! `%ctaid.x` step `%nctaid.x` runs more than once), and polls to succeed.
 //! Where it cannot tell which wait completes an async-group (a wait on a
 //! group value), it assumes the wait completes every group, which only
 //! adds ordering.
@@ -65,6 +67,10 @@ use crate::values::{elected_lane, lane_is_tid_x_mod_32, mapa_of, Base, Sym, Syms
 /// The value every integer kernel parameter takes: a trip count that runs
 /// a ring of up to 8 stages through two rounds.
 pub const PARAM_VALUE: i64 = 16;
+/// The CTAs of the grid along `x` (a multiple of the cluster's), of which
+/// the representative threads run in the first cluster: a persistent tile
+/// loop `for %tile = %ctaid.x to %ntiles step %nctaid.x` runs two tiles.
+pub const GRID_X: i64 = PARAM_VALUE / 2;
 /// The most instructions run over all representative threads.
 pub const MAX_STEPS: usize = 400_000;
 /// The most events (over all roles) that are analysed.
@@ -266,6 +272,12 @@ fn analyse(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Result<Vec<Diagnos
     if !deadlocks.is_empty() {
         return Ok(deadlocks);
     }
+    // A wait that sees another phase than it names: the graph's
+    // ordering through it is not the run's.
+    let stale = report.stale_waits();
+    if !stale.is_empty() {
+        return Ok(stale);
+    }
     let mut out = report.run_ahead();
     out.extend(report.barrier_run_ahead());
     out.extend(report.races(&syms.bounds)?);
@@ -362,6 +374,8 @@ struct Tracer<'a> {
     /// Instructions left to run.
     budget: usize,
     iters: Vec<(Inst, i64)>,
+    /// The iteration number (from 0) of each enclosing loop, as `iters`.
+    counts: Vec<i64>,
     events: Vec<Event>,
 }
 
@@ -385,6 +399,7 @@ impl<'a> Tracer<'a> {
             varying: vec![false; k.values.len()],
             budget,
             iters: Vec::new(),
+            counts: Vec::new(),
             events: Vec::new(),
         }
     }
@@ -477,8 +492,10 @@ impl<'a> Tracer<'a> {
                 self.vals[a.index()] = *v;
             }
             self.iters.push((inst, iv));
+            self.counts.push(t);
             carried = self.region(body)?;
             self.iters.pop();
+            self.counts.pop();
         }
         for (res, v) in data.results.iter().zip(&carried) {
             self.vals[res.index()] = *v;
@@ -535,7 +552,11 @@ impl<'a> Tracer<'a> {
                     .any(|a| a.value().is_some_and(|v| f[v.index()]))
             };
             self.varying[r.index()] = any(&self.varying);
-            self.assumed[r.index()] = any(&self.assumed) && !self.varying[r.index()];
+            // The grid's shape and the CTA's place in it are assumed like
+            // kernel parameters: they bound loops, but no branch is taken
+            // on them.
+            let grid = matches!(&data.op, Op::Sreg(s) if is_grid(*s));
+            self.assumed[r.index()] = grid || (any(&self.assumed) && !self.varying[r.index()]);
         }
         Ok(())
     }
@@ -557,6 +578,15 @@ impl<'a> Tracer<'a> {
             SpecialReg::ClusterNctaidX => Some(x),
             SpecialReg::ClusterNctaidY => Some(y),
             SpecialReg::ClusterNctaidZ => Some(z),
+            // The first cluster of a grid of `GRID_X` CTAs along `x`
+            // (rounded to whole clusters) and one cluster along `y`, `z`.
+            SpecialReg::CtaidX => Some(rank % x),
+            SpecialReg::CtaidY => Some(rank / x % y),
+            SpecialReg::CtaidZ => Some(rank / (x * y)),
+            SpecialReg::NctaidX => Some(GRID_X.max(x) / x * x),
+            SpecialReg::NctaidY => Some(y),
+            SpecialReg::NctaidZ => Some(z),
+            SpecialReg::ClusteridX | SpecialReg::ClusteridY | SpecialReg::ClusteridZ => Some(0),
             _ => None,
         }
     }
@@ -569,11 +599,10 @@ impl<'a> Tracer<'a> {
         let mut out = e.clone();
         for a in atoms {
             let to = match &a {
-                Atom::Iv(l) => self.iters.iter().rev().find(|(m, _)| m == l)?.1,
-                Atom::Opaque(v) => self.vals[v.index()]?,
                 Atom::Tid(0) if tid => self.th.tid,
                 Atom::Tid(3) if tid => self.th.tid % 32,
-                _ => continue,
+                Atom::Tid(_) | Atom::OtherTid(_) | Atom::Mod(..) | Atom::Div(..) => continue,
+                _ => self.atom_value(&a)?,
             };
             out = out.subst(&a, &Affine::constant(to));
         }
@@ -582,6 +611,27 @@ impl<'a> Tracer<'a> {
         left.iter()
             .all(|a| matches!(a, Atom::Tid(_) | Atom::Mod(..) | Atom::Div(..)))
             .then_some(out)
+    }
+
+    /// The value of a thread-independent atom in the current iteration: a
+    /// loop variable, a known value, a counter carried across a loop (its
+    /// per-iteration step times the iterations before this one) or a trip
+    /// count.
+    fn atom_value(&self, a: &Atom) -> Option<i64> {
+        let value = |e: &Affine| e.eval(&|x| self.atom_value(x));
+        match a {
+            Atom::Iv(l) => Some(self.iters.iter().rev().find(|(m, _)| m == l)?.1),
+            Atom::Opaque(v) => self.vals[v.index()],
+            Atom::Steps(l, per, false) => {
+                let at = self.iters.iter().rposition(|(m, _)| m == l)?;
+                value(per)?.checked_mul(self.counts[at])
+            }
+            Atom::Trips(lo, hi, step) => {
+                let span = value(hi)?.checked_sub(value(lo)?)?;
+                Some(span.max(0).checked_add(step - 1)? / step)
+            }
+            _ => None,
+        }
     }
 
     /// The CTA that a pointer or phase operand names: a `mapa`'s rank, or
@@ -824,6 +874,24 @@ impl<'a> Tracer<'a> {
             done,
         })
     }
+}
+
+/// A register that tells the grid's shape or the CTA's place in it (not
+/// its place in the cluster).
+fn is_grid(r: SpecialReg) -> bool {
+    use SpecialReg::*;
+    matches!(
+        r,
+        CtaidX
+            | CtaidY
+            | CtaidZ
+            | NctaidX
+            | NctaidY
+            | NctaidZ
+            | ClusteridX
+            | ClusteridY
+            | ClusteridZ
+    )
 }
 
 /// `v` (held sign-extended) as an unsigned number of type `ty`.
@@ -1122,13 +1190,32 @@ fn simulate_generations(
         let Step::CtaBarrier { count, .. } = roles[r].1[i].step else {
             continue;
         };
+        // The role's own `bar.arrive` at the barrier just before, counted
+        // in the generation before: that generation completed without
+        // this `bar.sync`, which the arrival's count left out.
+        let ahead = (0..i).rev().find_map(|j| match roles[r].1[j].step {
+            Step::CtaBarrier { id, wait, .. } if id == key.1 => {
+                Some((!wait && out.get(&(r, j)) == Some(&(gen - 1))).then_some(j))
+            }
+            _ => None,
+        });
+        let (at, ahead) = match ahead.flatten() {
+            Some(j) => ((r, j), Some((r, i))),
+            None => ((r, i), None),
+        };
         stalls.push(Miscount {
-            at: (r, i),
+            at,
             id: key.1,
             named: vec![count],
             arrive: bars[&key].1,
             cta_threads,
+            ahead,
         });
+    }
+    // A `bar.sync` left out of its own thread's generation is where the
+    // hang starts; the threads held at other barriers wait for it.
+    if stalls.iter().any(|m| m.ahead.is_some()) {
+        stalls.retain(|m| m.ahead.is_some());
     }
     Some((out, stalls))
 }
@@ -1143,6 +1230,10 @@ struct Miscount {
     named: Vec<Option<i64>>,
     arrive: i64,
     cta_threads: i64,
+    /// The same role's `bar.sync` (role, event) that the generation of the
+    /// `bar.arrive` at `at` completed without, and that then waits in a
+    /// generation too few threads reach.
+    ahead: Option<(usize, usize)>,
 }
 
 impl Graph {
@@ -1381,8 +1472,11 @@ impl Graph {
         // With a declared block, every generation of a CTA barrier names
         // one count and exactly that many threads arrive (E1018 otherwise).
         // Without one the thread counts of roles are unknown, and arrivals
-        // are taken to make up their counts.
-        if let Some(block) = block {
+        // are taken to make up their counts. After a hang found at a
+        // `bar.sync` left out of its thread's generation, the later
+        // generations are not the run's.
+        let hung = gr.miscounts.iter().any(|m| m.ahead.is_some());
+        if let Some(block) = block.filter(|_| !hung) {
             let threads = |r: usize| role_threads(&ranges[r], block);
             let cta_threads = block_threads(block);
             for (&(_, id, _), list) in &arrivals {
@@ -1405,6 +1499,7 @@ impl Graph {
                         named,
                         arrive,
                         cta_threads,
+                        ahead: None,
                     });
                 }
             }
@@ -1653,6 +1748,49 @@ impl Report<'_> {
         out.into_values().map(|(_, d)| d).collect()
     }
 
+    /// E1010 for each wait on phase `q` of a barrier by a thread that
+    /// waited on a later phase of it before: the barrier is then two or
+    /// more phases past `q`, where a parity wait names another phase
+    /// (PTX ISA 9.7.13.15). A phase counter reset by one side of a
+    /// protocol only (a consumer's per-tile pipeline state) does this.
+    fn stale_waits(&self) -> Vec<Diagnostic> {
+        let mut out: BTreeMap<Inst, Diagnostic> = BTreeMap::new();
+        for (r, (_, events)) in self.roles.iter().enumerate() {
+            // The latest phase of each barrier the thread saw complete.
+            let mut seen: HashMap<Bar, i64> = HashMap::new();
+            for (i, e) in events.iter().enumerate() {
+                let Step::Wait { bar, phase, .. } = e.step else {
+                    continue;
+                };
+                let last = seen.entry(bar).or_insert(phase);
+                let lagging = sem::phase_window(*last + 1, phase);
+                *last = (*last).max(phase);
+                let sem::PhaseWindow::Lagging(behind) = lagging else {
+                    continue;
+                };
+                if out.contains_key(&e.inst) || self.known.contains(&self.span(r, i).start) {
+                    continue;
+                }
+                let d = Diagnostic::error(
+                    "E1010",
+                    format!(
+                        "waits on phase {phase}, but this thread saw phase {} of the barrier complete before",
+                        *last
+                    ),
+                    self.span(r, i),
+                )
+                .with_label(format!(
+                    "the barrier is at least {behind} phases past the one named: its parity names a later phase"
+                ))
+                .with_help("wait on each phase in turn: keep one phase counter that every side of the protocol advances alike (not reset by one side only)")
+                .with_note(format!("for example {}", self.instance(r, i)))
+                .with_note("PTX ISA 9.7.13.15 (mbarrier.test_wait/try_wait): the parity names the current or the immediately preceding phase only");
+                out.insert(e.inst, d);
+            }
+        }
+        out.into_values().collect()
+    }
+
     /// E1018 for each CTA barrier instruction whose generations do not
     /// gather the threads they count (once per instruction).
     fn miscounts(&self) -> Vec<Diagnostic> {
@@ -1664,7 +1802,29 @@ impl Report<'_> {
                 .iter()
                 .map(|c| c.map_or(format!("all {}", m.cta_threads), |n| n.to_string()))
                 .collect();
-            let d = if m.named.len() > 1 {
+            let d = if let Some((sr, si)) = m.ahead {
+                let named = m.named[0].unwrap_or(m.cta_threads);
+                Diagnostic::error(
+                    "E1018",
+                    format!(
+                        "barrier {} completes on {named} arrivals without this thread's later `bar.sync` on it",
+                        m.id
+                    ),
+                    self.span(r, i),
+                )
+                .with_label(format!(
+                    "the generation this arrival joins completes before the same thread syncs at barrier {}",
+                    m.id
+                ))
+                .with_secondary(
+                    self.span(sr, si),
+                    format!(
+                        "waits in the next generation, which only {} threads reach (a hang)",
+                        m.arrive
+                    ),
+                )
+                .with_help("a thread that arrives and then syncs at one barrier arrives twice in its generation: count both arrivals in every `bar.arrive` and `bar.sync` on it")
+            } else if m.named.len() > 1 {
                 Diagnostic::error(
                     "E1018",
                     format!(
