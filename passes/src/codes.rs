@@ -73,4 +73,8 @@ pub const CODES: &[(&str, &str)] = &[
         "the cross-thread analysis stopped at its budget: races not proved absent",
     ),
     ("W1005", "`cp.async` src-size not proved at most cp-size"),
+    (
+        "W1006",
+        "the cross-thread analysis cannot follow the kernel: races not proved absent",
+    ),
 ];

@@ -83,8 +83,9 @@ const HUGE: i64 = 1 << 40;
 
 /// Why the analysis stops for a kernel.
 enum GiveUp {
-    /// It cannot place something; it reports nothing for the kernel.
-    Unknown,
+    /// It cannot place something (what, and the instruction where known);
+    /// it reports W1006, saying what is not proved.
+    Unknown(&'static str, Option<Inst>),
     /// The kernel is past a budget ([`MAX_STEPS`], [`MAX_NODES`],
     /// [`MAX_PAIRS`]); it reports W1004, saying what is not proved.
     Budget,
@@ -97,12 +98,21 @@ struct Thread {
     tid: i64,
 }
 
-/// An mbarrier: its CTA, allocation and byte offset.
+/// An mbarrier: its CTA, allocation and byte offset, and how many times
+/// it was initialised again before (its phases start over each time).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 struct Bar {
     cta: i64,
     alloc: SharedId,
     off: i64,
+    epoch: i64,
+}
+
+impl Bar {
+    /// The barrier's place, whatever its epoch.
+    fn place(self) -> (i64, SharedId, i64) {
+        (self.cta, self.alloc, self.off)
+    }
 }
 
 /// Shared bytes: the CTA, allocation, offset (affine in `%tid` only; None:
@@ -189,6 +199,23 @@ enum Step {
     ClusterWait,
 }
 
+impl Step {
+    /// The mbarriers the step acts on.
+    fn bars(&self) -> Vec<Bar> {
+        match self {
+            Step::Init(bar)
+            | Step::Arrive { bar, .. }
+            | Step::AsyncArrive { bar, .. }
+            | Step::Wait { bar, .. } => vec![*bar],
+            Step::Async {
+                done: Done::Phase(bars, _),
+                ..
+            } => bars.clone(),
+            _ => Vec::new(),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 struct Event {
     inst: Inst,
@@ -197,13 +224,36 @@ struct Event {
     step: Step,
 }
 
+/// What a kernel the analysis stops on is not proved to be free of.
+const NOT_PROVED: &str = "not proved: E1001, E1003, E1005, E1006, E1008, E1010, E1011, E1017 and E1018 between threads, and cross-thread deadlocks";
+
+/// Why the analysis cannot follow a kernel (W1006).
+const BIG_CLUSTER: &str = "a cluster of more than 16 CTAs is not unrolled";
+const BRANCH: &str = "a branch on a value the analysis cannot evaluate";
+const ASSUMED_BRANCH: &str =
+    "a branch on a value computed from kernel parameters or the grid's shape alone, whose value is assumed";
+const LOOP_BOUND: &str = "a loop bound or step the analysis cannot evaluate";
+const BARRIER: &str = "an mbarrier or phase the analysis cannot place";
+const OPERAND: &str = "an operand (barrier id, thread count, mask) the analysis cannot evaluate";
+const REINIT: &str =
+    "an mbarrier initialised more than once (by several threads, or again while other threads use it)";
+const UNEQUAL_BARRIERS: &str =
+    "threads pass the CTA's or the cluster's barriers unequally often, so their arrivals cannot be paired";
+
 /// Reports cross-thread deadlocks and races for one kernel, except those
 /// that involve an instruction whose span starts at an offset in `known`
 /// (already reported by another analysis).
 pub fn check(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Vec<Diagnostic> {
     match analyse(k, syms, known) {
         Ok(found) => found,
-        Err(GiveUp::Unknown) => Vec::new(),
+        Err(GiveUp::Unknown(why, at)) => vec![Diagnostic::warning(
+            "W1006",
+            "the cross-thread analysis cannot follow this kernel: races between threads are not proved absent",
+            at.map_or(k.span, |i| k.insts[i].span),
+        )
+        .with_label(why)
+        .with_help("to have its cross-thread ordering checked, compute the kernel's branches, loop bounds, barriers and phases from thread and CTA indices, constants and loop counters, and have every thread of a CTA pass its barriers alike")
+        .with_note(NOT_PROVED)],
         Err(GiveUp::Budget) => vec![Diagnostic::warning(
             "W1004",
             "the cross-thread analysis stopped at its budget: races between threads are not proved absent",
@@ -212,7 +262,7 @@ pub fn check(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Vec<Diagnostic> 
         .with_label("this kernel unrolls past the analysis budget")
         .with_help("use smaller constant trip counts or split the kernel to have its cross-thread ordering checked")
         .with_note(format!(
-            "not proved: E1001, E1003, E1005, E1006, E1008, E1011 and E1017 between threads, and cross-thread deadlocks; the budget is {MAX_STEPS} instructions, {MAX_NODES} events and {MAX_PAIRS} pairs of accesses (docs/limits.md)"
+            "{NOT_PROVED}; the budget is {MAX_STEPS} instructions, {MAX_NODES} events and {MAX_PAIRS} pairs of accesses (docs/limits.md)"
         ))],
     }
 }
@@ -221,7 +271,7 @@ fn analyse(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Result<Vec<Diagnos
     let dims = k.cluster.map_or([1, 1, 1], |c| c.map(i64::from));
     let ctas = dims.iter().product::<i64>();
     if ctas > MAX_CTAS {
-        return Err(GiveUp::Unknown);
+        return Err(GiveUp::Unknown(BIG_CLUSTER, None));
     }
     let tids = representative_tids(k, syms);
     let max_tid = syms.bounds.max_tid.unwrap_or(MAX_TID);
@@ -271,6 +321,11 @@ fn analyse(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Result<Vec<Diagnos
     let deadlocks = report.deadlocks();
     if !deadlocks.is_empty() {
         return Ok(deadlocks);
+    }
+    if g.unequal {
+        // No hang found, but the pairing took every mbarrier wait to
+        // succeed in turn: nothing else is proved.
+        return Err(GiveUp::Unknown(UNEQUAL_BARRIERS, None));
     }
     // A wait that sees another phase than it names: the graph's
     // ordering through it is not the run's.
@@ -376,6 +431,8 @@ struct Tracer<'a> {
     iters: Vec<(Inst, i64)>,
     /// The iteration number (from 0) of each enclosing loop, as `iters`.
     counts: Vec<i64>,
+    /// How many times the thread initialised each mbarrier.
+    inits: HashMap<(i64, SharedId, i64), i64>,
     events: Vec<Event>,
 }
 
@@ -400,6 +457,7 @@ impl<'a> Tracer<'a> {
             budget,
             iters: Vec::new(),
             counts: Vec::new(),
+            inits: HashMap::new(),
             events: Vec::new(),
         }
     }
@@ -426,11 +484,11 @@ impl<'a> Tracer<'a> {
             match &data.op {
                 Op::Yield => return Ok(data.args.iter().map(|a| self.val(*a)).collect()),
                 Op::If => {
-                    let c = data.args.first().ok_or(GiveUp::Unknown)?;
+                    let c = data.args.first().ok_or(GiveUp::Unknown(BRANCH, None))?;
                     if c.value().is_some_and(|v| self.assumed[v.index()]) {
-                        return Err(GiveUp::Unknown);
+                        return Err(GiveUp::Unknown(ASSUMED_BRANCH, Some(inst)));
                     }
-                    let c = self.val(*c).ok_or(GiveUp::Unknown)?;
+                    let c = self.val(*c).ok_or(GiveUp::Unknown(BRANCH, Some(inst)))?;
                     let out = match data.regions.get(usize::from(c == 0)) {
                         Some(&branch) => self.region(branch)?,
                         None => Vec::new(),
@@ -441,7 +499,10 @@ impl<'a> Tracer<'a> {
                     }
                 }
                 Op::For => self.for_loop(inst)?,
-                _ => self.inst(inst)?,
+                _ => self.inst(inst).map_err(|e| match e {
+                    GiveUp::Unknown(why, None) => GiveUp::Unknown(why, Some(inst)),
+                    e => e,
+                })?,
             }
             if self.events.len() > MAX_NODES {
                 return Err(GiveUp::Budget);
@@ -457,11 +518,11 @@ impl<'a> Tracer<'a> {
             data.args
                 .get(i)
                 .and_then(|a| self.val(*a))
-                .ok_or(GiveUp::Unknown)
+                .ok_or(GiveUp::Unknown(LOOP_BOUND, Some(inst)))
         };
         let (lo, hi, step) = (bound(0)?, bound(1)?, bound(2)?);
         if step <= 0 {
-            return Err(GiveUp::Unknown);
+            return Err(GiveUp::Unknown(LOOP_BOUND, Some(inst)));
         }
         let span = i128::from(hi) - i128::from(lo);
         let trips = if span > 0 {
@@ -486,7 +547,7 @@ impl<'a> Tracer<'a> {
             let iv = t
                 .checked_mul(step)
                 .and_then(|x| x.checked_add(lo))
-                .ok_or(GiveUp::Unknown)?;
+                .ok_or(GiveUp::Unknown(LOOP_BOUND, Some(inst)))?;
             self.vals[args[0].index()] = Some(iv);
             for (a, v) in args.iter().skip(1).zip(&carried) {
                 self.vals[a.index()] = *v;
@@ -664,26 +725,34 @@ impl<'a> Tracer<'a> {
 
     fn bar(&self, a: Arg, ptr: &Sym) -> Result<Bar, GiveUp> {
         let Sym::Ptr(base, off) = ptr else {
-            return Err(GiveUp::Unknown);
+            return Err(GiveUp::Unknown(BARRIER, None));
         };
         let (alloc, remote) = match base {
             Base::Shared(id) => (*id, false),
             Base::Remote(id) => (*id, true),
-            _ => return Err(GiveUp::Unknown),
+            _ => return Err(GiveUp::Unknown(BARRIER, None)),
         };
         let off = self.pin(off, true).and_then(|o| o.as_const());
         match (self.cta(a, remote), off) {
-            (Some(cta), Some(off)) => Ok(Bar { cta, alloc, off }),
-            _ => Err(GiveUp::Unknown),
+            (Some(cta), Some(off)) => {
+                let epoch = self.inits.get(&(cta, alloc, off)).map_or(0, |n| n - 1);
+                Ok(Bar {
+                    cta,
+                    alloc,
+                    off,
+                    epoch,
+                })
+            }
+            _ => Err(GiveUp::Unknown(BARRIER, None)),
         }
     }
 
     fn phase(&self, a: Arg) -> Result<(Bar, i64), GiveUp> {
         let Sym::Phase { bar, idx } = self.syms.arg(a) else {
-            return Err(GiveUp::Unknown);
+            return Err(GiveUp::Unknown(BARRIER, None));
         };
         let q = self.pin(&idx, true).and_then(|q| q.as_const());
-        Ok((self.bar(a, &bar)?, q.ok_or(GiveUp::Unknown)?))
+        Ok((self.bar(a, &bar)?, q.ok_or(GiveUp::Unknown(BARRIER, None))?))
     }
 
     /// Records a table instruction's event; the value of its result (a
@@ -694,7 +763,12 @@ impl<'a> Tracer<'a> {
         let order = sem::ordering(p);
         let relaxed = order.is_none();
         let cluster = order == Some(Scope::Cluster);
-        let first = || data.args.first().copied().ok_or(GiveUp::Unknown);
+        let first = || {
+            data.args
+                .first()
+                .copied()
+                .ok_or(GiveUp::Unknown(OPERAND, None))
+        };
         let step = match p.family {
             Family::CpAsync | Family::Copy => {
                 let n = data.args.get(2).and_then(|a| self.val(*a));
@@ -747,7 +821,13 @@ impl<'a> Tracer<'a> {
             }
             Family::MbarrierInit => {
                 let a = first()?;
-                Step::Init(self.bar(a, &self.syms.arg(a))?)
+                let bar = self.bar(a, &self.syms.arg(a))?;
+                let n = self.inits.entry(bar.place()).or_default();
+                *n += 1;
+                Step::Init(Bar {
+                    epoch: *n - 1,
+                    ..bar
+                })
             }
             Family::MbarrierArrive | Family::MbarrierArriveExpectTx => {
                 let (bar, phase) = self.phase(first()?)?;
@@ -782,9 +862,9 @@ impl<'a> Tracer<'a> {
                 wait: true,
             },
             Family::BarSync | Family::BarArrive => Step::CtaBarrier {
-                id: self.val(first()?).ok_or(GiveUp::Unknown)?,
+                id: self.val(first()?).ok_or(GiveUp::Unknown(OPERAND, None))?,
                 count: match data.args.get(1) {
-                    Some(a) => Some(self.val(*a).ok_or(GiveUp::Unknown)?),
+                    Some(a) => Some(self.val(*a).ok_or(GiveUp::Unknown(OPERAND, None))?),
                     None => None,
                 },
                 wait: p.family == Family::BarSync,
@@ -793,7 +873,7 @@ impl<'a> Tracer<'a> {
             Family::BarrierClusterWait => Step::ClusterWait,
             Family::ElectSync => {
                 let mask = match data.args.first() {
-                    Some(a) => self.val(*a).ok_or(GiveUp::Unknown)?,
+                    Some(a) => self.val(*a).ok_or(GiveUp::Unknown(OPERAND, None))?,
                     None => i64::from(u32::MAX),
                 };
                 return Ok(Some(i64::from(
@@ -809,7 +889,7 @@ impl<'a> Tracer<'a> {
     /// A bulk copy, bulk reduction or `red.async`: the bytes it writes (in
     /// every CTA of a multicast mask), reads, and how it completes.
     fn bulk(&self, p: &PtxOp, data: &InstData) -> Result<Step, GiveUp> {
-        let variant = p.variant().ok_or(GiveUp::Unknown)?;
+        let variant = p.variant().ok_or(GiveUp::Unknown(OPERAND, None))?;
         let operand = |name: &str| {
             let b = variant.bind_operands(&p.quals, data.args.len()).ok()?;
             b.one(variant.operand(name)?)
@@ -824,12 +904,12 @@ impl<'a> Tracer<'a> {
         } else {
             data.args.get(2).and_then(|a| self.val(*a))
         };
-        let dst = data.args.first().ok_or(GiveUp::Unknown)?;
+        let dst = data.args.first().ok_or(GiveUp::Unknown(OPERAND, None))?;
         let mut writes: Vec<Bytes> = self.bytes(*dst, size).into_iter().collect();
         let ranks: Option<Vec<i64>> = if p.has(Qual::MulticastCluster) {
             let mask = operand("ctaMask")
                 .and_then(|a| self.val(a))
-                .ok_or(GiveUp::Unknown)?;
+                .ok_or(GiveUp::Unknown(OPERAND, None))?;
             Some((0..16).filter(|r| mask >> r & 1 == 1).collect())
         } else {
             None
@@ -855,7 +935,7 @@ impl<'a> Tracer<'a> {
                     .args
                     .iter()
                     .find(|a| matches!(self.syms.arg(**a), Sym::Phase { .. }))
-                    .ok_or(GiveUp::Unknown)?;
+                    .ok_or(GiveUp::Unknown(BARRIER, None))?;
                 let (bar, q) = self.phase(*a)?;
                 let bars = match ranks {
                     Some(ranks) => ranks.into_iter().map(|cta| Bar { cta, ..bar }).collect(),
@@ -1090,6 +1170,8 @@ struct Graph {
     /// Each CTA barrier generation (rank, id, generation from 1): its node
     /// and its arrivals (role, event).
     cta_gens: BTreeMap<Generation, (NodeIndex, Vec<(usize, usize)>)>,
+    /// The CTA's threads pass `barrier.cta` unequally often.
+    unequal: bool,
     /// The transitive closure along ordering edges ([0]) and along every
     /// edge ([1]), one bitset row per node, built on first use; None when
     /// the graph has a cycle.
@@ -1136,8 +1218,13 @@ fn simulate_generations(
     let block = block?;
     let cta_threads = block_threads(block);
     let weight = |r: usize| role_threads(&ranges[r], block);
-    // Per (rank, id): the generation in progress and its threads arrived.
-    let mut bars: HashMap<(i64, i64), (usize, i64)> = HashMap::new();
+    // Per (rank, id): the generation in progress, its threads arrived and
+    // the count its first arrival names.
+    let mut bars: HashMap<(i64, i64), (usize, i64, Option<i64>)> = HashMap::new();
+    // Per rank: the threads not exited. A barrier that counts every thread
+    // waits for those only (an exited thread no longer takes part).
+    let mut live: HashMap<i64, i64> = roles.iter().map(|(th, _)| (th.rank, cta_threads)).collect();
+    let mut exited = vec![false; roles.len()];
     let mut cursor = vec![0usize; roles.len()];
     let mut held: Vec<Option<((i64, i64), usize)>> = vec![None; roles.len()];
     let mut out = HashMap::new();
@@ -1152,6 +1239,17 @@ fn simulate_generations(
                 held[r] = None;
             }
             let Some(e) = events.get(cursor[r]) else {
+                if !exited[r] {
+                    exited[r] = true;
+                    progress = true;
+                    let left = live.entry(th.rank).or_default();
+                    *left -= weight(r);
+                    for (key, bar) in bars.iter_mut() {
+                        if key.0 == th.rank && bar.2.is_none() && bar.1 > 0 && bar.1 >= *left {
+                            *bar = (bar.0 + 1, 0, None);
+                        }
+                    }
+                }
                 continue;
             };
             let i = cursor[r];
@@ -1159,11 +1257,14 @@ fn simulate_generations(
             progress = true;
             if let Step::CtaBarrier { id, count, wait } = e.step {
                 let key = (th.rank, id);
-                let bar = bars.entry(key).or_insert((1, 0));
+                let bar = bars.entry(key).or_insert((1, 0, None));
                 let gen = bar.0;
                 out.insert((r, i), gen);
+                if bar.1 == 0 {
+                    bar.2 = count;
+                }
                 bar.1 += weight(r);
-                let need = count.unwrap_or(cta_threads);
+                let need = count.unwrap_or(live[&th.rank]);
                 // A role's threads arrive together here: a generation they
                 // overfill is split between generations, which only the
                 // per-thread pairing (and its E1018 count) describes.
@@ -1171,7 +1272,7 @@ fn simulate_generations(
                     return None;
                 }
                 if bar.1 == need {
-                    *bar = (gen + 1, 0);
+                    *bar = (gen + 1, 0, None);
                 } else if wait {
                     held[r] = Some((key, gen));
                 }
@@ -1253,16 +1354,33 @@ impl Graph {
             remote: BTreeMap::new(),
             miscounts: Vec::new(),
             cta_gens: BTreeMap::new(),
+            unequal: false,
             closure: [OnceCell::new(), OnceCell::new()],
         };
-        let mut inits: BTreeMap<Bar, usize> = BTreeMap::new();
+        let mut inits: BTreeMap<Bar, (usize, Inst)> = BTreeMap::new();
         for e in roles.iter().flat_map(|(_, events)| events) {
             if let Step::Init(bar) = &e.step {
-                *inits.entry(*bar).or_default() += 1;
+                inits.entry(*bar).or_insert((0, e.inst)).0 += 1;
             }
         }
-        if inits.values().any(|&n| n > 1) {
-            return Err(GiveUp::Unknown);
+        if let Some((bar, _)) = inits.iter().find(|(_, &(n, _))| n > 1) {
+            return Err(GiveUp::Unknown(REINIT, Some(inits[bar].1)));
+        }
+        // Epochs are counted by the thread that initialises: a barrier
+        // initialised again is followed only where no other role uses it.
+        let mut users: BTreeMap<(i64, SharedId, i64), BTreeSet<usize>> = BTreeMap::new();
+        for (r, (_, events)) in roles.iter().enumerate() {
+            for e in events {
+                for bar in e.step.bars() {
+                    users.entry(bar.place()).or_default().insert(r);
+                }
+            }
+        }
+        if let Some((bar, _)) = inits
+            .iter()
+            .find(|(bar, _)| bar.epoch > 0 && users[&bar.place()].len() > 1)
+        {
+            return Err(GiveUp::Unknown(REINIT, Some(inits[bar].1)));
         }
         // Generation g of barrier `id` in CTA `rank` is where each thread's
         // g-th arrival at that barrier meets the others'.
@@ -1457,13 +1575,20 @@ impl Graph {
             counts.push((th.rank, passed));
         }
         // Every thread of a CTA passes its barriers, and every thread of
-        // the cluster its cluster barriers, the same number of times.
-        let agree = counts
-            .windows(2)
-            .all(|w| w[0].1[1..] == w[1].1[1..] && (w[0].0 != w[1].0 || w[0].1[0] == w[1].1[0]));
-        if !agree {
-            return Err(GiveUp::Unknown);
+        // the cluster its cluster barriers, the same number of times; or
+        // the barrier run found where the CTA's threads hang.
+        // Where the CTA's threads pass `barrier.cta` unequally often, the
+        // barrier run pairs their arrivals (taking mbarrier waits to
+        // succeed); a hang it does not find is looked for in the graph.
+        let cluster_equal = counts.windows(2).all(|w| w[0].1[1..] == w[1].1[1..]);
+        let equal = cluster_equal
+            && counts
+                .windows(2)
+                .all(|w| w[0].0 != w[1].0 || w[0].1[0] == w[1].1[0]);
+        if !cluster_equal || (!equal && simulated.is_none()) {
+            return Err(GiveUp::Unknown(UNEQUAL_BARRIERS, None));
         }
+        gr.unequal = !equal;
         for (key, list) in &arrivals {
             let node = cta_barriers[key];
             let who = list.iter().map(|&(r, i, _)| (r, i)).collect();
@@ -1473,9 +1598,10 @@ impl Graph {
         // one count and exactly that many threads arrive (E1018 otherwise).
         // Without one the thread counts of roles are unknown, and arrivals
         // are taken to make up their counts. After a hang found at a
-        // `bar.sync` left out of its thread's generation, the later
-        // generations are not the run's.
-        let hung = gr.miscounts.iter().any(|m| m.ahead.is_some());
+        // `bar.sync` left out of its thread's generation, or one where
+        // threads pass the barriers unequally often, the later generations
+        // are not the run's.
+        let hung = !equal || gr.miscounts.iter().any(|m| m.ahead.is_some());
         if let Some(block) = block.filter(|_| !hung) {
             let threads = |r: usize| role_threads(&ranges[r], block);
             let cta_threads = block_threads(block);
@@ -1699,6 +1825,10 @@ impl Report<'_> {
                 continue;
             }
             events.sort_by_key(|&(r, i)| (self.span(r, i).start, r, i));
+            if let Some(d) = self.mismatched_barrier(&in_cycle) {
+                out.entry(d.0).or_insert((0, d.1));
+                continue;
+            }
             let Some(&(wr, wi)) = events.iter().find(|&&(r, i)| {
                 matches!(self.event(r, i).step, Step::Wait { blocking: true, .. })
             }) else {
@@ -1789,6 +1919,40 @@ impl Report<'_> {
             }
         }
         out.into_values().collect()
+    }
+
+    /// Where threads pass `barrier.cta` unequally often: E1018 at a
+    /// generation on a cycle of waits that gathers arrivals of different
+    /// barrier instructions (a barrier inside one partition met by another
+    /// partition's barrier elsewhere), at its first arrival in the text.
+    fn mismatched_barrier(&self, cycle: &BTreeSet<NodeIndex>) -> Option<(Inst, Diagnostic)> {
+        if !self.g.unequal {
+            return None;
+        }
+        let (&(_, id, _), (_, who)) = self.g.cta_gens.iter().find(|(_, (node, who))| {
+            cycle.contains(node)
+                && who
+                    .iter()
+                    .any(|&(r, i)| self.event(r, i).inst != self.event(who[0].0, who[0].1).inst)
+        })?;
+        let &(r, i) = who.iter().min_by_key(|&&(r, i)| self.span(r, i).start)?;
+        let &(or, oi) = who
+            .iter()
+            .find(|&&(q, j)| self.event(q, j).inst != self.event(r, i).inst)?;
+        let d = Diagnostic::error(
+            "E1018",
+            format!("threads pass barrier {id} unequally often, and a generation they meet at waits for itself"),
+            self.span(r, i),
+        )
+        .with_label("these threads meet the others' arrival elsewhere in one generation")
+        .with_secondary(
+            self.span(or, oi),
+            "another barrier instruction whose arrivals are counted in the same generation",
+        )
+        .with_help("a barrier inside one group of threads names that group (`bar.sync ID, COUNT` with an id of its own), not barrier 0 of every thread")
+        .with_note(format!("for example {}", self.instance(r, i)))
+        .with_note("the generation completes only after arrivals that wait, through mbarrier phases, for the threads held at it: a hang");
+        Some((self.event(r, i).inst, d))
     }
 
     /// E1018 for each CTA barrier instruction whose generations do not
