@@ -335,6 +335,7 @@ fn analyse(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Result<Vec<Diagnos
     }
     let mut out = report.run_ahead();
     out.extend(report.barrier_run_ahead());
+    out.extend(report.arrivals_after_exit());
     out.extend(report.races(&syms.bounds)?);
     Ok(out)
 }
@@ -2087,6 +2088,51 @@ impl Report<'_> {
                 .with_help("a thread that only arrives (`bar.arrive`) must wait for something the other threads do after the barrier before it arrives again: alternate two barrier ids, or wait on a barrier the consumers arrive at")
                 .with_note(format!("for example {}", self.instance(r, i)))
                 .with_note("PTX ISA 9.7.13.1 (bar, barrier): arrivals are counted per barrier, not per thread; docs/readings.md #25");
+                out.insert(e.inst, d);
+            }
+        }
+        out.into_values().collect()
+    }
+
+    /// E1015 for each arrival on a peer CTA's mbarrier that nothing puts
+    /// before the exit of some thread of the peer (a wait on its phase, a
+    /// cluster barrier after it): the peer may have exited, and its
+    /// shared memory with it, when the arrival lands.
+    fn arrivals_after_exit(&self) -> Vec<Diagnostic> {
+        let mut out: BTreeMap<Inst, Diagnostic> = BTreeMap::new();
+        for (r, (th, events)) in self.roles.iter().enumerate() {
+            for (i, e) in events.iter().enumerate() {
+                let Step::Arrive { bar, .. } = e.step else {
+                    continue;
+                };
+                if bar.cta == th.rank
+                    || out.contains_key(&e.inst)
+                    || self.known.contains(&self.span(r, i).start)
+                {
+                    continue;
+                }
+                let after = self.g.reach(self.g.at[r][i], true);
+                let held = self.roles.iter().enumerate().any(|(q, (peer, _))| {
+                    peer.rank == bar.cta
+                        && self.g.at[q]
+                            .last()
+                            .is_some_and(|n| after[n.index() / 64] >> (n.index() % 64) & 1 == 1)
+                });
+                if held {
+                    continue;
+                }
+                let d = Diagnostic::error(
+                    "E1015",
+                    "arrives on a peer CTA's mbarrier, and nothing keeps the peer from exiting first",
+                    self.span(r, i),
+                )
+                .with_label(format!(
+                    "no thread of CTA rank {} waits for this arrival or meets this thread at a cluster barrier after it",
+                    bar.cta
+                ))
+                .with_help("end with `barrier.cluster.arrive.release` + `barrier.cluster.wait.acquire` after the last arrival on a peer's barrier")
+                .with_note(format!("for example {}", self.instance(r, i)))
+                .with_note("an exited CTA's shared memory, its mbarriers included, is gone: an access to it is undefined");
                 out.insert(e.inst, d);
             }
         }
