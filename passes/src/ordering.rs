@@ -24,21 +24,27 @@
 //!   except the one into a poll.
 //!
 //! It reports a cycle of progress dependencies through a wait (E1010: the
-//! phase's arrivals can only come after the wait); an arrival or
+//! phase's arrivals can only come after the wait), and a wait on a phase
+//! two behind one its thread saw complete (E1010); an arrival or
 //! complete_tx on phase `q` that nothing puts after phase `q - 1` (E1011:
-//! it may land in `q - 1`); each pair of accesses of the same shared bytes
-//! by two roles, one of them writing, or of two async ops of one role, that
-//! no path of ordering edges relates (E1001, E1003, E1005, E1008, E1017);
-//! and a path from a generic write to another thread's async-proxy read
-//! without the writer's `fence.proxy.async` on it (E1006).
+//! it may land in `q - 1`); CTA barrier generations whose arrivals are
+//! not their count (E1018); an arrival on a peer CTA's mbarrier that
+//! nothing puts before the peer's exit (E1015); each pair of accesses of
+//! the same shared bytes by two roles, one of them writing, or of two
+//! async ops of one role, that no path of ordering edges relates (E1001,
+//! E1003, E1005, E1008, E1017); and a path from a generic write to another
+//! thread's async-proxy read without the writer's `fence.proxy.async` on
+//! it (E1006).
 //!
-//! Where it cannot unroll it says nothing: a condition, loop bound, barrier
-//! or phase it cannot evaluate (a branch on a value computed from kernel
-//! parameters alone included), a barrier initialised twice, or roles that
-//! disagree on how many barriers they pass. Past its budget (more than
-//! [`MAX_STEPS`] instructions run, [`MAX_NODES`] events or [`MAX_PAIRS`]
-//! pairs of accesses to compare) it stops with warning W1004, which names
-//! what is not proved. Integer kernel parameters are
+//! Where it cannot unroll it stops with warning W1006, which names what it
+//! could not follow: a condition, loop bound, barrier or phase it cannot
+//! evaluate (a branch on a value computed from kernel parameters or the
+//! grid's shape alone included), a barrier initialised by several threads
+//! or again while other threads use it, roles that pass the cluster's
+//! barriers unequally often, or the CTA's with no hang found. Past its
+//! budget (more than [`MAX_STEPS`] instructions run, [`MAX_NODES`] events
+//! or [`MAX_PAIRS`] pairs of accesses to compare) it stops with warning
+//! W1004. Both name what is not proved. Integer kernel parameters are
 //! taken to be [`PARAM_VALUE`] (as trip counts), the CTAs to be the first
 //! cluster of a grid of [`GRID_X`] CTAs (so a persistent tile loop from
 //! `%ctaid.x` step `%nctaid.x` runs more than once), and polls to succeed.
