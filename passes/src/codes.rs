@@ -74,6 +74,10 @@ pub const CODES: &[(&str, &str)] = &[
     ),
     ("W1005", "`cp.async` src-size not proved at most cp-size"),
     (
+        "W1006",
+        "the cross-thread analysis cannot follow the kernel: races not proved absent",
+    ),
+    (
         "W1007",
         "the per-thread analysis stopped at its budget: hazards in a loop nest not proved absent",
     ),

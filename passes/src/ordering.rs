@@ -24,22 +24,30 @@
 //!   except the one into a poll.
 //!
 //! It reports a cycle of progress dependencies through a wait (E1010: the
-//! phase's arrivals can only come after the wait); an arrival or
+//! phase's arrivals can only come after the wait), and a wait on a phase
+//! two behind one its thread saw complete (E1010); an arrival or
 //! complete_tx on phase `q` that nothing puts after phase `q - 1` (E1011:
-//! it may land in `q - 1`); each pair of accesses of the same shared bytes
-//! by two roles, one of them writing, or of two async ops of one role, that
-//! no path of ordering edges relates (E1001, E1003, E1005, E1008, E1017);
-//! and a path from a generic write to another thread's async-proxy read
-//! without the writer's `fence.proxy.async` on it (E1006).
+//! it may land in `q - 1`); CTA barrier generations whose arrivals are
+//! not their count (E1018); an arrival on a peer CTA's mbarrier that
+//! nothing puts before the peer's exit (E1015); each pair of accesses of
+//! the same shared bytes by two roles, one of them writing, or of two
+//! async ops of one role, that no path of ordering edges relates (E1001,
+//! E1003, E1005, E1008, E1017); and a path from a generic write to another
+//! thread's async-proxy read without the writer's `fence.proxy.async` on
+//! it (E1006).
 //!
-//! Where it cannot unroll it says nothing: a condition, loop bound, barrier
-//! or phase it cannot evaluate (a branch on a value computed from kernel
-//! parameters alone included), a barrier initialised twice, or roles that
-//! disagree on how many barriers they pass. Past its budget (more than
-//! [`MAX_STEPS`] instructions run, [`MAX_NODES`] events or [`MAX_PAIRS`]
-//! pairs of accesses to compare) it stops with warning W1004, which names
-//! what is not proved. Integer kernel parameters are
-//! taken to be [`PARAM_VALUE`] (as trip counts) and polls to succeed.
+//! Where it cannot unroll it stops with warning W1006, which names what it
+//! could not follow: a condition, loop bound, barrier or phase it cannot
+//! evaluate (a branch on a value computed from kernel parameters or the
+//! grid's shape alone included), a barrier initialised by several threads
+//! or again while other threads use it, roles that pass the cluster's
+//! barriers unequally often, or the CTA's with no hang found. Past its
+//! budget (more than [`MAX_STEPS`] instructions run, [`MAX_NODES`] events
+//! or [`MAX_PAIRS`] pairs of accesses to compare) it stops with warning
+//! W1004. Both name what is not proved. Integer kernel parameters are
+//! taken to be [`PARAM_VALUE`] (as trip counts), the CTAs to be the first
+//! cluster of a grid of [`GRID_X`] CTAs (so a persistent tile loop from
+//! `%ctaid.x` step `%nctaid.x` runs more than once), and polls to succeed.
 //! Where it cannot tell which wait completes an async-group (a wait on a
 //! group value), it assumes the wait completes every group, which only
 //! adds ordering.
@@ -65,6 +73,10 @@ use crate::values::{elected_lane, lane_is_tid_x_mod_32, mapa_of, Base, Sym, Syms
 /// The value every integer kernel parameter takes: a trip count that runs
 /// a ring of up to 8 stages through two rounds.
 pub const PARAM_VALUE: i64 = 16;
+/// The CTAs of the grid along `x` (a multiple of the cluster's), of which
+/// the representative threads run in the first cluster: a persistent tile
+/// loop `for %tile = %ctaid.x to %ntiles step %nctaid.x` runs two tiles.
+pub const GRID_X: i64 = PARAM_VALUE / 2;
 /// The most instructions run over all representative threads.
 pub const MAX_STEPS: usize = 400_000;
 /// The most events (over all roles) that are analysed.
@@ -77,8 +89,9 @@ const HUGE: i64 = 1 << 40;
 
 /// Why the analysis stops for a kernel.
 enum GiveUp {
-    /// It cannot place something; it reports nothing for the kernel.
-    Unknown,
+    /// It cannot place something (what, and the instruction where known);
+    /// it reports W1006, saying what is not proved.
+    Unknown(&'static str, Option<Inst>),
     /// The kernel is past a budget ([`MAX_STEPS`], [`MAX_NODES`],
     /// [`MAX_PAIRS`]); it reports W1004, saying what is not proved.
     Budget,
@@ -91,12 +104,21 @@ struct Thread {
     tid: i64,
 }
 
-/// An mbarrier: its CTA, allocation and byte offset.
+/// An mbarrier: its CTA, allocation and byte offset, and how many times
+/// it was initialised again before (its phases start over each time).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 struct Bar {
     cta: i64,
     alloc: SharedId,
     off: i64,
+    epoch: i64,
+}
+
+impl Bar {
+    /// The barrier's place, whatever its epoch.
+    fn place(self) -> (i64, SharedId, i64) {
+        (self.cta, self.alloc, self.off)
+    }
 }
 
 /// Shared bytes: the CTA, allocation, offset (affine in `%tid` only; None:
@@ -183,6 +205,23 @@ enum Step {
     ClusterWait,
 }
 
+impl Step {
+    /// The mbarriers the step acts on.
+    fn bars(&self) -> Vec<Bar> {
+        match self {
+            Step::Init(bar)
+            | Step::Arrive { bar, .. }
+            | Step::AsyncArrive { bar, .. }
+            | Step::Wait { bar, .. } => vec![*bar],
+            Step::Async {
+                done: Done::Phase(bars, _),
+                ..
+            } => bars.clone(),
+            _ => Vec::new(),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 struct Event {
     inst: Inst,
@@ -191,13 +230,36 @@ struct Event {
     step: Step,
 }
 
+/// What a kernel the analysis stops on is not proved to be free of.
+const NOT_PROVED: &str = "not proved: E1001, E1003, E1005, E1006, E1008, E1010, E1011, E1017 and E1018 between threads, and cross-thread deadlocks";
+
+/// Why the analysis cannot follow a kernel (W1006).
+const BIG_CLUSTER: &str = "a cluster of more than 16 CTAs is not unrolled";
+const BRANCH: &str = "a branch on a value the analysis cannot evaluate";
+const ASSUMED_BRANCH: &str =
+    "a branch on a value computed from kernel parameters or the grid's shape alone, whose value is assumed";
+const LOOP_BOUND: &str = "a loop bound or step the analysis cannot evaluate";
+const BARRIER: &str = "an mbarrier or phase the analysis cannot place";
+const OPERAND: &str = "an operand (barrier id, thread count, mask) the analysis cannot evaluate";
+const REINIT: &str =
+    "an mbarrier initialised more than once (by several threads, or again while other threads use it)";
+const UNEQUAL_BARRIERS: &str =
+    "threads pass the CTA's or the cluster's barriers unequally often, so their arrivals cannot be paired";
+
 /// Reports cross-thread deadlocks and races for one kernel, except those
 /// that involve an instruction whose span starts at an offset in `known`
 /// (already reported by another analysis).
 pub fn check(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Vec<Diagnostic> {
     match analyse(k, syms, known) {
         Ok(found) => found,
-        Err(GiveUp::Unknown) => Vec::new(),
+        Err(GiveUp::Unknown(why, at)) => vec![Diagnostic::warning(
+            "W1006",
+            "the cross-thread analysis cannot follow this kernel: races between threads are not proved absent",
+            at.map_or(k.span, |i| k.insts[i].span),
+        )
+        .with_label(why)
+        .with_help("to have its cross-thread ordering checked, compute the kernel's branches, loop bounds, barriers and phases from thread and CTA indices, constants and loop counters, and have every thread of a CTA pass its barriers alike")
+        .with_note(NOT_PROVED)],
         Err(GiveUp::Budget) => vec![Diagnostic::warning(
             "W1004",
             "the cross-thread analysis stopped at its budget: races between threads are not proved absent",
@@ -206,7 +268,7 @@ pub fn check(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Vec<Diagnostic> 
         .with_label("this kernel unrolls past the analysis budget")
         .with_help("use smaller constant trip counts or split the kernel to have its cross-thread ordering checked")
         .with_note(format!(
-            "not proved: E1001, E1003, E1005, E1006, E1008, E1011 and E1017 between threads, and cross-thread deadlocks; the budget is {MAX_STEPS} instructions, {MAX_NODES} events and {MAX_PAIRS} pairs of accesses (docs/limits.md)"
+            "{NOT_PROVED}; the budget is {MAX_STEPS} instructions, {MAX_NODES} events and {MAX_PAIRS} pairs of accesses (docs/limits.md)"
         ))],
     }
 }
@@ -215,7 +277,7 @@ fn analyse(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Result<Vec<Diagnos
     let dims = k.cluster.map_or([1, 1, 1], |c| c.map(i64::from));
     let ctas = dims.iter().product::<i64>();
     if ctas > MAX_CTAS {
-        return Err(GiveUp::Unknown);
+        return Err(GiveUp::Unknown(BIG_CLUSTER, None));
     }
     let tids = representative_tids(k, syms);
     let max_tid = syms.bounds.max_tid.unwrap_or(MAX_TID);
@@ -266,8 +328,20 @@ fn analyse(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Result<Vec<Diagnos
     if !deadlocks.is_empty() {
         return Ok(deadlocks);
     }
+    if g.unequal {
+        // No hang found, but the pairing took every mbarrier wait to
+        // succeed in turn: nothing else is proved.
+        return Err(GiveUp::Unknown(UNEQUAL_BARRIERS, None));
+    }
+    // A wait that sees another phase than it names: the graph's
+    // ordering through it is not the run's.
+    let stale = report.stale_waits();
+    if !stale.is_empty() {
+        return Ok(stale);
+    }
     let mut out = report.run_ahead();
     out.extend(report.barrier_run_ahead());
+    out.extend(report.arrivals_after_exit());
     out.extend(report.races(&syms.bounds)?);
     Ok(out)
 }
@@ -362,6 +436,10 @@ struct Tracer<'a> {
     /// Instructions left to run.
     budget: usize,
     iters: Vec<(Inst, i64)>,
+    /// The iteration number (from 0) of each enclosing loop, as `iters`.
+    counts: Vec<i64>,
+    /// How many times the thread initialised each mbarrier.
+    inits: HashMap<(i64, SharedId, i64), i64>,
     events: Vec<Event>,
 }
 
@@ -385,6 +463,8 @@ impl<'a> Tracer<'a> {
             varying: vec![false; k.values.len()],
             budget,
             iters: Vec::new(),
+            counts: Vec::new(),
+            inits: HashMap::new(),
             events: Vec::new(),
         }
     }
@@ -411,11 +491,11 @@ impl<'a> Tracer<'a> {
             match &data.op {
                 Op::Yield => return Ok(data.args.iter().map(|a| self.val(*a)).collect()),
                 Op::If => {
-                    let c = data.args.first().ok_or(GiveUp::Unknown)?;
+                    let c = data.args.first().ok_or(GiveUp::Unknown(BRANCH, None))?;
                     if c.value().is_some_and(|v| self.assumed[v.index()]) {
-                        return Err(GiveUp::Unknown);
+                        return Err(GiveUp::Unknown(ASSUMED_BRANCH, Some(inst)));
                     }
-                    let c = self.val(*c).ok_or(GiveUp::Unknown)?;
+                    let c = self.val(*c).ok_or(GiveUp::Unknown(BRANCH, Some(inst)))?;
                     let out = match data.regions.get(usize::from(c == 0)) {
                         Some(&branch) => self.region(branch)?,
                         None => Vec::new(),
@@ -426,7 +506,10 @@ impl<'a> Tracer<'a> {
                     }
                 }
                 Op::For => self.for_loop(inst)?,
-                _ => self.inst(inst)?,
+                _ => self.inst(inst).map_err(|e| match e {
+                    GiveUp::Unknown(why, None) => GiveUp::Unknown(why, Some(inst)),
+                    e => e,
+                })?,
             }
             if self.events.len() > MAX_NODES {
                 return Err(GiveUp::Budget);
@@ -442,11 +525,11 @@ impl<'a> Tracer<'a> {
             data.args
                 .get(i)
                 .and_then(|a| self.val(*a))
-                .ok_or(GiveUp::Unknown)
+                .ok_or(GiveUp::Unknown(LOOP_BOUND, Some(inst)))
         };
         let (lo, hi, step) = (bound(0)?, bound(1)?, bound(2)?);
         if step <= 0 {
-            return Err(GiveUp::Unknown);
+            return Err(GiveUp::Unknown(LOOP_BOUND, Some(inst)));
         }
         let span = i128::from(hi) - i128::from(lo);
         let trips = if span > 0 {
@@ -471,14 +554,16 @@ impl<'a> Tracer<'a> {
             let iv = t
                 .checked_mul(step)
                 .and_then(|x| x.checked_add(lo))
-                .ok_or(GiveUp::Unknown)?;
+                .ok_or(GiveUp::Unknown(LOOP_BOUND, Some(inst)))?;
             self.vals[args[0].index()] = Some(iv);
             for (a, v) in args.iter().skip(1).zip(&carried) {
                 self.vals[a.index()] = *v;
             }
             self.iters.push((inst, iv));
+            self.counts.push(t);
             carried = self.region(body)?;
             self.iters.pop();
+            self.counts.pop();
         }
         for (res, v) in data.results.iter().zip(&carried) {
             self.vals[res.index()] = *v;
@@ -535,7 +620,11 @@ impl<'a> Tracer<'a> {
                     .any(|a| a.value().is_some_and(|v| f[v.index()]))
             };
             self.varying[r.index()] = any(&self.varying);
-            self.assumed[r.index()] = any(&self.assumed) && !self.varying[r.index()];
+            // The grid's shape and the CTA's place in it are assumed like
+            // kernel parameters: they bound loops, but no branch is taken
+            // on them.
+            let grid = matches!(&data.op, Op::Sreg(s) if is_grid(*s));
+            self.assumed[r.index()] = grid || (any(&self.assumed) && !self.varying[r.index()]);
         }
         Ok(())
     }
@@ -557,6 +646,15 @@ impl<'a> Tracer<'a> {
             SpecialReg::ClusterNctaidX => Some(x),
             SpecialReg::ClusterNctaidY => Some(y),
             SpecialReg::ClusterNctaidZ => Some(z),
+            // The first cluster of a grid of `GRID_X` CTAs along `x`
+            // (rounded to whole clusters) and one cluster along `y`, `z`.
+            SpecialReg::CtaidX => Some(rank % x),
+            SpecialReg::CtaidY => Some(rank / x % y),
+            SpecialReg::CtaidZ => Some(rank / (x * y)),
+            SpecialReg::NctaidX => Some(GRID_X.max(x) / x * x),
+            SpecialReg::NctaidY => Some(y),
+            SpecialReg::NctaidZ => Some(z),
+            SpecialReg::ClusteridX | SpecialReg::ClusteridY | SpecialReg::ClusteridZ => Some(0),
             _ => None,
         }
     }
@@ -569,11 +667,10 @@ impl<'a> Tracer<'a> {
         let mut out = e.clone();
         for a in atoms {
             let to = match &a {
-                Atom::Iv(l) => self.iters.iter().rev().find(|(m, _)| m == l)?.1,
-                Atom::Opaque(v) => self.vals[v.index()]?,
                 Atom::Tid(0) if tid => self.th.tid,
                 Atom::Tid(3) if tid => self.th.tid % 32,
-                _ => continue,
+                Atom::Tid(_) | Atom::OtherTid(_) | Atom::Mod(..) | Atom::Div(..) => continue,
+                _ => self.atom_value(&a)?,
             };
             out = out.subst(&a, &Affine::constant(to));
         }
@@ -582,6 +679,27 @@ impl<'a> Tracer<'a> {
         left.iter()
             .all(|a| matches!(a, Atom::Tid(_) | Atom::Mod(..) | Atom::Div(..)))
             .then_some(out)
+    }
+
+    /// The value of a thread-independent atom in the current iteration: a
+    /// loop variable, a known value, a counter carried across a loop (its
+    /// per-iteration step times the iterations before this one) or a trip
+    /// count.
+    fn atom_value(&self, a: &Atom) -> Option<i64> {
+        let value = |e: &Affine| e.eval(&|x| self.atom_value(x));
+        match a {
+            Atom::Iv(l) => Some(self.iters.iter().rev().find(|(m, _)| m == l)?.1),
+            Atom::Opaque(v) => self.vals[v.index()],
+            Atom::Steps(l, per, false) => {
+                let at = self.iters.iter().rposition(|(m, _)| m == l)?;
+                value(per)?.checked_mul(self.counts[at])
+            }
+            Atom::Trips(lo, hi, step) => {
+                let span = value(hi)?.checked_sub(value(lo)?)?;
+                Some(span.max(0).checked_add(step - 1)? / step)
+            }
+            _ => None,
+        }
     }
 
     /// The CTA that a pointer or phase operand names: a `mapa`'s rank, or
@@ -614,26 +732,34 @@ impl<'a> Tracer<'a> {
 
     fn bar(&self, a: Arg, ptr: &Sym) -> Result<Bar, GiveUp> {
         let Sym::Ptr(base, off) = ptr else {
-            return Err(GiveUp::Unknown);
+            return Err(GiveUp::Unknown(BARRIER, None));
         };
         let (alloc, remote) = match base {
             Base::Shared(id) => (*id, false),
             Base::Remote(id) => (*id, true),
-            _ => return Err(GiveUp::Unknown),
+            _ => return Err(GiveUp::Unknown(BARRIER, None)),
         };
         let off = self.pin(off, true).and_then(|o| o.as_const());
         match (self.cta(a, remote), off) {
-            (Some(cta), Some(off)) => Ok(Bar { cta, alloc, off }),
-            _ => Err(GiveUp::Unknown),
+            (Some(cta), Some(off)) => {
+                let epoch = self.inits.get(&(cta, alloc, off)).map_or(0, |n| n - 1);
+                Ok(Bar {
+                    cta,
+                    alloc,
+                    off,
+                    epoch,
+                })
+            }
+            _ => Err(GiveUp::Unknown(BARRIER, None)),
         }
     }
 
     fn phase(&self, a: Arg) -> Result<(Bar, i64), GiveUp> {
         let Sym::Phase { bar, idx } = self.syms.arg(a) else {
-            return Err(GiveUp::Unknown);
+            return Err(GiveUp::Unknown(BARRIER, None));
         };
         let q = self.pin(&idx, true).and_then(|q| q.as_const());
-        Ok((self.bar(a, &bar)?, q.ok_or(GiveUp::Unknown)?))
+        Ok((self.bar(a, &bar)?, q.ok_or(GiveUp::Unknown(BARRIER, None))?))
     }
 
     /// Records a table instruction's event; the value of its result (a
@@ -644,7 +770,12 @@ impl<'a> Tracer<'a> {
         let order = sem::ordering(p);
         let relaxed = order.is_none();
         let cluster = order == Some(Scope::Cluster);
-        let first = || data.args.first().copied().ok_or(GiveUp::Unknown);
+        let first = || {
+            data.args
+                .first()
+                .copied()
+                .ok_or(GiveUp::Unknown(OPERAND, None))
+        };
         let step = match p.family {
             Family::CpAsync | Family::Copy => {
                 let n = data.args.get(2).and_then(|a| self.val(*a));
@@ -697,7 +828,13 @@ impl<'a> Tracer<'a> {
             }
             Family::MbarrierInit => {
                 let a = first()?;
-                Step::Init(self.bar(a, &self.syms.arg(a))?)
+                let bar = self.bar(a, &self.syms.arg(a))?;
+                let n = self.inits.entry(bar.place()).or_default();
+                *n += 1;
+                Step::Init(Bar {
+                    epoch: *n - 1,
+                    ..bar
+                })
             }
             Family::MbarrierArrive | Family::MbarrierArriveExpectTx => {
                 let (bar, phase) = self.phase(first()?)?;
@@ -732,9 +869,9 @@ impl<'a> Tracer<'a> {
                 wait: true,
             },
             Family::BarSync | Family::BarArrive => Step::CtaBarrier {
-                id: self.val(first()?).ok_or(GiveUp::Unknown)?,
+                id: self.val(first()?).ok_or(GiveUp::Unknown(OPERAND, None))?,
                 count: match data.args.get(1) {
-                    Some(a) => Some(self.val(*a).ok_or(GiveUp::Unknown)?),
+                    Some(a) => Some(self.val(*a).ok_or(GiveUp::Unknown(OPERAND, None))?),
                     None => None,
                 },
                 wait: p.family == Family::BarSync,
@@ -743,7 +880,7 @@ impl<'a> Tracer<'a> {
             Family::BarrierClusterWait => Step::ClusterWait,
             Family::ElectSync => {
                 let mask = match data.args.first() {
-                    Some(a) => self.val(*a).ok_or(GiveUp::Unknown)?,
+                    Some(a) => self.val(*a).ok_or(GiveUp::Unknown(OPERAND, None))?,
                     None => i64::from(u32::MAX),
                 };
                 return Ok(Some(i64::from(
@@ -759,7 +896,7 @@ impl<'a> Tracer<'a> {
     /// A bulk copy, bulk reduction or `red.async`: the bytes it writes (in
     /// every CTA of a multicast mask), reads, and how it completes.
     fn bulk(&self, p: &PtxOp, data: &InstData) -> Result<Step, GiveUp> {
-        let variant = p.variant().ok_or(GiveUp::Unknown)?;
+        let variant = p.variant().ok_or(GiveUp::Unknown(OPERAND, None))?;
         let operand = |name: &str| {
             let b = variant.bind_operands(&p.quals, data.args.len()).ok()?;
             b.one(variant.operand(name)?)
@@ -774,12 +911,12 @@ impl<'a> Tracer<'a> {
         } else {
             data.args.get(2).and_then(|a| self.val(*a))
         };
-        let dst = data.args.first().ok_or(GiveUp::Unknown)?;
+        let dst = data.args.first().ok_or(GiveUp::Unknown(OPERAND, None))?;
         let mut writes: Vec<Bytes> = self.bytes(*dst, size).into_iter().collect();
         let ranks: Option<Vec<i64>> = if p.has(Qual::MulticastCluster) {
             let mask = operand("ctaMask")
                 .and_then(|a| self.val(a))
-                .ok_or(GiveUp::Unknown)?;
+                .ok_or(GiveUp::Unknown(OPERAND, None))?;
             Some((0..16).filter(|r| mask >> r & 1 == 1).collect())
         } else {
             None
@@ -805,7 +942,7 @@ impl<'a> Tracer<'a> {
                     .args
                     .iter()
                     .find(|a| matches!(self.syms.arg(**a), Sym::Phase { .. }))
-                    .ok_or(GiveUp::Unknown)?;
+                    .ok_or(GiveUp::Unknown(BARRIER, None))?;
                 let (bar, q) = self.phase(*a)?;
                 let bars = match ranks {
                     Some(ranks) => ranks.into_iter().map(|cta| Bar { cta, ..bar }).collect(),
@@ -824,6 +961,24 @@ impl<'a> Tracer<'a> {
             done,
         })
     }
+}
+
+/// A register that tells the grid's shape or the CTA's place in it (not
+/// its place in the cluster).
+fn is_grid(r: SpecialReg) -> bool {
+    use SpecialReg::*;
+    matches!(
+        r,
+        CtaidX
+            | CtaidY
+            | CtaidZ
+            | NctaidX
+            | NctaidY
+            | NctaidZ
+            | ClusteridX
+            | ClusteridY
+            | ClusteridZ
+    )
 }
 
 /// `v` (held sign-extended) as an unsigned number of type `ty`.
@@ -1022,6 +1177,8 @@ struct Graph {
     /// Each CTA barrier generation (rank, id, generation from 1): its node
     /// and its arrivals (role, event).
     cta_gens: BTreeMap<Generation, (NodeIndex, Vec<(usize, usize)>)>,
+    /// The CTA's threads pass `barrier.cta` unequally often.
+    unequal: bool,
     /// The transitive closure along ordering edges ([0]) and along every
     /// edge ([1]), one bitset row per node, built on first use; None when
     /// the graph has a cycle.
@@ -1068,8 +1225,13 @@ fn simulate_generations(
     let block = block?;
     let cta_threads = block_threads(block);
     let weight = |r: usize| role_threads(&ranges[r], block);
-    // Per (rank, id): the generation in progress and its threads arrived.
-    let mut bars: HashMap<(i64, i64), (usize, i64)> = HashMap::new();
+    // Per (rank, id): the generation in progress, its threads arrived and
+    // the count its first arrival names.
+    let mut bars: HashMap<(i64, i64), (usize, i64, Option<i64>)> = HashMap::new();
+    // Per rank: the threads not exited. A barrier that counts every thread
+    // waits for those only (an exited thread no longer takes part).
+    let mut live: HashMap<i64, i64> = roles.iter().map(|(th, _)| (th.rank, cta_threads)).collect();
+    let mut exited = vec![false; roles.len()];
     let mut cursor = vec![0usize; roles.len()];
     let mut held: Vec<Option<((i64, i64), usize)>> = vec![None; roles.len()];
     let mut out = HashMap::new();
@@ -1084,6 +1246,17 @@ fn simulate_generations(
                 held[r] = None;
             }
             let Some(e) = events.get(cursor[r]) else {
+                if !exited[r] {
+                    exited[r] = true;
+                    progress = true;
+                    let left = live.entry(th.rank).or_default();
+                    *left -= weight(r);
+                    for (key, bar) in bars.iter_mut() {
+                        if key.0 == th.rank && bar.2.is_none() && bar.1 > 0 && bar.1 >= *left {
+                            *bar = (bar.0 + 1, 0, None);
+                        }
+                    }
+                }
                 continue;
             };
             let i = cursor[r];
@@ -1091,11 +1264,14 @@ fn simulate_generations(
             progress = true;
             if let Step::CtaBarrier { id, count, wait } = e.step {
                 let key = (th.rank, id);
-                let bar = bars.entry(key).or_insert((1, 0));
+                let bar = bars.entry(key).or_insert((1, 0, None));
                 let gen = bar.0;
                 out.insert((r, i), gen);
+                if bar.1 == 0 {
+                    bar.2 = count;
+                }
                 bar.1 += weight(r);
-                let need = count.unwrap_or(cta_threads);
+                let need = count.unwrap_or(live[&th.rank]);
                 // A role's threads arrive together here: a generation they
                 // overfill is split between generations, which only the
                 // per-thread pairing (and its E1018 count) describes.
@@ -1103,7 +1279,7 @@ fn simulate_generations(
                     return None;
                 }
                 if bar.1 == need {
-                    *bar = (gen + 1, 0);
+                    *bar = (gen + 1, 0, None);
                 } else if wait {
                     held[r] = Some((key, gen));
                 }
@@ -1122,13 +1298,32 @@ fn simulate_generations(
         let Step::CtaBarrier { count, .. } = roles[r].1[i].step else {
             continue;
         };
+        // The role's own `bar.arrive` at the barrier just before, counted
+        // in the generation before: that generation completed without
+        // this `bar.sync`, which the arrival's count left out.
+        let ahead = (0..i).rev().find_map(|j| match roles[r].1[j].step {
+            Step::CtaBarrier { id, wait, .. } if id == key.1 => {
+                Some((!wait && out.get(&(r, j)) == Some(&(gen - 1))).then_some(j))
+            }
+            _ => None,
+        });
+        let (at, ahead) = match ahead.flatten() {
+            Some(j) => ((r, j), Some((r, i))),
+            None => ((r, i), None),
+        };
         stalls.push(Miscount {
-            at: (r, i),
+            at,
             id: key.1,
             named: vec![count],
             arrive: bars[&key].1,
             cta_threads,
+            ahead,
         });
+    }
+    // A `bar.sync` left out of its own thread's generation is where the
+    // hang starts; the threads held at other barriers wait for it.
+    if stalls.iter().any(|m| m.ahead.is_some()) {
+        stalls.retain(|m| m.ahead.is_some());
     }
     Some((out, stalls))
 }
@@ -1143,6 +1338,10 @@ struct Miscount {
     named: Vec<Option<i64>>,
     arrive: i64,
     cta_threads: i64,
+    /// The same role's `bar.sync` (role, event) that the generation of the
+    /// `bar.arrive` at `at` completed without, and that then waits in a
+    /// generation too few threads reach.
+    ahead: Option<(usize, usize)>,
 }
 
 impl Graph {
@@ -1162,16 +1361,33 @@ impl Graph {
             remote: BTreeMap::new(),
             miscounts: Vec::new(),
             cta_gens: BTreeMap::new(),
+            unequal: false,
             closure: [OnceCell::new(), OnceCell::new()],
         };
-        let mut inits: BTreeMap<Bar, usize> = BTreeMap::new();
+        let mut inits: BTreeMap<Bar, (usize, Inst)> = BTreeMap::new();
         for e in roles.iter().flat_map(|(_, events)| events) {
             if let Step::Init(bar) = &e.step {
-                *inits.entry(*bar).or_default() += 1;
+                inits.entry(*bar).or_insert((0, e.inst)).0 += 1;
             }
         }
-        if inits.values().any(|&n| n > 1) {
-            return Err(GiveUp::Unknown);
+        if let Some((bar, _)) = inits.iter().find(|(_, &(n, _))| n > 1) {
+            return Err(GiveUp::Unknown(REINIT, Some(inits[bar].1)));
+        }
+        // Epochs are counted by the thread that initialises: a barrier
+        // initialised again is followed only where no other role uses it.
+        let mut users: BTreeMap<(i64, SharedId, i64), BTreeSet<usize>> = BTreeMap::new();
+        for (r, (_, events)) in roles.iter().enumerate() {
+            for e in events {
+                for bar in e.step.bars() {
+                    users.entry(bar.place()).or_default().insert(r);
+                }
+            }
+        }
+        if let Some((bar, _)) = inits
+            .iter()
+            .find(|(bar, _)| bar.epoch > 0 && users[&bar.place()].len() > 1)
+        {
+            return Err(GiveUp::Unknown(REINIT, Some(inits[bar].1)));
         }
         // Generation g of barrier `id` in CTA `rank` is where each thread's
         // g-th arrival at that barrier meets the others'.
@@ -1366,13 +1582,20 @@ impl Graph {
             counts.push((th.rank, passed));
         }
         // Every thread of a CTA passes its barriers, and every thread of
-        // the cluster its cluster barriers, the same number of times.
-        let agree = counts
-            .windows(2)
-            .all(|w| w[0].1[1..] == w[1].1[1..] && (w[0].0 != w[1].0 || w[0].1[0] == w[1].1[0]));
-        if !agree {
-            return Err(GiveUp::Unknown);
+        // the cluster its cluster barriers, the same number of times; or
+        // the barrier run found where the CTA's threads hang.
+        // Where the CTA's threads pass `barrier.cta` unequally often, the
+        // barrier run pairs their arrivals (taking mbarrier waits to
+        // succeed); a hang it does not find is looked for in the graph.
+        let cluster_equal = counts.windows(2).all(|w| w[0].1[1..] == w[1].1[1..]);
+        let equal = cluster_equal
+            && counts
+                .windows(2)
+                .all(|w| w[0].0 != w[1].0 || w[0].1[0] == w[1].1[0]);
+        if !cluster_equal || (!equal && simulated.is_none()) {
+            return Err(GiveUp::Unknown(UNEQUAL_BARRIERS, None));
         }
+        gr.unequal = !equal;
         for (key, list) in &arrivals {
             let node = cta_barriers[key];
             let who = list.iter().map(|&(r, i, _)| (r, i)).collect();
@@ -1381,8 +1604,12 @@ impl Graph {
         // With a declared block, every generation of a CTA barrier names
         // one count and exactly that many threads arrive (E1018 otherwise).
         // Without one the thread counts of roles are unknown, and arrivals
-        // are taken to make up their counts.
-        if let Some(block) = block {
+        // are taken to make up their counts. After a hang found at a
+        // `bar.sync` left out of its thread's generation, or one where
+        // threads pass the barriers unequally often, the later generations
+        // are not the run's.
+        let hung = !equal || gr.miscounts.iter().any(|m| m.ahead.is_some());
+        if let Some(block) = block.filter(|_| !hung) {
             let threads = |r: usize| role_threads(&ranges[r], block);
             let cta_threads = block_threads(block);
             for (&(_, id, _), list) in &arrivals {
@@ -1405,6 +1632,7 @@ impl Graph {
                         named,
                         arrive,
                         cta_threads,
+                        ahead: None,
                     });
                 }
             }
@@ -1604,6 +1832,10 @@ impl Report<'_> {
                 continue;
             }
             events.sort_by_key(|&(r, i)| (self.span(r, i).start, r, i));
+            if let Some(d) = self.mismatched_barrier(&in_cycle) {
+                out.entry(d.0).or_insert((0, d.1));
+                continue;
+            }
             let Some(&(wr, wi)) = events.iter().find(|&&(r, i)| {
                 matches!(self.event(r, i).step, Step::Wait { blocking: true, .. })
             }) else {
@@ -1653,6 +1885,83 @@ impl Report<'_> {
         out.into_values().map(|(_, d)| d).collect()
     }
 
+    /// E1010 for each wait on phase `q` of a barrier by a thread that
+    /// waited on a later phase of it before: the barrier is then two or
+    /// more phases past `q`, where a parity wait names another phase
+    /// (PTX ISA 9.7.13.15). A phase counter reset by one side of a
+    /// protocol only (a consumer's per-tile pipeline state) does this.
+    fn stale_waits(&self) -> Vec<Diagnostic> {
+        let mut out: BTreeMap<Inst, Diagnostic> = BTreeMap::new();
+        for (r, (_, events)) in self.roles.iter().enumerate() {
+            // The latest phase of each barrier the thread saw complete.
+            let mut seen: HashMap<Bar, i64> = HashMap::new();
+            for (i, e) in events.iter().enumerate() {
+                let Step::Wait { bar, phase, .. } = e.step else {
+                    continue;
+                };
+                let last = seen.entry(bar).or_insert(phase);
+                let lagging = sem::phase_window(*last + 1, phase);
+                *last = (*last).max(phase);
+                let sem::PhaseWindow::Lagging(behind) = lagging else {
+                    continue;
+                };
+                if out.contains_key(&e.inst) || self.known.contains(&self.span(r, i).start) {
+                    continue;
+                }
+                let d = Diagnostic::error(
+                    "E1010",
+                    format!(
+                        "waits on phase {phase}, but this thread saw phase {} of the barrier complete before",
+                        *last
+                    ),
+                    self.span(r, i),
+                )
+                .with_label(format!(
+                    "the barrier is at least {behind} phases past the one named: its parity names a later phase"
+                ))
+                .with_help("wait on each phase in turn: keep one phase counter that every side of the protocol advances alike (not reset by one side only)")
+                .with_note(format!("for example {}", self.instance(r, i)))
+                .with_note("PTX ISA 9.7.13.15 (mbarrier.test_wait/try_wait): the parity names the current or the immediately preceding phase only");
+                out.insert(e.inst, d);
+            }
+        }
+        out.into_values().collect()
+    }
+
+    /// Where threads pass `barrier.cta` unequally often: E1018 at a
+    /// generation on a cycle of waits that gathers arrivals of different
+    /// barrier instructions (a barrier inside one partition met by another
+    /// partition's barrier elsewhere), at its first arrival in the text.
+    fn mismatched_barrier(&self, cycle: &BTreeSet<NodeIndex>) -> Option<(Inst, Diagnostic)> {
+        if !self.g.unequal {
+            return None;
+        }
+        let (&(_, id, _), (_, who)) = self.g.cta_gens.iter().find(|(_, (node, who))| {
+            cycle.contains(node)
+                && who
+                    .iter()
+                    .any(|&(r, i)| self.event(r, i).inst != self.event(who[0].0, who[0].1).inst)
+        })?;
+        let &(r, i) = who.iter().min_by_key(|&&(r, i)| self.span(r, i).start)?;
+        let &(or, oi) = who
+            .iter()
+            .find(|&&(q, j)| self.event(q, j).inst != self.event(r, i).inst)?;
+        let d = Diagnostic::error(
+            "E1018",
+            format!("threads pass barrier {id} unequally often, and a generation they meet at waits for itself"),
+            self.span(r, i),
+        )
+        .with_label("these threads meet the others' arrival elsewhere in one generation")
+        .with_secondary(
+            self.span(or, oi),
+            "another barrier instruction whose arrivals are counted in the same generation",
+        )
+        .with_help("a barrier inside one group of threads names that group (`bar.sync ID, COUNT` with an id of its own), not barrier 0 of every thread")
+        .with_note(format!("for example {}", self.instance(r, i)))
+        .with_note("the generation completes only after arrivals that wait, through mbarrier phases, for the threads held at it: a hang");
+        Some((self.event(r, i).inst, d))
+    }
+
     /// E1018 for each CTA barrier instruction whose generations do not
     /// gather the threads they count (once per instruction).
     fn miscounts(&self) -> Vec<Diagnostic> {
@@ -1664,7 +1973,29 @@ impl Report<'_> {
                 .iter()
                 .map(|c| c.map_or(format!("all {}", m.cta_threads), |n| n.to_string()))
                 .collect();
-            let d = if m.named.len() > 1 {
+            let d = if let Some((sr, si)) = m.ahead {
+                let named = m.named[0].unwrap_or(m.cta_threads);
+                Diagnostic::error(
+                    "E1018",
+                    format!(
+                        "barrier {} completes on {named} arrivals without this thread's later `bar.sync` on it",
+                        m.id
+                    ),
+                    self.span(r, i),
+                )
+                .with_label(format!(
+                    "the generation this arrival joins completes before the same thread syncs at barrier {}",
+                    m.id
+                ))
+                .with_secondary(
+                    self.span(sr, si),
+                    format!(
+                        "waits in the next generation, which only {} threads reach (a hang)",
+                        m.arrive
+                    ),
+                )
+                .with_help("a thread that arrives and then syncs at one barrier arrives twice in its generation: count both arrivals in every `bar.arrive` and `bar.sync` on it")
+            } else if m.named.len() > 1 {
                 Diagnostic::error(
                     "E1018",
                     format!(
@@ -1763,6 +2094,51 @@ impl Report<'_> {
                 .with_help("a thread that only arrives (`bar.arrive`) must wait for something the other threads do after the barrier before it arrives again: alternate two barrier ids, or wait on a barrier the consumers arrive at")
                 .with_note(format!("for example {}", self.instance(r, i)))
                 .with_note("PTX ISA 9.7.13.1 (bar, barrier): arrivals are counted per barrier, not per thread; docs/readings.md #25");
+                out.insert(e.inst, d);
+            }
+        }
+        out.into_values().collect()
+    }
+
+    /// E1015 for each arrival on a peer CTA's mbarrier that nothing puts
+    /// before the exit of some thread of the peer (a wait on its phase, a
+    /// cluster barrier after it): the peer may have exited, and its
+    /// shared memory with it, when the arrival lands.
+    fn arrivals_after_exit(&self) -> Vec<Diagnostic> {
+        let mut out: BTreeMap<Inst, Diagnostic> = BTreeMap::new();
+        for (r, (th, events)) in self.roles.iter().enumerate() {
+            for (i, e) in events.iter().enumerate() {
+                let Step::Arrive { bar, .. } = e.step else {
+                    continue;
+                };
+                if bar.cta == th.rank
+                    || out.contains_key(&e.inst)
+                    || self.known.contains(&self.span(r, i).start)
+                {
+                    continue;
+                }
+                let after = self.g.reach(self.g.at[r][i], true);
+                let held = self.roles.iter().enumerate().any(|(q, (peer, _))| {
+                    peer.rank == bar.cta
+                        && self.g.at[q]
+                            .last()
+                            .is_some_and(|n| after[n.index() / 64] >> (n.index() % 64) & 1 == 1)
+                });
+                if held {
+                    continue;
+                }
+                let d = Diagnostic::error(
+                    "E1015",
+                    "arrives on a peer CTA's mbarrier, and nothing keeps the peer from exiting first",
+                    self.span(r, i),
+                )
+                .with_label(format!(
+                    "no thread of CTA rank {} waits for this arrival or meets this thread at a cluster barrier after it",
+                    bar.cta
+                ))
+                .with_help("end with `barrier.cluster.arrive.release` + `barrier.cluster.wait.acquire` after the last arrival on a peer's barrier")
+                .with_note(format!("for example {}", self.instance(r, i)))
+                .with_note("an exited CTA's shared memory, its mbarriers included, is gone: an access to it is undefined");
                 out.insert(e.inst, d);
             }
         }
