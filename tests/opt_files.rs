@@ -76,7 +76,7 @@ fn check_file_with(path: &Path, mlir: &Mlir, passes: &[transform::Pass]) -> Stri
         "{name}: abstract ops remain"
     );
 
-    common::assert_checks_and_compiles(&name, &after, mlir);
+    common::assert_checks_and_compiles(&name, &text, &after, mlir);
     // Same results before and after, no UB after.
     let schedules = [
         Schedule::Eager,

@@ -80,7 +80,7 @@ fn validate(
             "{name}: the loop's `// pipeline:` comment is not followed"
         );
     }
-    common::assert_checks_and_compiles(name, &after, mlir);
+    common::assert_checks_and_compiles(name, text, &after, mlir);
     let mut schedules = Schedule::standard();
     schedules.extend([Schedule::Random(11), Schedule::Random(12)]);
     common::assert_same_runs(name, text, before, &after, &schedules);

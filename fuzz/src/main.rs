@@ -12,7 +12,10 @@
 //! the run, and an abort leaves it as `last-input.cpf`; one slower than `--slow` seconds is saved and listed, not
 //! counted as a failure. Saved inputs go to `--out` (default `target/fuzz-failures`), each
 //! with a first line naming the target and the failure; move them to
-//! `tests/fuzz/` once fixed. Exit status: 0 clean, 1 on any failure.
+//! `tests/fuzz/` once fixed. The seeds are the `.cpf` files under `--seeds`
+//! (default: the repository this binary was built from), so a binary copied
+//! to another machine runs from a copy of the repository. Exit status: 0
+//! clean, 1 on any failure.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -74,6 +77,7 @@ struct Options {
     slow: Duration,
     memory_mib: usize,
     out: PathBuf,
+    seeds: PathBuf,
 }
 
 fn options() -> Result<Options, String> {
@@ -85,6 +89,7 @@ fn options() -> Result<Options, String> {
         slow: Duration::from_secs(2),
         memory_mib: 1024,
         out: repo_root().join("target/fuzz-failures"),
+        seeds: repo_root(),
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -104,9 +109,10 @@ fn options() -> Result<Options, String> {
             "--slow" => o.slow = Duration::from_secs(num()?),
             "--memory" => o.memory_mib = usize::try_from(num()?).map_err(|e| e.to_string())?,
             "--out" => o.out = PathBuf::from(value),
+            "--seeds" => o.seeds = PathBuf::from(value),
             _ => {
                 return Err(format!(
-                "unknown flag `{flag}`; known: --seconds --execs --seed --timeout --slow --memory --out"
+                "unknown flag `{flag}`; known: --seconds --execs --seed --timeout --slow --memory --out --seeds"
             ))
             }
         }
@@ -160,13 +166,13 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let seeds: Vec<String> = cpf_files(&repo_root())
+    let seeds: Vec<String> = cpf_files(&o.seeds)
         .iter()
         .filter_map(|p| std::fs::read(p).ok())
         .map(|b| String::from_utf8_lossy(&b).into_owned())
         .collect();
     if seeds.is_empty() {
-        eprintln!("error: no .cpf seeds under {}", repo_root().display());
+        eprintln!("error: no .cpf seeds under {}", o.seeds.display());
         return ExitCode::from(2);
     }
     println!(

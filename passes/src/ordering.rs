@@ -85,6 +85,10 @@ pub const MAX_NODES: usize = 12_000;
 pub const MAX_PAIRS: usize = 200_000;
 /// The most CTAs of a cluster that are unrolled.
 const MAX_CTAS: i64 = 16;
+/// The most runs of the analysis over the outcomes of branches on values
+/// computed from kernel parameters or the grid's shape alone (each such
+/// branch is followed both ways).
+pub const MAX_BRANCH_RUNS: usize = 16;
 const HUGE: i64 = 1 << 40;
 
 /// Why the analysis stops for a kernel.
@@ -236,8 +240,8 @@ const NOT_PROVED: &str = "not proved: E1001, E1003, E1005, E1006, E1008, E1010, 
 /// Why the analysis cannot follow a kernel (W1006).
 const BIG_CLUSTER: &str = "a cluster of more than 16 CTAs is not unrolled";
 const BRANCH: &str = "a branch on a value the analysis cannot evaluate";
-const ASSUMED_BRANCH: &str =
-    "a branch on a value computed from kernel parameters or the grid's shape alone, whose value is assumed";
+const ASSUMED_BRANCHES: &str =
+    "more than 16 combinations of outcomes of branches on values computed from kernel parameters or the grid's shape alone";
 const LOOP_BOUND: &str = "a loop bound or step the analysis cannot evaluate";
 const BARRIER: &str = "an mbarrier or phase the analysis cannot place";
 const OPERAND: &str = "an operand (barrier id, thread count, mask) the analysis cannot evaluate";
@@ -250,7 +254,7 @@ const UNEQUAL_BARRIERS: &str =
 /// that involve an instruction whose span starts at an offset in `known`
 /// (already reported by another analysis).
 pub fn check(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Vec<Diagnostic> {
-    match analyse(k, syms, known) {
+    match both_ways(k, syms, known) {
         Ok(found) => found,
         Err(GiveUp::Unknown(why, at)) => vec![Diagnostic::warning(
             "W1006",
@@ -273,7 +277,54 @@ pub fn check(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Vec<Diagnostic> 
     }
 }
 
-fn analyse(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Result<Vec<Diagnostic>, GiveUp> {
+/// Runs the analysis once for every combination of outcomes of the
+/// branches on values computed from kernel parameters or the grid's shape
+/// alone (the same outcome in every thread and iteration of a run): the
+/// first run takes each branch as the assumed values give it, and each
+/// branch a run meets first is taken the other way in a further run, with
+/// the branches met before it fixed. The diagnostics of all runs, once each.
+fn both_ways(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Result<Vec<Diagnostic>, GiveUp> {
+    let mut todo = vec![BTreeMap::new()];
+    let mut out: Vec<Diagnostic> = Vec::new();
+    let mut runs = 0;
+    while let Some(forced) = todo.pop() {
+        runs += 1;
+        if runs > MAX_BRANCH_RUNS {
+            return Err(GiveUp::Unknown(ASSUMED_BRANCHES, None));
+        }
+        let mut met = BTreeMap::new();
+        for d in analyse(k, syms, known, &forced, &mut met)? {
+            let seen = out
+                .iter()
+                .any(|o| o.code == d.code && o.span == d.span && o.message == d.message);
+            if !seen {
+                out.push(d);
+            }
+        }
+        let mut prefix = forced.clone();
+        for (inst, taken) in met {
+            if prefix.contains_key(&inst) {
+                continue;
+            }
+            let mut other = prefix.clone();
+            other.insert(inst, !taken);
+            todo.push(other);
+            prefix.insert(inst, taken);
+        }
+    }
+    Ok(out)
+}
+
+/// One run of the analysis: `forced` gives the outcome of some branches
+/// on assumed values; the others met are taken as the values give them
+/// and recorded in `met`.
+fn analyse(
+    k: &Kernel,
+    syms: &Syms,
+    known: &BTreeSet<u32>,
+    forced: &BTreeMap<Inst, bool>,
+    met: &mut BTreeMap<Inst, bool>,
+) -> Result<Vec<Diagnostic>, GiveUp> {
     let dims = k.cluster.map_or([1, 1, 1], |c| c.map(i64::from));
     let ctas = dims.iter().product::<i64>();
     if ctas > MAX_CTAS {
@@ -290,7 +341,7 @@ fn analyse(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Result<Vec<Diagnos
     for rank in 0..ctas {
         for (n, &tid) in tids.iter().enumerate() {
             let th = Thread { rank, tid };
-            let (events, left) = Tracer::new(k, syms, th, dims, budget).run()?;
+            let (events, left) = Tracer::new(k, syms, th, dims, budget, forced, met).run()?;
             budget = left;
             total += events.len();
             if total > MAX_NODES {
@@ -435,6 +486,10 @@ struct Tracer<'a> {
     varying: Vec<bool>,
     /// Instructions left to run.
     budget: usize,
+    /// Outcomes given to branches on assumed values.
+    forced: &'a BTreeMap<Inst, bool>,
+    /// Outcomes taken by the other branches on assumed values met.
+    met: &'a mut BTreeMap<Inst, bool>,
     iters: Vec<(Inst, i64)>,
     /// The iteration number (from 0) of each enclosing loop, as `iters`.
     counts: Vec<i64>,
@@ -444,7 +499,15 @@ struct Tracer<'a> {
 }
 
 impl<'a> Tracer<'a> {
-    fn new(k: &'a Kernel, syms: &'a Syms, th: Thread, dims: [i64; 3], budget: usize) -> Self {
+    fn new(
+        k: &'a Kernel,
+        syms: &'a Syms,
+        th: Thread,
+        dims: [i64; 3],
+        budget: usize,
+        forced: &'a BTreeMap<Inst, bool>,
+        met: &'a mut BTreeMap<Inst, bool>,
+    ) -> Self {
         let mut vals = vec![None; k.values.len()];
         let mut assumed = vec![false; k.values.len()];
         for &p in &k.params {
@@ -462,6 +525,8 @@ impl<'a> Tracer<'a> {
             assumed,
             varying: vec![false; k.values.len()],
             budget,
+            forced,
+            met,
             iters: Vec::new(),
             counts: Vec::new(),
             inits: HashMap::new(),
@@ -492,10 +557,15 @@ impl<'a> Tracer<'a> {
                 Op::Yield => return Ok(data.args.iter().map(|a| self.val(*a)).collect()),
                 Op::If => {
                     let c = data.args.first().ok_or(GiveUp::Unknown(BRANCH, None))?;
-                    if c.value().is_some_and(|v| self.assumed[v.index()]) {
-                        return Err(GiveUp::Unknown(ASSUMED_BRANCH, Some(inst)));
+                    let on_assumed = c.value().is_some_and(|v| self.assumed[v.index()]);
+                    let mut c = self.val(*c).ok_or(GiveUp::Unknown(BRANCH, Some(inst)))?;
+                    if on_assumed {
+                        let taken = match self.forced.get(&inst) {
+                            Some(&b) => b,
+                            None => *self.met.entry(inst).or_insert(c != 0),
+                        };
+                        c = i64::from(taken);
                     }
-                    let c = self.val(*c).ok_or(GiveUp::Unknown(BRANCH, Some(inst)))?;
                     let out = match data.regions.get(usize::from(c == 0)) {
                         Some(&branch) => self.region(branch)?,
                         None => Vec::new(),
