@@ -289,6 +289,54 @@ impl Family {
         }
     }
 
+    /// What the family does to the synchronisation state (PTX ISA sections
+    /// in [`SyncEffect`]): the one description the interpreter executes and the
+    /// analyses abstract.
+    pub fn sync(self) -> SyncEffect {
+        match self {
+            Family::CpAsync
+            | Family::CpAsyncBulk
+            | Family::CpReduceAsyncBulk
+            | Family::RedAsync
+            | Family::Copy => SyncEffect::Issue,
+            Family::CpAsyncBulkPrefetch => SyncEffect::Hint,
+            Family::CpAsyncCommitGroup => SyncEffect::Commit(GroupKind::NonBulk),
+            Family::CpAsyncBulkCommitGroup => SyncEffect::Commit(GroupKind::Bulk),
+            Family::CpAsyncWaitGroup => SyncEffect::WaitGroup(GroupKind::NonBulk),
+            Family::CpAsyncBulkWaitGroup => SyncEffect::WaitGroup(GroupKind::Bulk),
+            Family::CpAsyncWaitAll => SyncEffect::WaitAll,
+            Family::CpAsyncMbarrierArrive => SyncEffect::AsyncArrive,
+            Family::MbarrierInit => SyncEffect::Init,
+            Family::MbarrierInval => SyncEffect::Inval,
+            Family::MbarrierArrive => SyncEffect::Arrive { tx: false },
+            Family::MbarrierArriveExpectTx => SyncEffect::Arrive { tx: true },
+            Family::MbarrierExpectTx => SyncEffect::ExpectTx,
+            Family::MbarrierTestWaitParity => SyncEffect::PhaseWait(WaitKind::Test),
+            Family::MbarrierTryWaitParity => SyncEffect::PhaseWait(WaitKind::Try),
+            Family::MbarrierWait => SyncEffect::PhaseWait(WaitKind::Blocking),
+            Family::MbarrierPhase => SyncEffect::Phase,
+            Family::FenceProxyAsync => SyncEffect::ProxyFence,
+            Family::FenceMbarrierInit => SyncEffect::InitFence,
+            Family::BarrierCta => SyncEffect::CtaBarrier {
+                named: false,
+                waits: true,
+            },
+            Family::BarSync => SyncEffect::CtaBarrier {
+                named: true,
+                waits: true,
+            },
+            Family::BarArrive => SyncEffect::CtaBarrier {
+                named: true,
+                waits: false,
+            },
+            Family::BarrierClusterArrive => SyncEffect::ClusterArrive,
+            Family::BarrierClusterWait => SyncEffect::ClusterWait,
+            Family::Mapa => SyncEffect::Address,
+            Family::ElectSync => SyncEffect::Elect,
+            Family::Await => SyncEffect::Await,
+        }
+    }
+
     /// True for cpflow's own operations, which have no single PTX instruction
     /// (`copy`/`await` must be lowered by passes first; `mbarrier.wait` and
     /// `mbarrier.phase` are erased by the lowering).
@@ -552,6 +600,89 @@ const fn operand_opt(name: &'static str, kind: OperandKind, gate: Option<Gate>) 
         presence: Presence::Optional,
         gate,
     }
+}
+
+/// The async-groups of a thread: non-bulk (`cp.async`) and bulk
+/// (`cp.async.bulk` and its reductions), committed and waited apart (PTX ISA
+/// 9.7.9.25.3, 9.7.9.25.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GroupKind {
+    /// `cp.async.commit_group` / `cp.async.wait_group`.
+    NonBulk,
+    /// `cp.async.bulk.commit_group` / `cp.async.bulk.wait_group`.
+    Bulk,
+}
+
+/// How a wait on an mbarrier phase behaves (PTX ISA 9.7.13.15).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WaitKind {
+    /// `test_wait`: returns at once whether the phase completed.
+    Test,
+    /// `try_wait`: may suspend for a time limit before returning.
+    Try,
+    /// cpflow's `mbarrier.wait`: blocks until the phase completes.
+    Blocking,
+}
+
+/// What an instruction does to the synchronisation state besides its
+/// memory accesses ([`Variant::accesses`]) and the completion of its own
+/// async operation ([`Completion`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SyncEffect {
+    /// Issues an async operation (or cpflow's abstract copy): the thread's
+    /// open operations of its group, or its mbarrier phase, track it.
+    Issue,
+    /// A prefetch hint: nothing observable.
+    Hint,
+    /// Closes the thread's open operations of the group into a new group.
+    Commit(GroupKind),
+    /// Waits until at most N of the thread's groups are pending (`.read`:
+    /// until their source reads are done).
+    WaitGroup(GroupKind),
+    /// `cp.async.wait_all`: commit, then wait for every group.
+    WaitAll,
+    /// Arrive-on of the thread's earlier `cp.async` on an mbarrier phase
+    /// (`.noinc`: without counting itself).
+    AsyncArrive,
+    /// Initialises an mbarrier with an arrival count.
+    Init,
+    /// Invalidates an mbarrier.
+    Inval,
+    /// Arrives on a phase (a count, release semantics by default); `tx`:
+    /// first expects that many transaction bytes.
+    Arrive {
+        /// `.expect_tx` is part of the arrive.
+        tx: bool,
+    },
+    /// Adds expected transaction bytes to the phase without arriving.
+    ExpectTx,
+    /// Waits on a phase (acquire semantics by default).
+    PhaseWait(WaitKind),
+    /// Names a phase of an mbarrier (cpflow's `mbarrier.phase`).
+    Phase,
+    /// `fence.proxy.async`: orders generic-proxy and async-proxy accesses.
+    ProxyFence,
+    /// `fence.mbarrier_init`: publishes mbarrier inits to the cluster.
+    InitFence,
+    /// A CTA barrier: `barrier.cta` (barrier 0, every thread) or a named
+    /// barrier with an id and thread count; `waits`: `sync` (arrive and
+    /// wait), not `arrive` only.
+    CtaBarrier {
+        /// `bar.sync`/`bar.arrive` with an id and count.
+        named: bool,
+        /// The thread waits for the generation to complete.
+        waits: bool,
+    },
+    /// `barrier.cluster.arrive`.
+    ClusterArrive,
+    /// `barrier.cluster.wait`.
+    ClusterWait,
+    /// Computes an address (`mapa`).
+    Address,
+    /// Elects one lane (`elect.sync`).
+    Elect,
+    /// Waits for cpflow's abstract copy.
+    Await,
 }
 
 /// How the completion of an op can be observed.
@@ -1696,6 +1827,28 @@ impl fmt::Display for Sm {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An op issues async work exactly when the table says its completion
+    /// can be observed, and a hint exactly when it has none.
+    #[test]
+    fn sync_effects_agree_with_completion() {
+        for v in VARIANTS {
+            let effect = v.family.sync();
+            assert_eq!(
+                effect == SyncEffect::Issue,
+                !matches!(v.completion, Completion::Sync | Completion::Hint),
+                "{:?} {}",
+                v.family,
+                v.form
+            );
+            assert_eq!(
+                effect == SyncEffect::Hint,
+                v.completion == Completion::Hint,
+                "{:?}",
+                v.family
+            );
+        }
+    }
 
     #[test]
     fn families_split_by_longest_prefix() {

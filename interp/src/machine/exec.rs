@@ -259,80 +259,28 @@ impl Machine<'_> {
         let k = self.k;
         let data = &k.insts[inst];
         let res = data.results.first().copied();
-        match p.family {
-            Family::CpAsync => {
-                let (Some(dst), Some(src)) =
-                    (self.addr_of(g, inst, "dst"), self.addr_of(g, inst, "src"))
-                else {
-                    return Err(self.limit(Some(inst), "bad cp.async operands".into()));
-                };
-                let cp = self
-                    .operand(inst, "cp-size")
-                    .map_or(16, |a| self.u32_of(g, a)) as u64;
-                let (src_size, ignore_src) = match self.operand(inst, "src-size") {
-                    Some(a) if k.arg_ty(a) == Some(Type::I1) => {
-                        (None, Some(self.val(g, a).as_u64() & 1 == 1))
-                    }
-                    Some(a) => (Some(self.val(g, a).as_u64() & 0xffff_ffff), None),
-                    None => (None, None),
-                };
-                let n = match sem::cp_async_reads(cp, src_size, ignore_src) {
-                    SrcSize::Copies(n) => n,
-                    SrcSize::TooLarge(n) => {
-                        self.report(
-                            "U0302",
-                            format!("`cp.async` src-size {n} is larger than cp-size {cp}"),
-                            inst,
-                            Some(g),
-                            "src-size larger than cp-size".into(),
-                            None,
-                            vec![format!("{}: only a run-time src-size > cp-size is UB; equal is a full copy", cite::reading(1))],
-                        );
-                        cp
-                    }
-                };
-                let t = &mut self.threads[g as usize];
-                t.cp_seq += 1;
-                let seq = t.cp_seq;
-                let id = self.issue(
+        let effect = p.family.sync();
+        match effect {
+            SyncEffect::Commit(group) => {
+                let bulk = group == GroupKind::Bulk;
+                let n = self.commit(g, bulk);
+                self.set_res(
                     g,
-                    inst,
-                    Issue {
-                        mech: Mech::Group,
-                        proxy: self.data_proxy(inst),
-                        src: Some((src, n)),
-                        dsts: vec![Dst {
-                            addr: dst,
-                            bar: None,
-                        }],
-                        len: cp,
-                        reduce: None,
-                        byte_mask: None,
-                        data: Vec::new(),
-                        seq,
-                        align: cp,
+                    res,
+                    if bulk {
+                        Val::BulkGroup(n)
+                    } else {
+                        Val::Group(n)
                     },
                 );
-                self.threads[g as usize].uncommitted.push(id);
-                self.threads[g as usize].recent_cp.push(id);
-                self.set_res(g, res, Val::Token(id));
-                self.issue_point();
             }
-            Family::CpAsyncCommitGroup => {
-                let n = self.commit(g, false);
-                self.set_res(g, res, Val::Group(n));
-            }
-            Family::CpAsyncBulkCommitGroup => {
-                let n = self.commit(g, true);
-                self.set_res(g, res, Val::BulkGroup(n));
-            }
-            Family::CpAsyncWaitAll => {
+            SyncEffect::WaitAll => {
                 self.commit(g, false);
                 let upto = self.threads[g as usize].groups.len() as u32;
                 return Ok(self.wait_groups(g, inst, false, false, upto));
             }
-            Family::CpAsyncWaitGroup | Family::CpAsyncBulkWaitGroup => {
-                let bulk = p.family == Family::CpAsyncBulkWaitGroup;
+            SyncEffect::WaitGroup(group) => {
+                let bulk = group == GroupKind::Bulk;
                 let read = p.has(Qual::Read);
                 let Some(a) = self.operand(inst, "N") else {
                     return Err(self.limit(Some(inst), "wait_group without N".into()));
@@ -349,7 +297,7 @@ impl Machine<'_> {
                 };
                 return Ok(self.wait_groups(g, inst, bulk, read, upto));
             }
-            Family::CpAsyncMbarrierArrive => {
+            SyncEffect::AsyncArrive => {
                 let Some(Val::Phase(a, ph)) = self.operand(inst, "mbar").map(|x| self.val(g, x))
                 else {
                     return Err(self.limit(Some(inst), "bad mbarrier operand".into()));
@@ -407,39 +355,7 @@ impl Machine<'_> {
                 self.start(id);
                 self.issue_point();
             }
-            Family::CpAsyncBulk | Family::CpReduceAsyncBulk => {
-                self.bulk(g, inst, p)?;
-            }
-            Family::CpAsyncBulkPrefetch => {}
-            Family::ElectSync => {
-                let mask = self
-                    .operand(inst, "membermask")
-                    .map_or(u32::MAX, |a| self.u32_of(g, a));
-                let tid = self.threads[g as usize].tid;
-                let lane = tid % 32;
-                // Lanes of this warp that exist in the CTA.
-                let present = match self.geo.threads - (tid - lane) {
-                    n if n >= 32 => u32::MAX,
-                    n => (1u32 << n) - 1,
-                };
-                if mask & (1 << lane) == 0 {
-                    self.report(
-                        "U0308",
-                        format!("`elect.sync` by lane {lane}, outside membermask {mask:#010x}"),
-                        inst,
-                        Some(g),
-                        "this thread is not in the membermask".into(),
-                        None,
-                        vec![],
-                    );
-                }
-                // docs/readings.md #24: the leader is the lowest lane of the
-                // mask among the warp's threads.
-                let leader = (mask & present).trailing_zeros();
-                self.set_res(g, res, Val::Int(u64::from(lane == leader)));
-            }
-            Family::RedAsync => self.red_async(g, inst, p)?,
-            Family::MbarrierInit => {
+            SyncEffect::Init => {
                 let Some(a) = self.addr_of(g, inst, "addr") else {
                     return Err(self.limit(Some(inst), "bad mbarrier operand".into()));
                 };
@@ -499,7 +415,7 @@ impl Machine<'_> {
                 m.init_stamp = init_stamp;
                 m.init_inst = Some(inst);
             }
-            Family::MbarrierInval => {
+            SyncEffect::Inval => {
                 let Some(a) = self.addr_of(g, inst, "addr") else {
                     return Err(self.limit(Some(inst), "bad mbarrier operand".into()));
                 };
@@ -510,7 +426,7 @@ impl Machine<'_> {
                     self.mbars[slot as usize].life = Life::Invalid;
                 }
             }
-            Family::MbarrierPhase => {
+            SyncEffect::Phase => {
                 let (Some(Val::Mbar(a)), Some(i)) = (
                     self.operand(inst, "mbar").map(|x| self.val(g, x)),
                     self.operand(inst, "index"),
@@ -520,7 +436,7 @@ impl Machine<'_> {
                 let index = self.u32_of(g, i) as i32;
                 self.set_res(g, res, Val::Phase(a, index));
             }
-            Family::MbarrierArrive | Family::MbarrierArriveExpectTx | Family::MbarrierExpectTx => {
+            SyncEffect::Arrive { .. } | SyncEffect::ExpectTx => {
                 let Some(Val::Phase(a, ph)) = self.operand(inst, "addr").map(|x| self.val(g, x))
                 else {
                     return Err(self.limit(Some(inst), "bad mbarrier operand".into()));
@@ -535,7 +451,7 @@ impl Machine<'_> {
                     let n = i64::from(self.u32_of(g, tx));
                     self.expect_tx(g, inst, slot, n);
                 }
-                if p.family != Family::MbarrierExpectTx {
+                if effect != SyncEffect::ExpectTx {
                     let count = self
                         .operand(inst, "count")
                         .map_or(1, |c| i64::from(self.u32_of(g, c)));
@@ -543,10 +459,8 @@ impl Machine<'_> {
                     self.arrive_on(g, inst, slot, ph, count, release);
                 }
             }
-            Family::MbarrierTestWaitParity
-            | Family::MbarrierTryWaitParity
-            | Family::MbarrierWait => {
-                if p.family == Family::MbarrierTryWaitParity && !self.threads[g as usize].resumed {
+            SyncEffect::PhaseWait(kind) => {
+                if kind == WaitKind::Try && !self.threads[g as usize].resumed {
                     // try_wait may suspend: let others run (and ops complete) first.
                     self.threads[g as usize].resumed = true;
                     return Ok(Flow::Yield);
@@ -570,7 +484,7 @@ impl Machine<'_> {
                 self.observe_point(relevant);
                 let acquire = sem::ordering(p);
                 let done = self.observe_phase(g, inst, slot, ph, acquire);
-                if p.family == Family::MbarrierWait {
+                if kind == WaitKind::Blocking {
                     if !done {
                         self.mbars[slot as usize].waiters.push(g);
                         self.threads[g as usize].state = State::Blocked(
@@ -589,22 +503,25 @@ impl Machine<'_> {
                     self.set_res(g, res, Val::Int(u64::from(done)));
                 }
             }
-            Family::FenceProxyAsync => {
+            SyncEffect::ProxyFence => {
                 let e = self.epoch(g);
                 let t = &mut self.threads[g as usize];
                 let space = p.qual(Role::Space);
                 t.fences.push((t.seq, e, space));
             }
-            Family::FenceMbarrierInit => {
+            SyncEffect::InitFence => {
                 self.threads[g as usize].init_fenced = true;
             }
-            Family::BarrierCta => self.cta_barrier(g, inst, 0, None, true),
-            Family::BarSync | Family::BarArrive => {
-                let id = self.operand(inst, "id").map_or(0, |a| self.u32_of(g, a));
-                let count = self.operand(inst, "count").map(|a| self.u32_of(g, a));
-                self.cta_barrier(g, inst, id, count, p.family == Family::BarSync);
+            SyncEffect::CtaBarrier { named, waits } => {
+                let (id, count) = if named {
+                    let id = self.operand(inst, "id").map_or(0, |a| self.u32_of(g, a));
+                    (id, self.operand(inst, "count").map(|a| self.u32_of(g, a)))
+                } else {
+                    (0, None)
+                };
+                self.cta_barrier(g, inst, id, count, waits);
             }
-            Family::BarrierClusterArrive => {
+            SyncEffect::ClusterArrive => {
                 let cl = (self.threads[g as usize].cta / self.geo.cluster) as usize;
                 let phase = self.clusters[cl].phase;
                 if self.threads[g as usize].cluster_arrived == Some(phase) {
@@ -635,7 +552,7 @@ impl Machine<'_> {
                 self.clusters[cl].arrived += 1;
                 self.check_cluster_barrier(cl as u32);
             }
-            Family::BarrierClusterWait => {
+            SyncEffect::ClusterWait => {
                 let cl = (self.threads[g as usize].cta / self.geo.cluster) as usize;
                 let phase = self.threads[g as usize]
                     .cluster_arrived
@@ -649,6 +566,133 @@ impl Machine<'_> {
                         State::Blocked(Block::ClusterWait(phase), inst);
                 }
             }
+            SyncEffect::Await => {
+                let Some(Val::Token(id)) = self.operand(inst, "token").map(|x| self.val(g, x))
+                else {
+                    return Err(self.limit(Some(inst), "bad await operand".into()));
+                };
+                let Some(op) = self.ops.get(id as usize) else {
+                    return Err(self.limit(Some(inst), "await of an unknown token".into()));
+                };
+                if op.mech == Mech::Abstract && !op.done {
+                    // The abstract copy is executed now, by the awaiting thread.
+                    self.complete((id, Stage::Complete));
+                }
+                if self.ops[id as usize].done {
+                    self.observe_op(g, id);
+                } else {
+                    self.threads[g as usize].state = State::Blocked(Block::Op(id), inst);
+                }
+            }
+            SyncEffect::Issue | SyncEffect::Hint | SyncEffect::Address | SyncEffect::Elect => {
+                return self.operation(g, inst, p, res);
+            }
+        }
+        Ok(Flow::Next)
+    }
+
+    /// The operations whose effect is their own: issuing an async operation
+    /// (its operands and completion differ per family), a hint, an address
+    /// or an election.
+    fn operation(
+        &mut self,
+        g: u32,
+        inst: Inst,
+        p: &PtxOp,
+        res: Option<Value>,
+    ) -> Result<Flow, Stop> {
+        let k = self.k;
+        match p.family {
+            Family::CpAsync => {
+                let (Some(dst), Some(src)) =
+                    (self.addr_of(g, inst, "dst"), self.addr_of(g, inst, "src"))
+                else {
+                    return Err(self.limit(Some(inst), "bad cp.async operands".into()));
+                };
+                let cp = self
+                    .operand(inst, "cp-size")
+                    .map_or(16, |a| self.u32_of(g, a)) as u64;
+                let (src_size, ignore_src) = match self.operand(inst, "src-size") {
+                    Some(a) if k.arg_ty(a) == Some(Type::I1) => {
+                        (None, Some(self.val(g, a).as_u64() & 1 == 1))
+                    }
+                    Some(a) => (Some(self.val(g, a).as_u64() & 0xffff_ffff), None),
+                    None => (None, None),
+                };
+                let n = match sem::cp_async_reads(cp, src_size, ignore_src) {
+                    SrcSize::Copies(n) => n,
+                    SrcSize::TooLarge(n) => {
+                        self.report(
+                            "U0302",
+                            format!("`cp.async` src-size {n} is larger than cp-size {cp}"),
+                            inst,
+                            Some(g),
+                            "src-size larger than cp-size".into(),
+                            None,
+                            vec![format!("{}: only a run-time src-size > cp-size is UB; equal is a full copy", cite::reading(1))],
+                        );
+                        cp
+                    }
+                };
+                let t = &mut self.threads[g as usize];
+                t.cp_seq += 1;
+                let seq = t.cp_seq;
+                let id = self.issue(
+                    g,
+                    inst,
+                    Issue {
+                        mech: Mech::Group,
+                        proxy: self.data_proxy(inst),
+                        src: Some((src, n)),
+                        dsts: vec![Dst {
+                            addr: dst,
+                            bar: None,
+                        }],
+                        len: cp,
+                        reduce: None,
+                        byte_mask: None,
+                        data: Vec::new(),
+                        seq,
+                        align: cp,
+                    },
+                );
+                self.threads[g as usize].uncommitted.push(id);
+                self.threads[g as usize].recent_cp.push(id);
+                self.set_res(g, res, Val::Token(id));
+                self.issue_point();
+            }
+            Family::CpAsyncBulk | Family::CpReduceAsyncBulk => {
+                self.bulk(g, inst, p)?;
+            }
+            Family::CpAsyncBulkPrefetch => {}
+            Family::ElectSync => {
+                let mask = self
+                    .operand(inst, "membermask")
+                    .map_or(u32::MAX, |a| self.u32_of(g, a));
+                let tid = self.threads[g as usize].tid;
+                let lane = tid % 32;
+                // Lanes of this warp that exist in the CTA.
+                let present = match self.geo.threads - (tid - lane) {
+                    n if n >= 32 => u32::MAX,
+                    n => (1u32 << n) - 1,
+                };
+                if mask & (1 << lane) == 0 {
+                    self.report(
+                        "U0308",
+                        format!("`elect.sync` by lane {lane}, outside membermask {mask:#010x}"),
+                        inst,
+                        Some(g),
+                        "this thread is not in the membermask".into(),
+                        None,
+                        vec![],
+                    );
+                }
+                // docs/readings.md #24: the leader is the lowest lane of the
+                // mask among the warp's threads.
+                let leader = (mask & present).trailing_zeros();
+                self.set_res(g, res, Val::Int(u64::from(lane == leader)));
+            }
+            Family::RedAsync => self.red_async(g, inst, p)?,
             Family::Mapa => {
                 let a = self.operand(inst, "a").map(|x| self.val(g, x));
                 let rank = self.operand(inst, "rank").map_or(0, |r| self.u32_of(g, r));
@@ -716,24 +760,8 @@ impl Machine<'_> {
                 );
                 self.set_res(g, res, Val::Token(id));
             }
-            Family::Await => {
-                let Some(Val::Token(id)) = self.operand(inst, "token").map(|x| self.val(g, x))
-                else {
-                    return Err(self.limit(Some(inst), "bad await operand".into()));
-                };
-                let Some(op) = self.ops.get(id as usize) else {
-                    return Err(self.limit(Some(inst), "await of an unknown token".into()));
-                };
-                if op.mech == Mech::Abstract && !op.done {
-                    // The abstract copy is executed now, by the awaiting thread.
-                    self.complete((id, Stage::Complete));
-                }
-                if self.ops[id as usize].done {
-                    self.observe_op(g, id);
-                } else {
-                    self.threads[g as usize].state = State::Blocked(Block::Op(id), inst);
-                }
-            }
+            // The other families are run by their effect (`ptx`).
+            _ => {}
         }
         Ok(Flow::Next)
     }
