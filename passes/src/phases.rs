@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use cpflow_ir::diag::Diagnostic;
 use cpflow_ir::ir::*;
-use cpflow_ir::spec::{Completion, Family, Qual};
+use cpflow_ir::spec::{Completion, Qual, SyncEffect, WaitKind};
 use cpflow_ir::types::Type;
 
 use crate::affine::{Affine, Atom, Bounds};
@@ -292,45 +292,45 @@ impl Walk<'_> {
     fn ptx(&mut self, inst: Inst, p: &PtxOp) {
         let k = self.k;
         let data = &k.insts[inst];
-        let cst = |i: usize| data.args.get(i).and_then(|a| k.const_int(*a));
         let first = data.args.first().map(|a| self.syms.arg(*a));
-        let (what, sym) = match p.family {
-            Family::MbarrierInit => (
-                What::Init(data.args.get(1).and_then(|a| self.count(*a))),
+        let operand = |name: &str| k.ptx_operand(inst, name);
+        let effect = p.family.sync();
+        let (what, sym) = match effect {
+            SyncEffect::Init => (
+                What::Init(operand("count").and_then(|a| self.count(a))),
                 first,
             ),
-            Family::MbarrierWait
-            | Family::MbarrierTestWaitParity
-            | Family::MbarrierTryWaitParity => (What::Wait, first),
-            Family::MbarrierArrive => {
-                let count = if data.args.len() > 1 { cst(1) } else { Some(1) };
+            SyncEffect::PhaseWait(_) => (What::Wait, first),
+            SyncEffect::Arrive { tx: false } => {
+                let count = operand("count").map_or(Some(1), |a| k.const_int(a));
                 (What::Arrive(count), first)
             }
-            Family::MbarrierArriveExpectTx | Family::MbarrierExpectTx => (
+            SyncEffect::Arrive { tx: true } | SyncEffect::ExpectTx => (
                 What::ExpectTx {
-                    bytes: data.args.get(1).and_then(|a| self.count(*a)),
-                    arrives: p.family == Family::MbarrierArriveExpectTx,
+                    bytes: operand("txCount").and_then(|a| self.count(a)),
+                    arrives: effect != SyncEffect::ExpectTx,
                 },
                 first,
             ),
-            Family::CpAsyncMbarrierArrive => (
+            SyncEffect::AsyncArrive => (
                 What::AsyncArrive {
                     noinc: p.has(Qual::Noinc),
                 },
                 first,
             ),
-            Family::CpAsyncBulk | Family::CpReduceAsyncBulk | Family::RedAsync => {
+            SyncEffect::Issue => {
                 let Some(variant) = p.variant() else { return };
                 if variant.completion != Completion::Mbarrier {
                     return;
                 }
-                let bytes = if p.family == Family::RedAsync {
-                    match data.args.get(1).and_then(|a| k.arg_ty(*a)) {
+                // The bytes its complete-tx brings: its size, or (red.async)
+                // the width of the value it reduces.
+                let bytes = match operand("size") {
+                    Some(a) => k.const_int(a),
+                    None => match operand("b").and_then(|a| k.arg_ty(a)) {
                         Some(Type::Scalar(s)) => Some(i64::from(s.bits() / 8)),
                         _ => None,
-                    }
-                } else {
-                    cst(2)
+                    },
                 };
                 let ph = data
                     .args
@@ -339,12 +339,7 @@ impl Walk<'_> {
                     .find(|s| matches!(s, Sym::Phase { .. }));
                 let multicast = p.has(Qual::MulticastCluster);
                 let mask = if multicast {
-                    variant
-                        .bind_operands(&p.quals, data.args.len())
-                        .ok()
-                        .and_then(|b| b.one(variant.operand("ctaMask")?))
-                        .and_then(|i| data.args.get(i))
-                        .and_then(|a| k.const_int(*a))
+                    operand("ctaMask").and_then(|a| k.const_int(a))
                 } else {
                     None
                 };
@@ -733,7 +728,7 @@ impl Walk<'_> {
     /// result, false, or that result `xor 1`, true)?
     fn poll_failed(&self, (c, pol): (Value, bool), poll: Inst) -> bool {
         let k = self.k;
-        let is_poll = matches!(&k.insts[poll].op, Op::Ptx(p) if matches!(p.family, Family::MbarrierTestWaitParity | Family::MbarrierTryWaitParity));
+        let is_poll = matches!(&k.insts[poll].op, Op::Ptx(p) if matches!(p.family.sync(), SyncEffect::PhaseWait(WaitKind::Test | WaitKind::Try)));
         let result = k.insts[poll].results.first().copied();
         if !is_poll || result.is_none() {
             return false;
@@ -841,8 +836,7 @@ impl Walk<'_> {
     /// could complete the phase first blocks on it: a hang. Returns the
     /// acting sites that come after the wait.
     fn completed_only_after<'s>(&self, w: &Site, acting: &[&'s Site]) -> Option<Vec<&'s Site>> {
-        let blocking =
-            matches!(&self.k.insts[w.inst].op, Op::Ptx(p) if p.family == Family::MbarrierWait);
+        let blocking = matches!(&self.k.insts[w.inst].op, Op::Ptx(p) if p.family.sync() == SyncEffect::PhaseWait(WaitKind::Blocking));
         if !blocking || !w.conds.is_empty() {
             return None;
         }
