@@ -15,7 +15,9 @@ use std::rc::Rc;
 use cpflow_ir::diag::{Diagnostic, Span};
 use cpflow_ir::ir::*;
 use cpflow_ir::sem;
-use cpflow_ir::spec::{AccessKind, Completion, Family, Proxy, Qual};
+use cpflow_ir::spec::{
+    AccessKind, Completion, Family, GroupKind, Proxy, Qual, SyncEffect, WaitKind,
+};
 use cpflow_ir::types::{Scalar, Type};
 
 use crate::affine::{disjoint, Affine, Atom};
@@ -167,12 +169,7 @@ impl<'a> Engine<'a> {
         let mut waited_bars = BTreeSet::new();
         k.walk(k.body, &mut |i| {
             if let Op::Ptx(p) = &k.insts[i].op {
-                if matches!(
-                    p.family,
-                    Family::MbarrierWait
-                        | Family::MbarrierTestWaitParity
-                        | Family::MbarrierTryWaitParity
-                ) {
+                if matches!(p.family.sync(), SyncEffect::PhaseWait(_)) {
                     if let Some(id) = k.insts[i]
                         .args
                         .first()
@@ -1338,18 +1335,10 @@ impl<'a> Engine<'a> {
         // A `.relaxed` wait or poll observes the phase without acquiring:
         // it orders nothing.
         let relaxed = sem::ordering(p).is_none();
-        let arg = |name: &str| -> Option<Arg> {
-            let b = variant.bind_operands(&p.quals, data.args.len()).ok()?;
-            variant
-                .operand(name)
-                .and_then(|i| b.one(i))
-                .map(|i| data.args[i])
-        };
-        let sym = |name: &str| arg(name).map(|a| self.syms.arg(a));
-        let size = |name: &str| arg(name).and_then(|a| k.const_int(a));
         let first = data.args.first().map(|a| self.syms.arg(*a));
-        match p.family {
-            Family::CpAsync => {
+        let effect = p.family.sync();
+        match (effect, p.family) {
+            (SyncEffect::Issue, Family::CpAsync) => {
                 let dst = first
                     .as_ref()
                     .and_then(|s| Mem::of(s, data.args.get(2).and_then(|a| k.const_int(*a))));
@@ -1359,7 +1348,10 @@ impl<'a> Engine<'a> {
                     .and_then(|a| Mem::of(&self.syms.arg(*a), None));
                 self.issue(st, inst, Kind::NonBulk, dst, src, None, false, false);
             }
-            Family::CpAsyncBulk | Family::CpReduceAsyncBulk | Family::RedAsync => {
+            (
+                SyncEffect::Issue,
+                Family::CpAsyncBulk | Family::CpReduceAsyncBulk | Family::RedAsync,
+            ) => {
                 if let Some(a) = data.args.first().filter(|a| own_rank_mapa(k, **a)) {
                     let what = cpflow_ir::spec::peer_destination_rule(p.family);
                     self.emit(
@@ -1415,7 +1407,7 @@ impl<'a> Engine<'a> {
                         .is_some_and(|a| a.proxy == Proxy::Async && a.kind == AccessKind::Write);
                 self.issue(st, inst, kind, dst, src, phase, async_src, async_dst);
             }
-            Family::Copy => {
+            (SyncEffect::Issue, Family::Copy) => {
                 let n = data.args.get(2).and_then(|a| k.const_int(*a));
                 let dst = first.as_ref().and_then(|s| Mem::of(s, n));
                 let src = data
@@ -1424,7 +1416,7 @@ impl<'a> Engine<'a> {
                     .and_then(|a| Mem::of(&self.syms.arg(*a), n));
                 self.issue(st, inst, Kind::Abstract, dst, src, None, false, false);
             }
-            Family::Await => {
+            (SyncEffect::Await, _) => {
                 if let Some(t) = data.args.first().and_then(|a| a.value()) {
                     // Only the ops the token names change (a rebuild of
                     // the whole set per await is quadratic in copies).
@@ -1445,24 +1437,16 @@ impl<'a> Engine<'a> {
                     }
                 }
             }
-            Family::CpAsyncCommitGroup | Family::CpAsyncBulkCommitGroup => {
-                let kind = if p.family == Family::CpAsyncBulkCommitGroup {
-                    Kind::Bulk
-                } else {
-                    Kind::NonBulk
-                };
+            (SyncEffect::Commit(group), _) => {
+                let kind = Kind::of(group);
                 self.commit(st, inst, kind, data.results.first().copied());
             }
-            Family::CpAsyncWaitAll => {
+            (SyncEffect::WaitAll, _) => {
                 self.commit(st, inst, Kind::NonBulk, None);
                 self.wait(st, inst, Kind::NonBulk, Some(0), false, false);
             }
-            Family::CpAsyncWaitGroup | Family::CpAsyncBulkWaitGroup => {
-                let kind = if p.family == Family::CpAsyncBulkWaitGroup {
-                    Kind::Bulk
-                } else {
-                    Kind::NonBulk
-                };
+            (SyncEffect::WaitGroup(group), _) => {
+                let kind = Kind::of(group);
                 let read = p.has(Qual::Read);
                 let a = data.args.first().copied();
                 let (n, by_value) = match a.map(|a| a.operand) {
@@ -1481,7 +1465,7 @@ impl<'a> Engine<'a> {
                 };
                 self.wait(st, inst, kind, n, read, by_value);
             }
-            Family::CpAsyncMbarrierArrive => {
+            (SyncEffect::AsyncArrive, _) => {
                 if let Some(ph) = first.clone() {
                     self.use_bar(st, &ph, inst, false);
                     let ph = norm_sym(&ph);
@@ -1500,19 +1484,19 @@ impl<'a> Engine<'a> {
                         .collect();
                 }
             }
-            Family::MbarrierInit => {
+            (SyncEffect::Init, _) => {
                 if let Some(id) = first.as_ref().and_then(bar_alloc) {
                     st.init.insert(id, Init::Local);
                     st.fence_useful = true;
                 }
             }
-            Family::MbarrierArrive | Family::MbarrierArriveExpectTx | Family::MbarrierExpectTx => {
+            (SyncEffect::Arrive { .. } | SyncEffect::ExpectTx, _) => {
                 if let Some(ph) = &first {
                     self.use_bar(st, ph, inst, false);
                     // This thread's arrival releases its reads so far on this
                     // phase; joins keep a release only when every path made
                     // it, so every thread that made a read arrives after it.
-                    let arrives = p.family != Family::MbarrierExpectTx;
+                    let arrives = effect != SyncEffect::ExpectTx;
                     // An arrival on a peer's barrier, which the peer waits
                     // on: the peer is there for the accesses before it.
                     if arrives && is_remote(ph) {
@@ -1528,7 +1512,7 @@ impl<'a> Engine<'a> {
                     }
                 }
             }
-            Family::MbarrierTestWaitParity | Family::MbarrierTryWaitParity => {
+            (SyncEffect::PhaseWait(WaitKind::Test | WaitKind::Try), _) => {
                 if let Some(ph) = &first {
                     self.use_bar(st, ph, inst, false);
                     if let (Some(&res), false) = (data.results.first(), relaxed) {
@@ -1536,7 +1520,7 @@ impl<'a> Engine<'a> {
                     }
                 }
             }
-            Family::MbarrierWait => {
+            (SyncEffect::PhaseWait(WaitKind::Blocking), _) => {
                 if let Some(ph) = &first {
                     self.use_bar(st, ph, inst, false);
                     if !relaxed {
@@ -1557,7 +1541,7 @@ impl<'a> Engine<'a> {
                     }
                 }
             }
-            Family::FenceProxyAsync => {
+            (SyncEffect::ProxyFence, _) => {
                 if !st.fence_useful {
                     self.emit(
                         Diagnostic::warning("W1002", "redundant `fence.proxy.async`: nothing since the last fence needs ordering", data.span)
@@ -1575,7 +1559,7 @@ impl<'a> Engine<'a> {
                     .map(|(m, _, i)| (m, true, i))
                     .collect();
             }
-            Family::FenceMbarrierInit => {
+            (SyncEffect::InitFence, _) => {
                 for v in st.init.values_mut() {
                     if *v == Init::Local {
                         *v = Init::Fenced;
@@ -1584,12 +1568,13 @@ impl<'a> Engine<'a> {
             }
             // Which threads meet at a `bar.sync`, and whether they make up
             // its count, is the cross-thread analysis's (E1018).
-            Family::BarrierCta | Family::BarSync => self.barrier(st, false),
-            Family::BarrierClusterArrive => st.cluster_release = !relaxed,
-            Family::BarrierClusterWait => self.barrier(st, true),
-            _ => {
-                let _ = (sym("x"), size("x"));
-            }
+            (SyncEffect::CtaBarrier { waits: true, .. }, _) => self.barrier(st, false),
+            (SyncEffect::ClusterArrive, _) => st.cluster_release = !relaxed,
+            (SyncEffect::ClusterWait, _) => self.barrier(st, true),
+            // Hints, addresses, elections, phases, invalidation and
+            // `bar.arrive` (the cross-thread analysis pairs it) change nothing
+            // this analysis tracks.
+            _ => {}
         }
     }
 
@@ -1930,9 +1915,9 @@ fn depth_caps(k: &Kernel) -> [u32; 2] {
     k.walk(k.body, &mut |i| {
         let data = &k.insts[i];
         if let Op::Ptx(p) = &data.op {
-            let kidx = match p.family {
-                Family::CpAsyncWaitGroup => 0,
-                Family::CpAsyncBulkWaitGroup => 1,
+            let kidx = match p.family.sync() {
+                SyncEffect::WaitGroup(GroupKind::NonBulk) => 0,
+                SyncEffect::WaitGroup(GroupKind::Bulk) => 1,
                 _ => return,
             };
             if let Some(n) = data.args.first().and_then(|a| k.const_int(*a)) {

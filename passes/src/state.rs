@@ -19,6 +19,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use cpflow_ir::ir::{Inst, SharedId, Value};
+use cpflow_ir::spec::GroupKind;
 
 use crate::affine::{Affine, Atom};
 use crate::values::{Base, Sym};
@@ -66,6 +67,16 @@ pub enum Kind {
     EndOfCta,
     /// cpflow's abstract `copy`, completed by `await` of its token.
     Abstract,
+}
+
+impl Kind {
+    /// The records of a group kind's commits and waits.
+    pub fn of(group: GroupKind) -> Kind {
+        match group {
+            GroupKind::NonBulk => Kind::NonBulk,
+            GroupKind::Bulk => Kind::Bulk,
+        }
+    }
 }
 
 /// What the issuing thread knows of an op's completion.
