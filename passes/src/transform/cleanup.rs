@@ -22,7 +22,7 @@
 use std::collections::{HashMap, HashSet};
 
 use cpflow_ir::ir::{Inst, Kernel, Module, Op, Operand, Region, Value};
-use cpflow_ir::spec::{Family, Qual};
+use cpflow_ir::spec::{Family, Qual, SyncEffect};
 
 use super::edit;
 
@@ -32,10 +32,7 @@ pub fn cleanup(module: &mut Module) -> usize {
 }
 
 fn is_wait(k: &Kernel, i: Inst) -> bool {
-    matches!(
-        edit::family(k, i),
-        Some(Family::CpAsyncWaitGroup | Family::CpAsyncBulkWaitGroup)
-    )
+    matches!(edit::effect(k, i), Some(SyncEffect::WaitGroup(_)))
 }
 
 fn cleanup_kernel(k: &mut Kernel) -> usize {

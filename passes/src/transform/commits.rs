@@ -18,7 +18,7 @@ use std::collections::{HashMap, HashSet};
 
 use cpflow_ir::diag::Diagnostic;
 use cpflow_ir::ir::{Inst, Kernel, Op, Region, Value};
-use cpflow_ir::spec::{Completion, Family};
+use cpflow_ir::spec::{Completion, Family, GroupKind, SyncEffect};
 use cpflow_ir::types::Type;
 
 use super::edit;
@@ -83,9 +83,9 @@ struct Folder<'a> {
 
 /// The kind of a commit instruction (0 `cp.async`, 1 bulk group).
 fn kind_of_commit(k: &Kernel, i: Inst) -> Option<usize> {
-    match edit::family(k, i)? {
-        Family::CpAsyncCommitGroup => Some(0),
-        Family::CpAsyncBulkCommitGroup => Some(1),
+    match edit::effect(k, i)? {
+        SyncEffect::Commit(GroupKind::NonBulk) => Some(0),
+        SyncEffect::Commit(GroupKind::Bulk) => Some(1),
         _ => None,
     }
 }

@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use cpflow_ir::build::Builder;
 use cpflow_ir::ir::{Inst, Kernel, Op, Region};
-use cpflow_ir::spec::Family;
+use cpflow_ir::spec::{Family, SyncEffect};
 
 /// The instructions of `region` and every region nested in it, with the
 /// region each sits in.
@@ -30,6 +30,11 @@ pub fn family(k: &Kernel, i: Inst) -> Option<Family> {
         Op::Ptx(p) => Some(p.family),
         _ => None,
     }
+}
+
+/// The synchronisation effect of `i`, if it is a table instruction.
+pub fn effect(k: &Kernel, i: Inst) -> Option<SyncEffect> {
+    family(k, i).map(Family::sync)
 }
 
 /// Whether `pred` holds for `i` or for anything nested in it.

@@ -39,7 +39,7 @@
 use std::collections::{HashMap, HashSet};
 
 use cpflow_ir::ir::{Arg, Inst, Kernel, Module, Op, Region, SharedId};
-use cpflow_ir::spec::{AccessKind, Family, Proxy, Qual};
+use cpflow_ir::spec::{AccessKind, Family, Proxy, Qual, SyncEffect, WaitKind};
 use cpflow_ir::types::{Space, Type};
 
 use super::edit;
@@ -80,13 +80,12 @@ fn writes_generic(k: &Kernel, i: Inst) -> bool {
 /// completion point).
 fn is_wait(k: &Kernel, i: Inst) -> bool {
     matches!(
-        edit::family(k, i),
+        edit::effect(k, i),
         Some(
-            Family::CpAsyncWaitGroup
-                | Family::CpAsyncWaitAll
-                | Family::CpAsyncBulkWaitGroup
-                | Family::MbarrierWait
-                | Family::MbarrierInval
+            SyncEffect::WaitGroup(_)
+                | SyncEffect::WaitAll
+                | SyncEffect::PhaseWait(WaitKind::Blocking)
+                | SyncEffect::Inval
         )
     )
 }

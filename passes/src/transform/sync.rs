@@ -47,7 +47,7 @@ use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use cpflow_ir::ir::{Arg, Inst, Kernel, Module, Op, Region, Value};
-use cpflow_ir::spec::{Family, Qual, Role};
+use cpflow_ir::spec::{Family, Qual, Role, SyncEffect, WaitKind};
 use cpflow_ir::types::{Space, Type};
 
 use super::edit;
@@ -410,12 +410,11 @@ fn barriers(k: &mut Kernel, syms: &Syms, written: &[(Region, Inst, Value)]) -> u
         // After the block of waits the wait belongs to.
         while list.get(at + 1).is_some_and(|&x| {
             matches!(
-                edit::family(k, x),
+                edit::effect(k, x),
                 Some(
-                    Family::CpAsyncWaitGroup
-                        | Family::CpAsyncBulkWaitGroup
-                        | Family::MbarrierWait
-                        | Family::MbarrierInval
+                    SyncEffect::WaitGroup(_)
+                        | SyncEffect::PhaseWait(WaitKind::Blocking)
+                        | SyncEffect::Inval
                 )
             )
         }) {
@@ -591,12 +590,11 @@ fn order_overlaps(k: &mut Kernel, syms: &Syms) {
     for r in regions {
         let mut inflight: Vec<InFlight> = Vec::new();
         for &i in &k.regions[r].insts {
-            let waited = match edit::family(k, i) {
+            let waited = match edit::effect(k, i) {
                 Some(
-                    Family::Await
-                    | Family::CpAsyncWaitGroup
-                    | Family::CpAsyncBulkWaitGroup
-                    | Family::MbarrierWait,
+                    SyncEffect::Await
+                    | SyncEffect::WaitGroup(_)
+                    | SyncEffect::PhaseWait(WaitKind::Blocking),
                 ) => k.insts[i].args.first().and_then(|a| a.value()),
                 _ => None,
             };
