@@ -169,6 +169,8 @@ enum Step {
         done: Done,
     },
     Init(Bar),
+    /// `mbarrier.inval`: every other use of the barrier must come first.
+    Inval(Bar),
     Arrive {
         bar: Bar,
         phase: i64,
@@ -393,6 +395,7 @@ fn analyse(
     let mut out = report.run_ahead();
     out.extend(report.barrier_run_ahead());
     out.extend(report.arrivals_after_exit());
+    out.extend(report.invalidated());
     out.extend(report.races(&syms.bounds)?);
     Ok(out)
 }
@@ -905,6 +908,10 @@ impl<'a> Tracer<'a> {
                     epoch: *n - 1,
                     ..bar
                 })
+            }
+            Family::MbarrierInval => {
+                let a = first()?;
+                Step::Inval(self.bar(a, &self.syms.arg(a))?)
             }
             Family::MbarrierArrive | Family::MbarrierArriveExpectTx => {
                 let (bar, phase) = self.phase(first()?)?;
@@ -1645,7 +1652,10 @@ impl Graph {
                             .or_insert_with(|| gr.g.add_node(Node::Barrier));
                         gr.g.add_edge(c, node, BOTH);
                     }
-                    Step::Access { .. } | Step::ProxyFence | Step::CtaBarrier { .. } => {}
+                    Step::Access { .. }
+                    | Step::ProxyFence
+                    | Step::CtaBarrier { .. }
+                    | Step::Inval(_) => {}
                 }
             }
             gr.at.push(nodes);
@@ -2165,6 +2175,71 @@ impl Report<'_> {
                 .with_note(format!("for example {}", self.instance(r, i)))
                 .with_note("PTX ISA 9.7.13.1 (bar, barrier): arrivals are counted per barrier, not per thread; docs/readings.md #25");
                 out.insert(e.inst, d);
+            }
+        }
+        out.into_values().collect()
+    }
+
+    /// E1012 for each use of an mbarrier (an arrival, a wait, an async
+    /// op's complete_tx or `cp.async.mbarrier.arrive`'s arrival) that
+    /// nothing puts before an `mbarrier.inval` of it: the barrier may be
+    /// gone when the use lands. Reported at the use, once per instruction.
+    fn invalidated(&self) -> Vec<Diagnostic> {
+        let mut out: BTreeMap<Inst, Diagnostic> = BTreeMap::new();
+        for (r, (_, events)) in self.roles.iter().enumerate() {
+            for (i, e) in events.iter().enumerate() {
+                let Step::Inval(gone) = e.step else {
+                    continue;
+                };
+                let inval = self.g.at[r][i];
+                for (q, (_, uses)) in self.roles.iter().enumerate() {
+                    for (j, u) in uses.iter().enumerate() {
+                        let nodes: Vec<NodeIndex> = match &u.step {
+                            Step::Arrive { bar, .. } | Step::Wait { bar, .. } if *bar == gone => {
+                                vec![self.g.at[q][j]]
+                            }
+                            Step::AsyncArrive { bar, .. } if *bar == gone => {
+                                self.g.done[&(q, j)].clone()
+                            }
+                            Step::Async {
+                                done: Done::Phase(bars, _),
+                                ..
+                            } => bars
+                                .iter()
+                                .zip(&self.g.done[&(q, j)])
+                                .filter(|(b, _)| **b == gone)
+                                .map(|(_, d)| *d)
+                                .collect(),
+                            _ => Vec::new(),
+                        };
+                        let before = |n: &NodeIndex| {
+                            let after = self.g.reach(*n, true);
+                            after[inval.index() / 64] >> (inval.index() % 64) & 1 == 1
+                        };
+                        if nodes.iter().all(before)
+                            || out.contains_key(&u.inst)
+                            || self.known.contains(&self.span(q, j).start)
+                        {
+                            continue;
+                        }
+                        let name = &self.k.shared[gone.alloc].name;
+                        let d = Diagnostic::error(
+                            "E1012",
+                            format!("may use mbarrier `@{name}` after its `mbarrier.inval`"),
+                            self.span(q, j),
+                        )
+                        .with_label("nothing orders this use before the barrier is invalidated")
+                        .with_secondary(self.span(r, i), "invalidated here")
+                        .with_help("invalidate an mbarrier only after every thread's last use of it: a `barrier.cta` (or a wait on a phase those uses complete) before the `mbarrier.inval`")
+                        .with_note(format!(
+                            "an instance: the use by {}, the `mbarrier.inval` by {}",
+                            self.instance(q, j),
+                            self.instance(r, i)
+                        ))
+                        .with_note("an mbarrier operation on memory holding no valid mbarrier (never initialised, or invalidated) is undefined; an async op's complete_tx included");
+                        out.insert(u.inst, d);
+                    }
+                }
             }
         }
         out.into_values().collect()
