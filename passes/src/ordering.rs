@@ -166,6 +166,9 @@ enum Step {
         reduce: bool,
         /// It reads through the async proxy (the bulk copies and reductions).
         async_proxy: bool,
+        /// It writes through the async proxy; a reduction that does reads
+        /// its destination through it too.
+        async_write: bool,
         done: Done,
     },
     Init(Bar),
@@ -458,6 +461,34 @@ fn representative_tids(k: &Kernel, syms: &Syms) -> Vec<i64> {
             }
         }
     });
+    // A barrier, phase or trip count picked by a quotient of `%tid.x` (a
+    // warp group's index `(tid - 32) >> 5`, compared with nothing) changes
+    // where the quotient does: both sides of each such boundary.
+    let last = k.block.map_or(MAX_TID, |[x, _, _]| i64::from(x) - 1);
+    k.walk(k.body, &mut |i| {
+        let data = &k.insts[i];
+        let mut picks: Vec<Affine> = Vec::new();
+        if matches!(data.op, Op::For) {
+            picks.extend(data.args.iter().take(3).filter_map(|a| syms.int(*a)));
+        }
+        for a in &data.args {
+            if let Sym::Phase { bar, idx } = syms.arg(*a) {
+                picks.push(idx);
+                if let Sym::Ptr(_, off) = *bar {
+                    picks.push(off);
+                }
+            }
+        }
+        let mut atoms = Vec::new();
+        for e in &picks {
+            e.atoms(&mut atoms);
+        }
+        for atom in atoms {
+            if let Atom::Div(inner, d) = atom {
+                tids.extend(quotient_boundaries(&inner, d, last));
+            }
+        }
+    });
     for &(base, width) in &warps {
         tids.extend([base, base.saturating_add(width - 1)]);
         for &lane in lanes.iter().filter(|l| (0..width).contains(*l)) {
@@ -467,9 +498,44 @@ fn representative_tids(k: &Kernel, syms: &Syms) -> Vec<i64> {
     tids.extend(lanes.iter().copied());
     // Threads beyond a declared block do not exist; the bound inferred from
     // accesses is not used here (a thread beyond it is a bug to find).
-    let last = k.block.map_or(MAX_TID, |[x, _, _]| i64::from(x) - 1);
     tids.into_iter()
         .filter(|t| (0..=last).contains(t))
+        .collect()
+}
+
+/// The most boundaries of one quotient of `%tid.x` that get
+/// representatives: a warp index in a block of 1024 threads has 31; a
+/// quotient with more (a pair of threads) is left to the comparisons made
+/// with it.
+const MAX_QUOTIENT_BOUNDARIES: i64 = 32;
+
+/// The `%tid.x` on both sides of each point in `0..=last` where
+/// `inner div d` changes, `inner` being `a·%tid.x + c` with `a > 0`; none
+/// for another `inner`, or past [`MAX_QUOTIENT_BOUNDARIES`].
+fn quotient_boundaries(inner: &Affine, d: i64, last: i64) -> Vec<i64> {
+    let [(Atom::Tid(0), &a)] = inner.terms.iter().collect::<Vec<_>>()[..] else {
+        return Vec::new();
+    };
+    if a <= 0 || d <= 0 {
+        return Vec::new();
+    }
+    let q = |t: i64| {
+        a.checked_mul(t)?
+            .checked_add(inner.c)
+            .map(|v| v.div_euclid(d))
+    };
+    let (Some(first), Some(end)) = (q(0), q(last)) else {
+        return Vec::new();
+    };
+    if end - first > MAX_QUOTIENT_BOUNDARIES {
+        return Vec::new();
+    }
+    // The first `%tid.x` of each later quotient: a·t + c >= n·d.
+    (first + 1..=end)
+        .flat_map(|n| {
+            let t = (n * d - inner.c + a - 1).div_euclid(a);
+            [t - 1, t]
+        })
         .collect()
 }
 
@@ -867,6 +933,7 @@ impl<'a> Tracer<'a> {
                         .collect(),
                     reduce: p.variant().is_some_and(Variant::reduces),
                     async_proxy: p.variant().is_some_and(|v| v.reads_through(Proxy::Async)),
+                    async_write: p.variant().is_some_and(|v| v.writes_through(Proxy::Async)),
                     done: Done::Group(group),
                 }
             }
@@ -1035,6 +1102,7 @@ impl<'a> Tracer<'a> {
             reads,
             reduce: p.variant().is_some_and(Variant::reduces),
             async_proxy: p.variant().is_some_and(|v| v.reads_through(Proxy::Async)),
+            async_write: p.variant().is_some_and(|v| v.writes_through(Proxy::Async)),
             done,
         })
     }
@@ -2489,18 +2557,21 @@ impl Report<'_> {
                         // the writer's `fence.proxy.async` on the way (PTX ISA 9.7.9.25.2):
                         // the first one after the write is the one to check.
                         let (w, x) = if ab { (a, b) } else { (b, a) };
-                        let proxy = matches!(
-                            self.event(x.role, x.event).step,
+                        // The read of a source, or of the destination a
+                        // reduction adds into, through the async proxy.
+                        let proxy = match self.event(x.role, x.event).step {
                             Step::Async {
-                                async_proxy: true,
+                                async_proxy,
+                                async_write,
                                 ..
-                            }
-                        );
-                        if w.what != Use::Write
-                            || x.what != Use::AsyncRead
-                            || !proxy
-                            || seen.contains(&(inst(x), inst(w)))
-                        {
+                            } => match x.what {
+                                Use::AsyncRead => async_proxy,
+                                Use::AsyncReduce => async_write,
+                                _ => false,
+                            },
+                            _ => false,
+                        };
+                        if w.what != Use::Write || !proxy || seen.contains(&(inst(x), inst(w))) {
                             continue;
                         }
                         let fence = fences[w.role]
@@ -2712,6 +2783,27 @@ mod tests {
             assert!(tids.contains(&t), "{t} missing from {tids:?}");
         }
         assert!(tids.iter().all(|t| *t >= 0));
+    }
+
+    #[test]
+    fn representatives_straddle_each_group_a_quotient_picks() {
+        // Consumer warp groups `(%tid - 32) >> 5` of a 128-thread block each
+        // wait on their own barrier, the group compared with nothing.
+        let k = kernel(
+            "  shared @order: mbarrier[3]\n  %tid = sreg tid.x\n  %c = sub %tid, 32 : i32\n  %g = shr.u %c, 5 : i32\n  %b = addr @order[%g]\n  %ph = mbarrier.phase %b, 0\n  mbarrier.wait %ph\n",
+        );
+        let tids = representative_tids(&k, &Syms::compute(&k));
+        for t in [31, 32, 63, 64, 95, 96] {
+            assert!(tids.contains(&t), "{t} missing from {tids:?}");
+        }
+        // `2·%tid + 1` changes its quotient by 4 at 2, 4, ...: the first
+        // and last `%tid.x` of each value.
+        let inner = Affine::atom(Atom::Tid(0)).scale(2).add(&Affine::constant(1));
+        assert_eq!(quotient_boundaries(&inner, 4, 6), vec![1, 2, 3, 4, 5, 6]);
+        // A quotient with more boundaries than the cap gets none.
+        let tid = Affine::atom(Atom::Tid(0));
+        assert!(quotient_boundaries(&tid, 2, MAX_TID).is_empty());
+        assert_eq!(quotient_boundaries(&tid, 32, MAX_TID).len(), 62);
     }
 
     #[test]
