@@ -377,6 +377,16 @@ fn analyse(
         known,
     };
     if !g.miscounts.is_empty() {
+        // A hang the barrier run reached after an arrival that nothing
+        // orders after its barrier's previous generation is that order's
+        // (another order pairs the arrivals otherwise): the arrival is the
+        // cause. A hang with no such arrival is every order's.
+        if g.stalled {
+            let ahead = report.barrier_run_ahead();
+            if !ahead.is_empty() {
+                return Ok(ahead);
+            }
+        }
         // Which arrivals meet is then unknown: nothing else is reliable.
         return Ok(report.miscounts());
     }
@@ -1324,6 +1334,11 @@ struct Graph {
     cta_gens: BTreeMap<Generation, (NodeIndex, Vec<(usize, usize)>)>,
     /// The CTA's threads pass `barrier.cta` unequally often.
     unequal: bool,
+    /// The barrier run stopped at a hang in its order of the roles.
+    stalled: bool,
+    /// The generations past that hang: their arrivals are paired by count
+    /// of passes, not by the run.
+    unpaired: BTreeSet<Generation>,
     /// The transitive closure along ordering edges ([0]) and along every
     /// edge ([1]), one bitset row per node, built on first use; None when
     /// the graph has a cycle.
@@ -1507,6 +1522,8 @@ impl Graph {
             miscounts: Vec::new(),
             cta_gens: BTreeMap::new(),
             unequal: false,
+            stalled: false,
+            unpaired: BTreeSet::new(),
             closure: [OnceCell::new(), OnceCell::new()],
         };
         let mut inits: BTreeMap<Bar, (usize, Inst)> = BTreeMap::new();
@@ -1542,19 +1559,24 @@ impl Graph {
         let mut cluster_barriers: BTreeMap<usize, NodeIndex> = BTreeMap::new();
         let mut counts: Vec<(i64, [usize; 3])> = Vec::new();
         let simulated = simulate_generations(roles, ranges, block).map(|(assigned, stalls)| {
+            gr.stalled = !stalls.is_empty();
             gr.miscounts.extend(stalls);
             assigned
         });
+        let mut unpaired = BTreeSet::new();
         for (r, (th, events)) in roles.iter().enumerate() {
             let mut prev: Option<NodeIndex> = None;
             let mut passed = [0usize; 3];
             let mut gens: BTreeMap<i64, usize> = BTreeMap::new();
             let mut generation = |i: usize, id: i64, count: Option<i64>| {
                 let gen = gens.entry(id).or_default();
-                *gen = simulated
+                let run = simulated
                     .as_ref()
-                    .and_then(|assigned| assigned.get(&(r, i)).copied())
-                    .unwrap_or(*gen + 1);
+                    .map(|assigned| assigned.get(&(r, i)).copied());
+                *gen = run.flatten().unwrap_or(*gen + 1);
+                if run == Some(None) {
+                    unpaired.insert((th.rank, id, *gen));
+                }
                 arrivals
                     .entry((th.rank, id, *gen))
                     .or_default()
@@ -1744,6 +1766,7 @@ impl Graph {
             return Err(GiveUp::Unknown(UNEQUAL_BARRIERS, None));
         }
         gr.unequal = !equal;
+        gr.unpaired = unpaired;
         for (key, list) in &arrivals {
             let node = cta_barriers[key];
             let who = list.iter().map(|&(r, i, _)| (r, i)).collect();
@@ -2198,6 +2221,10 @@ impl Report<'_> {
             let Some((prev, before)) = self.g.cta_gens.get(&(rank, id, gen - 1)) else {
                 continue;
             };
+            let unpaired = |g: usize| self.g.unpaired.contains(&(rank, id, g));
+            if unpaired(gen) || unpaired(gen - 1) {
+                continue;
+            }
             // A thread that waited at generation g - 1 arrives at g after
             // it completed, in program order: only the others need a path.
             let synced = |r: usize| {
@@ -2798,7 +2825,9 @@ mod tests {
         }
         // `2·%tid + 1` changes its quotient by 4 at 2, 4, ...: the first
         // and last `%tid.x` of each value.
-        let inner = Affine::atom(Atom::Tid(0)).scale(2).add(&Affine::constant(1));
+        let inner = Affine::atom(Atom::Tid(0))
+            .scale(2)
+            .add(&Affine::constant(1));
         assert_eq!(quotient_boundaries(&inner, 4, 6), vec![1, 2, 3, 4, 5, 6]);
         // A quotient with more boundaries than the cap gets none.
         let tid = Affine::atom(Atom::Tid(0));
