@@ -6,9 +6,10 @@
 //! The [`crate::engine`] follows one thread's path and knows other threads
 //! only as renamings of it. Here each *role* is one representative thread
 //! (a `%tid.x` next to every constant the kernel compares a thread, lane or
-//! warp index with, in every CTA of the cluster) whose whole run is
-//! unrolled: every `if` decided, every loop run for its trip count. The
-//! events of all roles form one graph:
+//! warp index with, and on both sides of each boundary of a quotient of
+//! `%tid.x` that picks a barrier, phase or trip count, in every CTA of the
+//! cluster) whose whole run is unrolled: every `if` decided, every loop run
+//! for its trip count. The events of all roles form one graph:
 //!
 //! * program order within a role; a `barrier.cta` is one node that every
 //!   role of its CTA passes, a cluster barrier one node from the cluster's
@@ -27,14 +28,16 @@
 //! phase's arrivals can only come after the wait), and a wait on a phase
 //! two behind one its thread saw complete (E1010); an arrival or
 //! complete_tx on phase `q` that nothing puts after phase `q - 1` (E1011:
-//! it may land in `q - 1`); CTA barrier generations whose arrivals are
-//! not their count (E1018); an arrival on a peer CTA's mbarrier that
-//! nothing puts before the peer's exit (E1015); each pair of accesses of
-//! the same shared bytes by two roles, one of them writing, or of two
-//! async ops of one role, that no path of ordering edges relates (E1001,
-//! E1003, E1005, E1008, E1017); and a path from a generic write to another
-//! thread's async-proxy read without the writer's `fence.proxy.async` on
-//! it (E1006).
+//! it may land in `q - 1`); CTA barrier generations whose arrivals are not
+//! their count (E1018); a use of an mbarrier that nothing puts before
+//! another thread's `mbarrier.inval` of it (E1012); an arrival on a peer
+//! CTA's mbarrier that nothing puts before the peer's exit (E1015); each
+//! pair of accesses of the same shared bytes by two roles, one of them
+//! writing, or of two async ops of one role, that no path of ordering edges
+//! relates (E1001, E1003, E1005, E1008, E1017); and a path from a generic
+//! write to another thread's async-proxy read without the writer's
+//! `fence.proxy.async` on it (E1006), an async reduction's read of the
+//! destination it adds into included.
 //!
 //! Where it cannot unroll it stops with warning W1006, which names what it
 //! could not follow: a condition, loop bound, barrier or phase it cannot
