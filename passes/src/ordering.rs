@@ -2283,60 +2283,80 @@ impl Report<'_> {
     /// nothing puts before an `mbarrier.inval` of it: the barrier may be
     /// gone when the use lands. Reported at the use, once per instruction.
     fn invalidated(&self) -> Vec<Diagnostic> {
+        use petgraph::visit::EdgeRef;
+        // The nodes at which each event acts on each barrier.
+        let mut uses: HashMap<Bar, Vec<(usize, usize, NodeIndex)>> = HashMap::new();
+        for (q, (_, events)) in self.roles.iter().enumerate() {
+            for (j, u) in events.iter().enumerate() {
+                let acts: Vec<(Bar, NodeIndex)> = match &u.step {
+                    Step::Arrive { bar, .. } | Step::Wait { bar, .. } => {
+                        vec![(*bar, self.g.at[q][j])]
+                    }
+                    Step::AsyncArrive { bar, .. } => {
+                        self.g.done[&(q, j)].iter().map(|d| (*bar, *d)).collect()
+                    }
+                    Step::Async {
+                        done: Done::Phase(bars, _),
+                        ..
+                    } => bars
+                        .iter()
+                        .copied()
+                        .zip(self.g.done[&(q, j)].iter().copied())
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                for (bar, n) in acts {
+                    uses.entry(bar).or_default().push((q, j, n));
+                }
+            }
+        }
         let mut out: BTreeMap<Inst, Diagnostic> = BTreeMap::new();
         for (r, (_, events)) in self.roles.iter().enumerate() {
             for (i, e) in events.iter().enumerate() {
                 let Step::Inval(gone) = e.step else {
                     continue;
                 };
+                let Some(list) = uses.get(&gone) else {
+                    continue;
+                };
+                // Everything that must happen before the inval.
                 let inval = self.g.at[r][i];
-                for (q, (_, uses)) in self.roles.iter().enumerate() {
-                    for (j, u) in uses.iter().enumerate() {
-                        let nodes: Vec<NodeIndex> = match &u.step {
-                            Step::Arrive { bar, .. } | Step::Wait { bar, .. } if *bar == gone => {
-                                vec![self.g.at[q][j]]
-                            }
-                            Step::AsyncArrive { bar, .. } if *bar == gone => {
-                                self.g.done[&(q, j)].clone()
-                            }
-                            Step::Async {
-                                done: Done::Phase(bars, _),
-                                ..
-                            } => bars
-                                .iter()
-                                .zip(&self.g.done[&(q, j)])
-                                .filter(|(b, _)| **b == gone)
-                                .map(|(_, d)| *d)
-                                .collect(),
-                            _ => Vec::new(),
-                        };
-                        let before = |n: &NodeIndex| {
-                            let after = self.g.reach(*n, true);
-                            after[inval.index() / 64] >> (inval.index() % 64) & 1 == 1
-                        };
-                        if nodes.iter().all(before)
-                            || out.contains_key(&u.inst)
-                            || self.known.contains(&self.span(q, j).start)
-                        {
-                            continue;
+                let mut before = vec![false; self.g.g.node_count()];
+                before[inval.index()] = true;
+                let mut stack = vec![inval];
+                while let Some(n) = stack.pop() {
+                    for edge in self.g.g.edges_directed(n, Direction::Incoming) {
+                        let s = edge.source();
+                        if !before[s.index()] {
+                            before[s.index()] = true;
+                            stack.push(s);
                         }
-                        let name = &self.k.shared[gone.alloc].name;
-                        let d = Diagnostic::error(
-                            "E1012",
-                            format!("may use mbarrier `@{name}` after its `mbarrier.inval`"),
-                            self.span(q, j),
-                        )
-                        .with_label("nothing orders this use before the barrier is invalidated")
-                        .with_secondary(self.span(r, i), "invalidated here")
-                        .with_help("invalidate an mbarrier only after every thread's last use of it: a `barrier.cta` (or a wait on a phase those uses complete) before the `mbarrier.inval`")
-                        .with_note(format!(
-                            "an instance: the use by {}, the `mbarrier.inval` by {}",
-                            self.instance(q, j),
-                            self.instance(r, i)
-                        ))
-                        .with_note("an mbarrier operation on memory holding no valid mbarrier (never initialised, or invalidated) is undefined; an async op's complete_tx included");
-                        out.insert(u.inst, d);
                     }
+                }
+                for &(q, j, n) in list {
+                    let u = self.event(q, j);
+                    if before[n.index()]
+                        || out.contains_key(&u.inst)
+                        || self.known.contains(&self.span(q, j).start)
+                    {
+                        continue;
+                    }
+                    let name = &self.k.shared[gone.alloc].name;
+                    let d = Diagnostic::error(
+                        "E1012",
+                        format!("may use mbarrier `@{name}` after its `mbarrier.inval`"),
+                        self.span(q, j),
+                    )
+                    .with_label("nothing orders this use before the barrier is invalidated")
+                    .with_secondary(self.span(r, i), "invalidated here")
+                    .with_help("invalidate an mbarrier only after every thread's last use of it: a `barrier.cta` (or a wait on a phase those uses complete) before the `mbarrier.inval`")
+                    .with_note(format!(
+                        "an instance: the use by {}, the `mbarrier.inval` by {}",
+                        self.instance(q, j),
+                        self.instance(r, i)
+                    ))
+                    .with_note("an mbarrier operation on memory holding no valid mbarrier (never initialised, or invalidated) is undefined; an async op's complete_tx included");
+                    out.insert(u.inst, d);
                 }
             }
         }
@@ -2826,8 +2846,8 @@ mod tests {
         for t in [31, 32, 63, 64, 95, 96] {
             assert!(tids.contains(&t), "{t} missing from {tids:?}");
         }
-        // `2·%tid + 1` changes its quotient by 4 at 2, 4, ...: the first
-        // and last `%tid.x` of each value.
+        // `(2·%tid.x + 1) div 4` changes at 2, 4 and 6: the last `%tid.x`
+        // before each change and the first after it.
         let inner = Affine::atom(Atom::Tid(0))
             .scale(2)
             .add(&Affine::constant(1));
