@@ -46,7 +46,10 @@ pub const CODES: &[(&str, &str)] = &[
         "E1011",
         "mbarrier arrival count can never be met, or is exceeded",
     ),
-    ("E1012", "mbarrier used before `mbarrier.init`"),
+    (
+        "E1012",
+        "mbarrier used before `mbarrier.init` or after `mbarrier.inval`",
+    ),
     (
         "E1013",
         "mbarrier init not published before other threads or peers use it",

@@ -6,9 +6,10 @@
 //! The [`crate::engine`] follows one thread's path and knows other threads
 //! only as renamings of it. Here each *role* is one representative thread
 //! (a `%tid.x` next to every constant the kernel compares a thread, lane or
-//! warp index with, in every CTA of the cluster) whose whole run is
-//! unrolled: every `if` decided, every loop run for its trip count. The
-//! events of all roles form one graph:
+//! warp index with, and on both sides of each boundary of a quotient of
+//! `%tid.x` that picks a barrier, phase or trip count, in every CTA of the
+//! cluster) whose whole run is unrolled: every `if` decided, every loop run
+//! for its trip count. The events of all roles form one graph:
 //!
 //! * program order within a role; a `barrier.cta` is one node that every
 //!   role of its CTA passes, a cluster barrier one node from the cluster's
@@ -27,14 +28,16 @@
 //! phase's arrivals can only come after the wait), and a wait on a phase
 //! two behind one its thread saw complete (E1010); an arrival or
 //! complete_tx on phase `q` that nothing puts after phase `q - 1` (E1011:
-//! it may land in `q - 1`); CTA barrier generations whose arrivals are
-//! not their count (E1018); an arrival on a peer CTA's mbarrier that
-//! nothing puts before the peer's exit (E1015); each pair of accesses of
-//! the same shared bytes by two roles, one of them writing, or of two
-//! async ops of one role, that no path of ordering edges relates (E1001,
-//! E1003, E1005, E1008, E1017); and a path from a generic write to another
-//! thread's async-proxy read without the writer's `fence.proxy.async` on
-//! it (E1006).
+//! it may land in `q - 1`); CTA barrier generations whose arrivals are not
+//! their count (E1018); a use of an mbarrier that nothing puts before
+//! another thread's `mbarrier.inval` of it (E1012); an arrival on a peer
+//! CTA's mbarrier that nothing puts before the peer's exit (E1015); each
+//! pair of accesses of the same shared bytes by two roles, one of them
+//! writing, or of two async ops of one role, that no path of ordering edges
+//! relates (E1001, E1003, E1005, E1008, E1017); and a path from a generic
+//! write to another thread's async-proxy read without the writer's
+//! `fence.proxy.async` on it (E1006), an async reduction's read of the
+//! destination it adds into included.
 //!
 //! Where it cannot unroll it stops with warning W1006, which names what it
 //! could not follow: a condition, loop bound, barrier or phase it cannot
@@ -166,9 +169,14 @@ enum Step {
         reduce: bool,
         /// It reads through the async proxy (the bulk copies and reductions).
         async_proxy: bool,
+        /// It writes through the async proxy; a reduction that does reads
+        /// its destination through it too.
+        async_write: bool,
         done: Done,
     },
     Init(Bar),
+    /// `mbarrier.inval`: every other use of the barrier must come first.
+    Inval(Bar),
     Arrive {
         bar: Bar,
         phase: i64,
@@ -372,6 +380,16 @@ fn analyse(
         known,
     };
     if !g.miscounts.is_empty() {
+        // A hang the barrier run reached after an arrival that nothing
+        // orders after its barrier's previous generation is that order's
+        // (another order pairs the arrivals otherwise): the arrival is the
+        // cause. A hang with no such arrival is every order's.
+        if g.stalled {
+            let ahead = report.barrier_run_ahead();
+            if !ahead.is_empty() {
+                return Ok(ahead);
+            }
+        }
         // Which arrivals meet is then unknown: nothing else is reliable.
         return Ok(report.miscounts());
     }
@@ -393,6 +411,7 @@ fn analyse(
     let mut out = report.run_ahead();
     out.extend(report.barrier_run_ahead());
     out.extend(report.arrivals_after_exit());
+    out.extend(report.invalidated());
     out.extend(report.races(&syms.bounds)?);
     Ok(out)
 }
@@ -455,6 +474,34 @@ fn representative_tids(k: &Kernel, syms: &Syms) -> Vec<i64> {
             }
         }
     });
+    // A barrier, phase or trip count picked by a quotient of `%tid.x` (a
+    // warp group's index `(tid - 32) >> 5`, compared with nothing) changes
+    // where the quotient does: both sides of each such boundary.
+    let last = k.block.map_or(MAX_TID, |[x, _, _]| i64::from(x) - 1);
+    k.walk(k.body, &mut |i| {
+        let data = &k.insts[i];
+        let mut picks: Vec<Affine> = Vec::new();
+        if matches!(data.op, Op::For) {
+            picks.extend(data.args.iter().take(3).filter_map(|a| syms.int(*a)));
+        }
+        for a in &data.args {
+            if let Sym::Phase { bar, idx } = syms.arg(*a) {
+                picks.push(idx);
+                if let Sym::Ptr(_, off) = *bar {
+                    picks.push(off);
+                }
+            }
+        }
+        let mut atoms = Vec::new();
+        for e in &picks {
+            e.atoms(&mut atoms);
+        }
+        for atom in atoms {
+            if let Atom::Div(inner, d) = atom {
+                tids.extend(quotient_boundaries(&inner, d, last));
+            }
+        }
+    });
     for &(base, width) in &warps {
         tids.extend([base, base.saturating_add(width - 1)]);
         for &lane in lanes.iter().filter(|l| (0..width).contains(*l)) {
@@ -464,9 +511,44 @@ fn representative_tids(k: &Kernel, syms: &Syms) -> Vec<i64> {
     tids.extend(lanes.iter().copied());
     // Threads beyond a declared block do not exist; the bound inferred from
     // accesses is not used here (a thread beyond it is a bug to find).
-    let last = k.block.map_or(MAX_TID, |[x, _, _]| i64::from(x) - 1);
     tids.into_iter()
         .filter(|t| (0..=last).contains(t))
+        .collect()
+}
+
+/// The most boundaries of one quotient of `%tid.x` that get
+/// representatives: a warp index in a block of 1024 threads has 31; a
+/// quotient with more (a pair of threads) is left to the comparisons made
+/// with it.
+const MAX_QUOTIENT_BOUNDARIES: i64 = 32;
+
+/// The `%tid.x` on both sides of each point in `0..=last` where
+/// `inner div d` changes, `inner` being `a·%tid.x + c` with `a > 0`; none
+/// for another `inner`, or past [`MAX_QUOTIENT_BOUNDARIES`].
+fn quotient_boundaries(inner: &Affine, d: i64, last: i64) -> Vec<i64> {
+    let [(Atom::Tid(0), &a)] = inner.terms.iter().collect::<Vec<_>>()[..] else {
+        return Vec::new();
+    };
+    if a <= 0 || d <= 0 {
+        return Vec::new();
+    }
+    let q = |t: i64| {
+        a.checked_mul(t)?
+            .checked_add(inner.c)
+            .map(|v| v.div_euclid(d))
+    };
+    let (Some(first), Some(end)) = (q(0), q(last)) else {
+        return Vec::new();
+    };
+    if end - first > MAX_QUOTIENT_BOUNDARIES {
+        return Vec::new();
+    }
+    // The first `%tid.x` of each later quotient: a·t + c >= n·d.
+    (first + 1..=end)
+        .flat_map(|n| {
+            let t = (n * d - inner.c + a - 1).div_euclid(a);
+            [t - 1, t]
+        })
         .collect()
 }
 
@@ -864,6 +946,7 @@ impl<'a> Tracer<'a> {
                         .collect(),
                     reduce: p.variant().is_some_and(Variant::reduces),
                     async_proxy: p.variant().is_some_and(|v| v.reads_through(Proxy::Async)),
+                    async_write: p.variant().is_some_and(|v| v.writes_through(Proxy::Async)),
                     done: Done::Group(group),
                 }
             }
@@ -905,6 +988,10 @@ impl<'a> Tracer<'a> {
                     epoch: *n - 1,
                     ..bar
                 })
+            }
+            Family::MbarrierInval => {
+                let a = first()?;
+                Step::Inval(self.bar(a, &self.syms.arg(a))?)
             }
             Family::MbarrierArrive | Family::MbarrierArriveExpectTx => {
                 let (bar, phase) = self.phase(first()?)?;
@@ -1028,6 +1115,7 @@ impl<'a> Tracer<'a> {
             reads,
             reduce: p.variant().is_some_and(Variant::reduces),
             async_proxy: p.variant().is_some_and(|v| v.reads_through(Proxy::Async)),
+            async_write: p.variant().is_some_and(|v| v.writes_through(Proxy::Async)),
             done,
         })
     }
@@ -1249,6 +1337,11 @@ struct Graph {
     cta_gens: BTreeMap<Generation, (NodeIndex, Vec<(usize, usize)>)>,
     /// The CTA's threads pass `barrier.cta` unequally often.
     unequal: bool,
+    /// The barrier run stopped at a hang in its order of the roles.
+    stalled: bool,
+    /// The generations past that hang: their arrivals are paired by count
+    /// of passes, not by the run.
+    unpaired: BTreeSet<Generation>,
     /// The transitive closure along ordering edges ([0]) and along every
     /// edge ([1]), one bitset row per node, built on first use; None when
     /// the graph has a cycle.
@@ -1432,6 +1525,8 @@ impl Graph {
             miscounts: Vec::new(),
             cta_gens: BTreeMap::new(),
             unequal: false,
+            stalled: false,
+            unpaired: BTreeSet::new(),
             closure: [OnceCell::new(), OnceCell::new()],
         };
         let mut inits: BTreeMap<Bar, (usize, Inst)> = BTreeMap::new();
@@ -1467,19 +1562,24 @@ impl Graph {
         let mut cluster_barriers: BTreeMap<usize, NodeIndex> = BTreeMap::new();
         let mut counts: Vec<(i64, [usize; 3])> = Vec::new();
         let simulated = simulate_generations(roles, ranges, block).map(|(assigned, stalls)| {
+            gr.stalled = !stalls.is_empty();
             gr.miscounts.extend(stalls);
             assigned
         });
+        let mut unpaired = BTreeSet::new();
         for (r, (th, events)) in roles.iter().enumerate() {
             let mut prev: Option<NodeIndex> = None;
             let mut passed = [0usize; 3];
             let mut gens: BTreeMap<i64, usize> = BTreeMap::new();
             let mut generation = |i: usize, id: i64, count: Option<i64>| {
                 let gen = gens.entry(id).or_default();
-                *gen = simulated
+                let run = simulated
                     .as_ref()
-                    .and_then(|assigned| assigned.get(&(r, i)).copied())
-                    .unwrap_or(*gen + 1);
+                    .map(|assigned| assigned.get(&(r, i)).copied());
+                *gen = run.flatten().unwrap_or(*gen + 1);
+                if run == Some(None) {
+                    unpaired.insert((th.rank, id, *gen));
+                }
                 arrivals
                     .entry((th.rank, id, *gen))
                     .or_default()
@@ -1645,7 +1745,10 @@ impl Graph {
                             .or_insert_with(|| gr.g.add_node(Node::Barrier));
                         gr.g.add_edge(c, node, BOTH);
                     }
-                    Step::Access { .. } | Step::ProxyFence | Step::CtaBarrier { .. } => {}
+                    Step::Access { .. }
+                    | Step::ProxyFence
+                    | Step::CtaBarrier { .. }
+                    | Step::Inval(_) => {}
                 }
             }
             gr.at.push(nodes);
@@ -1666,6 +1769,7 @@ impl Graph {
             return Err(GiveUp::Unknown(UNEQUAL_BARRIERS, None));
         }
         gr.unequal = !equal;
+        gr.unpaired = unpaired;
         for (key, list) in &arrivals {
             let node = cta_barriers[key];
             let who = list.iter().map(|&(r, i, _)| (r, i)).collect();
@@ -2120,6 +2224,10 @@ impl Report<'_> {
             let Some((prev, before)) = self.g.cta_gens.get(&(rank, id, gen - 1)) else {
                 continue;
             };
+            let unpaired = |g: usize| self.g.unpaired.contains(&(rank, id, g));
+            if unpaired(gen) || unpaired(gen - 1) {
+                continue;
+            }
             // A thread that waited at generation g - 1 arrives at g after
             // it completed, in program order: only the others need a path.
             let synced = |r: usize| {
@@ -2165,6 +2273,91 @@ impl Report<'_> {
                 .with_note(format!("for example {}", self.instance(r, i)))
                 .with_note("PTX ISA 9.7.13.1 (bar, barrier): arrivals are counted per barrier, not per thread; docs/readings.md #25");
                 out.insert(e.inst, d);
+            }
+        }
+        out.into_values().collect()
+    }
+
+    /// E1012 for each use of an mbarrier (an arrival, a wait, an async
+    /// op's complete_tx or `cp.async.mbarrier.arrive`'s arrival) that
+    /// nothing puts before an `mbarrier.inval` of it: the barrier may be
+    /// gone when the use lands. Reported at the use, once per instruction.
+    fn invalidated(&self) -> Vec<Diagnostic> {
+        use petgraph::visit::EdgeRef;
+        // The nodes at which each event acts on each barrier.
+        let mut uses: HashMap<Bar, Vec<(usize, usize, NodeIndex)>> = HashMap::new();
+        for (q, (_, events)) in self.roles.iter().enumerate() {
+            for (j, u) in events.iter().enumerate() {
+                let acts: Vec<(Bar, NodeIndex)> = match &u.step {
+                    Step::Arrive { bar, .. } | Step::Wait { bar, .. } => {
+                        vec![(*bar, self.g.at[q][j])]
+                    }
+                    Step::AsyncArrive { bar, .. } => {
+                        self.g.done[&(q, j)].iter().map(|d| (*bar, *d)).collect()
+                    }
+                    Step::Async {
+                        done: Done::Phase(bars, _),
+                        ..
+                    } => bars
+                        .iter()
+                        .copied()
+                        .zip(self.g.done[&(q, j)].iter().copied())
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                for (bar, n) in acts {
+                    uses.entry(bar).or_default().push((q, j, n));
+                }
+            }
+        }
+        let mut out: BTreeMap<Inst, Diagnostic> = BTreeMap::new();
+        for (r, (_, events)) in self.roles.iter().enumerate() {
+            for (i, e) in events.iter().enumerate() {
+                let Step::Inval(gone) = e.step else {
+                    continue;
+                };
+                let Some(list) = uses.get(&gone) else {
+                    continue;
+                };
+                // Everything that must happen before the inval.
+                let inval = self.g.at[r][i];
+                let mut before = vec![false; self.g.g.node_count()];
+                before[inval.index()] = true;
+                let mut stack = vec![inval];
+                while let Some(n) = stack.pop() {
+                    for edge in self.g.g.edges_directed(n, Direction::Incoming) {
+                        let s = edge.source();
+                        if !before[s.index()] {
+                            before[s.index()] = true;
+                            stack.push(s);
+                        }
+                    }
+                }
+                for &(q, j, n) in list {
+                    let u = self.event(q, j);
+                    if before[n.index()]
+                        || out.contains_key(&u.inst)
+                        || self.known.contains(&self.span(q, j).start)
+                    {
+                        continue;
+                    }
+                    let name = &self.k.shared[gone.alloc].name;
+                    let d = Diagnostic::error(
+                        "E1012",
+                        format!("may use mbarrier `@{name}` after its `mbarrier.inval`"),
+                        self.span(q, j),
+                    )
+                    .with_label("nothing orders this use before the barrier is invalidated")
+                    .with_secondary(self.span(r, i), "invalidated here")
+                    .with_help("invalidate an mbarrier only after every thread's last use of it: a `barrier.cta` (or a wait on a phase those uses complete) before the `mbarrier.inval`")
+                    .with_note(format!(
+                        "an instance: the use by {}, the `mbarrier.inval` by {}",
+                        self.instance(q, j),
+                        self.instance(r, i)
+                    ))
+                    .with_note("an mbarrier operation on memory holding no valid mbarrier (never initialised, or invalidated) is undefined; an async op's complete_tx included");
+                    out.insert(u.inst, d);
+                }
             }
         }
         out.into_values().collect()
@@ -2414,18 +2607,21 @@ impl Report<'_> {
                         // the writer's `fence.proxy.async` on the way (PTX ISA 9.7.9.25.2):
                         // the first one after the write is the one to check.
                         let (w, x) = if ab { (a, b) } else { (b, a) };
-                        let proxy = matches!(
-                            self.event(x.role, x.event).step,
+                        // The read of a source, or of the destination a
+                        // reduction adds into, through the async proxy.
+                        let proxy = match self.event(x.role, x.event).step {
                             Step::Async {
-                                async_proxy: true,
+                                async_proxy,
+                                async_write,
                                 ..
-                            }
-                        );
-                        if w.what != Use::Write
-                            || x.what != Use::AsyncRead
-                            || !proxy
-                            || seen.contains(&(inst(x), inst(w)))
-                        {
+                            } => match x.what {
+                                Use::AsyncRead => async_proxy,
+                                Use::AsyncReduce => async_write,
+                                _ => false,
+                            },
+                            _ => false,
+                        };
+                        if w.what != Use::Write || !proxy || seen.contains(&(inst(x), inst(w))) {
                             continue;
                         }
                         let fence = fences[w.role]
@@ -2637,6 +2833,29 @@ mod tests {
             assert!(tids.contains(&t), "{t} missing from {tids:?}");
         }
         assert!(tids.iter().all(|t| *t >= 0));
+    }
+
+    #[test]
+    fn representatives_straddle_each_group_a_quotient_picks() {
+        // Consumer warp groups `(%tid - 32) >> 5` of a 128-thread block each
+        // wait on their own barrier, the group compared with nothing.
+        let k = kernel(
+            "  shared @order: mbarrier[3]\n  %tid = sreg tid.x\n  %c = sub %tid, 32 : i32\n  %g = shr.u %c, 5 : i32\n  %b = addr @order[%g]\n  %ph = mbarrier.phase %b, 0\n  mbarrier.wait %ph\n",
+        );
+        let tids = representative_tids(&k, &Syms::compute(&k));
+        for t in [31, 32, 63, 64, 95, 96] {
+            assert!(tids.contains(&t), "{t} missing from {tids:?}");
+        }
+        // `(2·%tid.x + 1) div 4` changes at 2, 4 and 6: the last `%tid.x`
+        // before each change and the first after it.
+        let inner = Affine::atom(Atom::Tid(0))
+            .scale(2)
+            .add(&Affine::constant(1));
+        assert_eq!(quotient_boundaries(&inner, 4, 6), vec![1, 2, 3, 4, 5, 6]);
+        // A quotient with more boundaries than the cap gets none.
+        let tid = Affine::atom(Atom::Tid(0));
+        assert!(quotient_boundaries(&tid, 2, MAX_TID).is_empty());
+        assert_eq!(quotient_boundaries(&tid, 32, MAX_TID).len(), 62);
     }
 
     #[test]
