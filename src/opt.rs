@@ -66,15 +66,19 @@ pub fn explain(report: &Report, text: &str) -> String {
         text.get(..at).unwrap_or("").matches('\n').count() + 1
     };
     for p in &report.pipelined {
+        let form = match p.form {
+            transform::pipeline::Form::Ring => "",
+            transform::pipeline::Form::Ws => " warp-specialised,",
+        };
         out.push_str(&format!(
-            "// @{} line {}: pipelined, {} stages ({}), {} shared bytes\n",
+            "// @{} line {}: pipelined,{form} {} stages ({}), {} shared bytes\n",
             p.kernel,
             line_of(p.span),
             p.stages,
             p.why,
             p.shared_bytes
         ));
-        for c in &p.copies {
+        for c in p.copies.iter().chain(&p.roles) {
             out.push_str(&format!("//   {c}\n"));
         }
     }
@@ -136,7 +140,7 @@ pub fn run(args: OptArgs, rep: &mut Reporter) -> ExitCode {
     if let Err(code) = gate(&source, &module, args.no_check, "opt", rep) {
         return code;
     }
-    let per_loop = transform::pipeline::stage_comments(&source.text, &module);
+    let per_loop = transform::pipeline::loop_comments(&source.text, &module);
     let done = match transform::run_with(&mut module, &passes, &per_loop) {
         Ok(r) => r,
         Err(diags) => return fail(&source, diags, "opt", rep),
