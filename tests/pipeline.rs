@@ -117,8 +117,9 @@ fn check_file(path: &Path, mlir: &Mlir) -> String {
         .map(str::to_string);
     if let Some(reason) = refused {
         let mut after = before.clone();
-        let report =
-            transform::run(&mut after, &passes(None)).unwrap_or_else(|d| panic!("{name}: {d:?}"));
+        let per_loop = pipeline::loop_comments(&text, &before);
+        let report = transform::run_with(&mut after, &passes(None), &per_loop)
+            .unwrap_or_else(|d| panic!("{name}: {d:?}"));
         assert!(report.pipelined.is_empty(), "{name}: was pipelined");
         assert_eq!(report.not_pipelined.len(), 1, "{name}");
         let d = &report.not_pipelined[0];

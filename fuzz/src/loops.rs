@@ -7,16 +7,21 @@
 //! from `k = 0` or `1`, to a run-time `%n` or a short constant trip count,
 //! with 2, 3 or 4 stages asked for (by `pipeline:S` or by a
 //! `// pipeline: stages=S` comment on the loop). [`judge`] pipelines it
-//! with the default pipeline after `pipeline` and says what happened: left alone with a
+//! in one output form (a ring, or warp-specialised: `pipeline:S:ws`, or
+//! `form=ws` added to the comment) with the default pipeline after
+//! `pipeline` and says what happened: left alone with a
 //! `W2001` reason, or pipelined, and then the output checks with no
 //! diagnostic and, on every `// run:` line (trip counts 0, 1, S-1, S, S+1
 //! and 2S+1 for a run-time count) under eager, lazy and one random
 //! schedule, the interpreter finds no undefined behaviour and the same
-//! global buffers as for the input. Anything else is a [`Verdict::Failure`].
+//! global buffers as for the input (the output launched at its declared
+//! block, which the producer warp grows). Anything else is a
+//! [`Verdict::Failure`].
 
 use cpflow::interp::{run, runline, Schedule};
 use cpflow::ir::{parse, print, verify};
 use cpflow::passes::transform::{self, pipeline, Pass};
+use pipeline::{Ask, Form};
 
 use crate::mutate::Rng;
 
@@ -101,7 +106,8 @@ pub struct Loop {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Verdict {
     /// Pipelined, and the output proved equal to the input; `bulk` when
-    /// the ring is of bulk copies on mbarriers (else of `cp.async`).
+    /// its copies are bulk copies on mbarriers (a bulk ring, or the
+    /// warp-specialised form; else a `cp.async` ring).
     Pipelined {
         /// A bulk ring.
         bulk: bool,
@@ -285,20 +291,33 @@ pub fn generate(seed: u64) -> Loop {
     }
 }
 
-/// Pipelines `l` and judges the output (see the module doc).
-pub fn judge(l: &Loop) -> Verdict {
-    let before = match parse(&l.text) {
+/// Pipelines `l` into `form` and judges the output (see the module doc).
+pub fn judge(l: &Loop, form: Form) -> Verdict {
+    // The loop's comment asks for the form too, else the pass option.
+    let text = match form {
+        Form::Ws => l
+            .text
+            .replace("// pipeline: stages=", "// pipeline: form=ws stages="),
+        Form::Ring => l.text.clone(),
+    };
+    let before = match parse(&text) {
         Ok(m) => m,
         Err(d) => return Verdict::Failure(format!("generated text does not parse: {d:?}")),
     };
     if let Some(d) = verify(&before).into_iter().find(|d| d.is_error()) {
         return Verdict::Failure(format!("generated text does not verify: {d:?}"));
     }
-    let asked = if l.comment { None } else { Some(l.stages) };
-    let passes: Vec<Pass> = std::iter::once(Pass::Pipeline(asked))
+    let ask = match l.comment {
+        true => Ask::default(),
+        false => Ask {
+            stages: Some(l.stages),
+            form: Some(form),
+        },
+    };
+    let passes: Vec<Pass> = std::iter::once(Pass::Pipeline(ask))
         .chain(transform::DEFAULT_PIPELINE.iter().copied())
         .collect();
-    let per_loop = pipeline::stage_comments(&l.text, &before);
+    let per_loop = pipeline::loop_comments(&text, &before);
     let mut after = before.clone();
     let report = match transform::run_with(&mut after, &passes, &per_loop) {
         Ok(r) => r,
@@ -315,8 +334,12 @@ pub fn judge(l: &Loop) -> Verdict {
         Some(t) => l.stages.min((t + 1).max(2)),
         None => l.stages,
     };
-    if report.pipelined.iter().any(|p| p.stages != trips) {
-        return Verdict::Failure(format!("not {trips} stages"));
+    if report
+        .pipelined
+        .iter()
+        .any(|p| p.stages != trips || p.form != form)
+    {
+        return Verdict::Failure(format!("not {trips} stages in the {} form", form.name()));
     }
     let out = print(&after);
     let checked = cpflow::check(&out);
@@ -326,11 +349,16 @@ pub fn judge(l: &Loop) -> Verdict {
             checked.diagnostics
         ));
     }
-    let lines = match runline::parse_all(&l.text) {
+    let lines = match runline::parse_all(&text) {
         Ok(lines) => lines,
         Err(e) => return Verdict::Failure(format!("run lines: {}", e.message)),
     };
+    let block = after.kernels.first().and_then(|k| k.block);
     for line in &lines {
+        let mut at = line.launch.clone();
+        if let Some([x, ..]) = block {
+            at.threads = x;
+        }
         for schedule in [Schedule::Eager, Schedule::Lazy, Schedule::Random(7)] {
             let what = format!("%n = {:?} under {schedule}", line.inputs.scalars);
             let b = match run(&before, &line.launch, &line.inputs, schedule.clone()) {
@@ -340,7 +368,7 @@ pub fn judge(l: &Loop) -> Verdict {
             if b.has_ub() {
                 return Verdict::InputUb;
             }
-            let a = match run(&after, &line.launch, &line.inputs, schedule) {
+            let a = match run(&after, &at, &line.inputs, schedule) {
                 Ok(a) => a,
                 Err(d) => return Verdict::Failure(format!("{what}: output: {d:?}")),
             };
@@ -353,7 +381,7 @@ pub fn judge(l: &Loop) -> Verdict {
         }
     }
     Verdict::Pipelined {
-        bulk: out.contains("cp.async.bulk.shared::cta.global"),
+        bulk: out.contains("cp.async.bulk.shared::"),
     }
 }
 

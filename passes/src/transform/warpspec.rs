@@ -254,6 +254,10 @@ fn if_or_zeros(
         b.yield_(zeros);
     }
     b.cursor = cursor;
+    for (&old, &new) in outs.iter().zip(&br.results) {
+        let name = b.k.values[old].name.clone();
+        b.k.values[new].name = b.fresh(&name);
+    }
     (br.inst, br.results)
 }
 
@@ -739,5 +743,105 @@ pub(super) fn rewrite(k: &mut Kernel, p: &Plan, ws: &Ws, s: u32, why: String) ->
         copies,
         roles,
         shared_bytes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::pipeline::{pipeline, Ask, Form};
+
+    /// A one-tile loop of `threads` threads copying `share` bytes each at
+    /// `tid.x * stride`, on `target`, with `block` after the parameters and
+    /// `extra` before the loop, which runs to `hi`.
+    fn module(target: &str, block: &str, stride: u32, extra: &str, hi: &str) -> cpflow_ir::Module {
+        let text = format!(
+            "module @m target {target} ptx 8.6
+
+kernel @k(%src: ptr<global> align 16, %cfg: ptr<global> align 16, %n: i32){block} {{
+  shared @tile: bytes[4096] align 128
+  %tid = sreg tid.x
+  %tile = addr @tile
+  %off = mul %tid, {stride} : i32
+  %off64 = zext %off : i32 to i64
+  %src_t = ptr.add %src, %off64
+  %dst_t = ptr.add %tile, %off
+  %zero = const 0.0 : f32
+{extra}
+  %total = for %k = 0 to {hi} step 1 iter(%acc = %zero) {{
+    %k64 = zext %k : i32 to i64
+    %k_off = mul %k64, 4096 : i64
+    %src_k = ptr.add %src_t, %k_off
+    %t = copy %dst_t, %src_k, 16
+    await %t
+    barrier.cta
+    %x = ld %tile : f32
+    %acc2 = fadd %acc, %x : f32
+    barrier.cta
+    yield %acc2
+  }}
+  %o = ptr.add %cfg, %off64
+  st %o, %total : f32
+}}
+"
+        );
+        let m = cpflow_ir::parse(&text).expect("it parses");
+        let v = cpflow_ir::verify(&m);
+        assert!(v.iter().all(|d| !d.is_error()), "{v:?}\n{text}");
+        m
+    }
+
+    fn ws(mut m: cpflow_ir::Module) -> Result<(), String> {
+        let ask = Ask {
+            stages: None,
+            form: Some(Form::Ws),
+        };
+        let out = pipeline(&mut m, ask, &[], &[]);
+        match out.refused.first() {
+            Some(d) => Err(d.message.clone()),
+            None => Ok(()),
+        }
+    }
+
+    #[test]
+    fn a_ctas_tile_on_sm90_with_a_block_of_warps_is_specialised() {
+        let m = module("sm_90a", " block(128)", 16, "", "%n");
+        assert_eq!(ws(m), Ok(()));
+    }
+
+    #[test]
+    fn what_the_producer_warp_cannot_join_is_refused_with_a_reason() {
+        let cases = [
+            (module("sm_80", " block(128)", 16, "", "%n"), "needs sm_90"),
+            (module("sm_90a", "", 16, "", "%n"), "block declared"),
+            (module("sm_90a", " block(48)", 16, "", "%n"), "not whole warps"),
+            (module("sm_90a", " block(1024)", 16, "", "%n"), "no room"),
+            (module("sm_90a", " block(64, 2)", 16, "", "%n"), "not one-dimensional"),
+            (
+                module("sm_90a", " block(128)", 32, "", "%n"),
+                "not every thread's share of one CTA tile",
+            ),
+            (
+                module(
+                    "sm_90a",
+                    " block(128)",
+                    16,
+                    "  %lead = cmp.eq %tid, 0 : i32\n  if %lead {\n    barrier.cta\n  }",
+                    "%n",
+                ),
+                "a barrier outside the loop",
+            ),
+            (
+                module("sm_90a", " block(128)", 16, "  %m = ld %cfg : i32", "%m"),
+                "bounds depend on memory",
+            ),
+            (
+                module("sm_90a", " block(128)", 16, "  %m = add %tid, %n : i32", "%m"),
+                "bounds may differ between threads",
+            ),
+        ];
+        for (m, reason) in cases {
+            let err = ws(m).expect_err(reason);
+            assert!(err.contains(reason), "`{err}` does not say `{reason}`");
+        }
     }
 }
