@@ -6,7 +6,10 @@
 //! [`Kind`], on `sm_80` or `sm_90a` (with or without a declared block),
 //! from `k = 0` or `1`, to a run-time `%n` or a short constant trip count,
 //! with 2, 3 or 4 stages asked for (by `pipeline:S` or by a
-//! `// pipeline: stages=S` comment on the loop). [`judge`] pipelines it
+//! `// pipeline: stages=S` comment on the loop), half of them after a
+//! prelude that loads global memory, stores to shared memory and ends in
+//! a `barrier.cta` (code the warp-specialised form runs for the consumers
+//! only, and a barrier the producer warp must reach). [`judge`] pipelines it
 //! in one output form (a ring, or warp-specialised: `pipeline:S:ws`, or
 //! `form=ws` added to the comment) with the default pipeline after
 //! `pipeline` and says what happened: left alone with a
@@ -140,6 +143,8 @@ pub fn generate(seed: u64) -> Loop {
     } else {
         vec![rng.below(2 * stages as usize + 2) as i64]
     };
+    // Drawn last, so that the draws above stay what they were.
+    let prelude = rng.below(2) == 0;
     let hi = if runtime {
         "%n".to_string()
     } else {
@@ -186,6 +191,9 @@ pub fn generate(seed: u64) -> Loop {
         text.push_str(&format!(
             "  %t{t} = addr @t{t}\n  %{t}_t = ptr.add %{t}, %off64\n  %d{t} = ptr.add %t{t}, %off\n"
         ));
+    }
+    if prelude {
+        text.push_str("  %g = ptr.add %out, %col64\n  %first = ld %g : f32\n  st %mine, %first : f32\n  barrier.cta\n");
     }
     if comment {
         text.push_str(&format!("  // pipeline: stages={stages}\n"));

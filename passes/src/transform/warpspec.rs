@@ -154,10 +154,10 @@ pub(super) fn check(k: &Kernel, p: &Plan, sm: u32, specialised: bool) -> Result<
     let body = d.regions[0];
     let iv = k.regions[body].args[0];
     for bound in d.args[..2].iter().filter_map(|a| a.value()) {
+        producer_computes(k, bound, iv)?;
         if syms.tid_dependent[bound.index()] {
             return Err("its bounds may differ between threads".into());
         }
-        producer_computes(k, bound, iv)?;
     }
     let mut tiles = Vec::new();
     for &c in &p.copies {
@@ -813,9 +813,15 @@ kernel @k(%src: ptr<global> align 16, %cfg: ptr<global> align 16, %n: i32){block
         let cases = [
             (module("sm_80", " block(128)", 16, "", "%n"), "needs sm_90"),
             (module("sm_90a", "", 16, "", "%n"), "block declared"),
-            (module("sm_90a", " block(48)", 16, "", "%n"), "not whole warps"),
+            (
+                module("sm_90a", " block(48)", 16, "", "%n"),
+                "not whole warps",
+            ),
             (module("sm_90a", " block(1024)", 16, "", "%n"), "no room"),
-            (module("sm_90a", " block(64, 2)", 16, "", "%n"), "not one-dimensional"),
+            (
+                module("sm_90a", " block(64, 2)", 16, "", "%n"),
+                "not one-dimensional",
+            ),
             (
                 module("sm_90a", " block(128)", 32, "", "%n"),
                 "not every thread's share of one CTA tile",
@@ -835,7 +841,13 @@ kernel @k(%src: ptr<global> align 16, %cfg: ptr<global> align 16, %n: i32){block
                 "bounds depend on memory",
             ),
             (
-                module("sm_90a", " block(128)", 16, "  %m = add %tid, %n : i32", "%m"),
+                module(
+                    "sm_90a",
+                    " block(128)",
+                    16,
+                    "  %m = add %tid, %n : i32",
+                    "%m",
+                ),
                 "bounds may differ between threads",
             ),
         ];
