@@ -18,9 +18,11 @@
 //!   `round` of `empty[slot]` where the last `barrier.cta` stood.
 //!   The body's `barrier.cta` stay as `bar.sync 1, x` among the consumers
 //!   when the body writes shared memory (the other allocations, which
-//!   consumers may read from each other) and are dropped otherwise: the
-//!   full phase gives every consumer the whole tile, the empty phase keeps
-//!   the producer from refilling a slot before every consumer read it.
+//!   consumers may read from each other), or reads memory other than the
+//!   tiles that the kernel writes outside the loop (before it, or after it
+//!   by a consumer done early); they are dropped otherwise: the full phase
+//!   gives every consumer the whole tile, the empty phase keeps the
+//!   producer from refilling a slot before every consumer read it.
 //! * Outside the loop, the kernel's top level runs as before for the
 //!   consumers: pure code and top-level `barrier.cta` (which the producer
 //!   warp reaches too) stay, everything else (and pure code using its
@@ -63,7 +65,8 @@ pub(super) struct Ws {
     /// Each copy's CTA tile in bytes (the block's shares).
     tiles: Vec<i64>,
     /// Whether the body's `barrier.cta` stay (as named barriers among the
-    /// consumers): the body writes shared memory.
+    /// consumers): the body writes shared memory, or reads memory other
+    /// than the tiles that the kernel writes outside the loop.
     keep_barriers: bool,
 }
 
@@ -204,7 +207,27 @@ pub(super) fn check(k: &Kernel, p: &Plan, sm: u32, specialised: bool) -> Result<
             "a loop result is not a scalar, which the producer warp cannot stand in for".into(),
         );
     }
-    let keep_barriers = edit::any_in(k, p.lp, &mut |j| matches!(k.insts[j].op, Op::Store(_)));
+    // The body's barriers order its own stores, and its reads of memory
+    // other than the tiles against the writes outside the loop (before it,
+    // and after it by a thread done with the loop early).
+    let tiles_of = derived(k);
+    let body_stores = edit::any_in(k, p.lp, &mut |j| matches!(k.insts[j].op, Op::Store(_)));
+    let body_reads = edit::any_in(k, p.lp, &mut |j| {
+        let d = &k.insts[j];
+        matches!(d.op, Op::Load(_))
+            && d.args[0]
+                .value()
+                .and_then(|v| tiles_of.get(&v))
+                .is_none_or(|a| !p.allocs.contains(a))
+    });
+    let inside = nested(k, body);
+    let writes_outside = all.iter().any(|&(_, j)| {
+        j != p.lp
+            && !inside.contains(&j)
+            && (matches!(k.insts[j].op, Op::Store(_))
+                || matches!(&k.insts[j].op, Op::Ptx(_) if !cta_barrier(k, j)))
+    });
+    let keep_barriers = body_stores || (body_reads && writes_outside);
     Ok(Ws {
         threads,
         tiles,
@@ -716,9 +739,9 @@ pub(super) fn rewrite(k: &mut Kernel, p: &Plan, ws: &Ws, s: u32, why: String) ->
         })
         .collect();
     let barriers = if ws.keep_barriers {
-        format!("{kept} body barrier.cta kept as `bar.sync {CONSUMER_BARRIER}, {x}` among the consumers (the body writes shared memory)")
+        format!("{kept} body barrier.cta kept as `bar.sync {CONSUMER_BARRIER}, {x}` among the consumers (the body writes shared memory, or reads memory the kernel writes outside the loop)")
     } else {
-        format!("{dropped} body barrier.cta dropped (the mbarriers order the tiles; the body writes no shared memory)")
+        format!("{dropped} body barrier.cta dropped (the mbarriers order the tiles; the body writes no memory and reads none the kernel writes)")
     };
     let roles = vec![
         format!(
@@ -806,6 +829,29 @@ kernel @k(%src: ptr<global> align 16, %cfg: ptr<global> align 16, %n: i32){block
     fn a_ctas_tile_on_sm90_with_a_block_of_warps_is_specialised() {
         let m = module("sm_90a", " block(128)", 16, "", "%n");
         assert_eq!(ws(m), Ok(()));
+    }
+
+    /// The last line of the schedule: what became of the body's barriers.
+    fn barriers(mut m: cpflow_ir::Module) -> String {
+        let ask = Ask {
+            stages: None,
+            form: Some(Form::Ws),
+        };
+        let out = pipeline(&mut m, ask, &[], &[]);
+        assert!(out.refused.is_empty(), "{:?}", out.refused);
+        out.schedules[0].roles.last().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn the_body_barriers_stay_where_they_order_other_memory() {
+        let plain = module("sm_90a", " block(128)", 16, "", "%n");
+        assert!(barriers(plain).contains("dropped"));
+        // The body reads global memory that the kernel writes after the
+        // loop: a consumer done early could overwrite what another reads.
+        let text = cpflow_ir::print(&module("sm_90a", " block(128)", 16, "", "%n"))
+            .replace("%x = ld %tile : f32", "%x = ld %cfg : f32");
+        let reads = cpflow_ir::parse(&text).expect("it parses");
+        assert!(barriers(reads).contains("kept as `bar.sync 1, 128`"));
     }
 
     #[test]
