@@ -23,7 +23,8 @@ pub struct OptArgs {
     no_check: bool,
     /// Passes to run, in order (default: select,coalesce,sync,fence,cleanup;
     /// `coalesce` must directly follow `select`: without it no copies merge;
-    /// `pipeline` or `pipeline:N` first turns copy loops into rings).
+    /// `pipeline`, `pipeline:N`, `pipeline:ws` or `pipeline:N:ws` first
+    /// turns copy loops into rings or warp-specialised loops).
     #[arg(long)]
     passes: Option<String>,
     /// Select for this target instead of the module's (the output keeps it).

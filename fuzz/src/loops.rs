@@ -9,7 +9,8 @@
 //! `// pipeline: stages=S` comment on the loop), half of them after a
 //! prelude that loads global memory, stores to shared memory and ends in
 //! a `barrier.cta` (code the warp-specialised form runs for the consumers
-//! only, and a barrier the producer warp must reach). [`judge`] pipelines it
+//! only, and a barrier the producer warp must reach), and half of them
+//! with each tile's `addr` and destination computed in the loop's body. [`judge`] pipelines it
 //! in one output form (a ring, or warp-specialised: `pipeline:S:ws`, or
 //! `form=ws` added to the comment) with the default pipeline after
 //! `pipeline` and says what happened: left alone with a
@@ -145,6 +146,7 @@ pub fn generate(seed: u64) -> Loop {
     };
     // Drawn last, so that the draws above stay what they were.
     let prelude = rng.below(2) == 0;
+    let inner_dst = rng.below(2) == 0;
     let hi = if runtime {
         "%n".to_string()
     } else {
@@ -187,10 +189,16 @@ pub fn generate(seed: u64) -> Loop {
     text.push_str(
         "  %tid = sreg tid.x\n  %off = mul %tid, 16 : i32\n  %off64 = zext %off : i32 to i64\n  %col4 = mul %tid, 4 : i32\n  %col64 = zext %col4 : i32 to i64\n  %zero = const 0.0 : f32\n  %accp = addr @acc\n  %mine = ptr.add %accp, %col4\n  %lead = cmp.eq %tid, 0 : i32\n",
     );
+    // Each tile's `addr` and destination: before the loop, or in its body
+    // before the copy.
+    let dst = |t: &str, indent: &str| {
+        format!("{indent}%t{t} = addr @t{t}\n{indent}%d{t} = ptr.add %t{t}, %off\n")
+    };
     for t in names {
-        text.push_str(&format!(
-            "  %t{t} = addr @t{t}\n  %{t}_t = ptr.add %{t}, %off64\n  %d{t} = ptr.add %t{t}, %off\n"
-        ));
+        text.push_str(&format!("  %{t}_t = ptr.add %{t}, %off64\n"));
+        if !inner_dst {
+            text.push_str(&dst(t, "  "));
+        }
     }
     if prelude {
         text.push_str("  %g = ptr.add %out, %col64\n  %first = ld %g : f32\n  st %mine, %first : f32\n  barrier.cta\n");
@@ -202,6 +210,9 @@ pub fn generate(seed: u64) -> Loop {
         "  %total = for %k = {lo} to {hi} step 1 iter(%s = %zero) {{\n    %k64 = zext %k : i32 to i64\n    %k_off = mul %k64, {tile} : i64\n"
     ));
     for t in names {
+        if inner_dst {
+            text.push_str(&dst(t, "    "));
+        }
         text.push_str(&format!(
             "    %{t}_k = ptr.add %{t}_t, %k_off\n    %c{t} = copy %d{t}, %{t}_k, 16\n"
         ));

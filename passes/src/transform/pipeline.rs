@@ -270,7 +270,6 @@ pub fn pipeline(
                         .any(|&j| family(k, j) == Some(Family::Copy))
             })
             .collect();
-        let mut specialised = false;
         for (region, lp) in loops {
             let span = k.insts[lp].span;
             let mut comment = None;
@@ -297,7 +296,7 @@ pub fn pipeline(
                     let p = plan(k, region, lp)?;
                     let ws = match form {
                         Form::Ring => None,
-                        Form::Ws => Some(warpspec::check(k, &p, sm, specialised)?),
+                        Form::Ws => Some(warpspec::check(k, &p, sm)?),
                     };
                     let (s, why) = choose_stages(k, &p, stages)?;
                     Ok((p, ws, s, why))
@@ -306,8 +305,7 @@ pub fn pipeline(
             match planned {
                 Ok((p, None, s, why)) => out.schedules.push(rewrite(k, &p, s, why)),
                 Ok((p, Some(ws), s, why)) => {
-                    specialised = true;
-                    out.schedules.push(warpspec::rewrite(k, &p, &ws, s, why));
+                    out.schedules.push(warpspec::rewrite(k, &p, &ws, s, why))
                 }
                 Err(reason) => {
                     let mut d =

@@ -109,17 +109,14 @@ fn producer_computes(k: &Kernel, v: Value, iv: Value) -> Result<(), String> {
 
 /// Checks what the warp-specialised form needs beyond the input shape;
 /// `Err` is the reason the loop is left alone. `sm` is the target's
-/// number; `specialised`: another loop of the kernel already has the
-/// producer warp.
-pub(super) fn check(k: &Kernel, p: &Plan, sm: u32, specialised: bool) -> Result<Ws, String> {
+/// number. (One loop per kernel at most: another loop of the input shape
+/// has `barrier.cta` in its body, which refuses this one.)
+pub(super) fn check(k: &Kernel, p: &Plan, sm: u32) -> Result<Ws, String> {
     if sm < 90 {
         return Err(
             "the warp-specialised form needs sm_90 or later (bulk copies completing on mbarriers)"
                 .into(),
         );
-    }
-    if specialised {
-        return Err("another loop of the kernel is warp-specialised already (its producer warp serves one loop)".into());
     }
     let threads = match k.block {
         None => {
@@ -511,7 +508,63 @@ pub(super) fn rewrite(k: &mut Kernel, p: &Plan, ws: &Ws, s: u32, why: String) ->
     b.k.regions[top].insts.splice(0..0, [tid_i, cons_i]);
     guard_top_level(&mut b, consumer, lp, &[tid_i, cons_i]);
 
+    // The producer's loop, from the copies as the input has them.
+    b.cursor = None;
+    let ring = b.for_loop(lo, hi, imm(1), &[]);
+    b.cursor = Some(ring.body);
+    let (pslot, pround) = slot_round(&mut b, ring.index, lo, s);
+    let prev = b
+        .inst1(
+            Op::Binary(BinaryOp::Sub),
+            vec![val(pround), imm(1)],
+            Type::I32,
+            "prev",
+        )
+        .1;
+    let free = phase(&mut b, empty, pslot, prev, "free");
+    b.inst(ptx(Family::MbarrierWait, &[]), vec![val(free)], &[]);
+    let loaded = phase(&mut b, full, pslot, pround, "loaded");
+    let total: i64 = ws.tiles.iter().sum();
+    b.inst(
+        ptx(Family::MbarrierArriveExpectTx, &[Qual::Release, Qual::Cta]),
+        vec![val(loaded), imm(total)],
+        &[],
+    );
+    let mut slot_of = HashMap::new();
+    for (&a, &n) in p.allocs.iter().zip(&slot_bytes) {
+        let off = b
+            .inst1(
+                Op::Binary(BinaryOp::Mul),
+                vec![val(pslot), imm(n as i64)],
+                Type::I32,
+                "slot_off",
+            )
+            .1;
+        slot_of.insert(a, off);
+    }
+    let mut map = HashMap::from([(iv, ring.index)]);
+    for ((dst, src), &bytes) in copy_args.iter().zip(&ws.tiles) {
+        let mut addr = |b: &mut Builder, a: Arg| match a.value() {
+            Some(v) => val(clone_for_producer(b, v, &mut map, &slot_of)),
+            None => a,
+        };
+        let (d0, s0) = (addr(&mut b, *dst), addr(&mut b, *src));
+        b.inst1(
+            ptx(
+                Family::CpAsyncBulk,
+                &[Qual::SharedCluster, Qual::Global, Qual::MbarrierCompleteTx],
+            ),
+            vec![d0, s0, imm(bytes), val(loaded)],
+            Type::Token,
+            "issued",
+        );
+    }
+    b.yield_(Vec::new());
+    b.cursor = None;
+
     // The consumer loop: the old loop, edited in place.
+    let derived = derived(b.k);
+    let inside = nested(b.k, body);
     let old = std::mem::take(&mut b.k.regions[body].insts);
     let first_await = old.iter().position(|i| p.awaits.contains(i));
     let last_barrier = old.iter().rposition(|&i| cta_barrier(b.k, i));
@@ -569,8 +622,6 @@ pub(super) fn rewrite(k: &mut Kernel, p: &Plan, ws: &Ws, s: u32, why: String) ->
     }
     // Pointers into a tile defined outside the body (and the hoisted
     // `addr`s) move to the iteration's slot.
-    let derived = derived(b.k);
-    let inside = nested(b.k, body);
     let mut roots: Vec<Value> = Vec::new();
     for &i in &rest {
         edit::any_in(b.k, i, &mut |j| {
@@ -653,58 +704,6 @@ pub(super) fn rewrite(k: &mut Kernel, p: &Plan, ws: &Ws, s: u32, why: String) ->
     let lane = if_then(&mut b, elected, init);
     let warp = if_then(&mut b, producer, vec![lane]);
     let (bar, _) = b.inst(ptx(Family::BarrierCta, &[]), vec![], &[]);
-    // The producer's loop.
-    let ring = b.for_loop(lo, hi, imm(1), &[]);
-    b.cursor = Some(ring.body);
-    let (pslot, pround) = slot_round(&mut b, ring.index, lo, s);
-    let prev = b
-        .inst1(
-            Op::Binary(BinaryOp::Sub),
-            vec![val(pround), imm(1)],
-            Type::I32,
-            "prev",
-        )
-        .1;
-    let free = phase(&mut b, empty, pslot, prev, "free");
-    b.inst(ptx(Family::MbarrierWait, &[]), vec![val(free)], &[]);
-    let loaded = phase(&mut b, full, pslot, pround, "loaded");
-    let total: i64 = ws.tiles.iter().sum();
-    b.inst(
-        ptx(Family::MbarrierArriveExpectTx, &[Qual::Release, Qual::Cta]),
-        vec![val(loaded), imm(total)],
-        &[],
-    );
-    let mut slot_of = HashMap::new();
-    for (&a, &n) in p.allocs.iter().zip(&slot_bytes) {
-        let off = b
-            .inst1(
-                Op::Binary(BinaryOp::Mul),
-                vec![val(pslot), imm(n as i64)],
-                Type::I32,
-                "slot_off",
-            )
-            .1;
-        slot_of.insert(a, off);
-    }
-    let mut map = HashMap::from([(iv, ring.index)]);
-    for ((dst, src), &bytes) in copy_args.iter().zip(&ws.tiles) {
-        let mut addr = |b: &mut Builder, a: Arg| match a.value() {
-            Some(v) => val(clone_for_producer(b, v, &mut map, &slot_of)),
-            None => a,
-        };
-        let (d0, s0) = (addr(&mut b, *dst), addr(&mut b, *src));
-        b.inst1(
-            ptx(
-                Family::CpAsyncBulk,
-                &[Qual::SharedCluster, Qual::Global, Qual::MbarrierCompleteTx],
-            ),
-            vec![d0, s0, imm(bytes), val(loaded)],
-            Type::Token,
-            "issued",
-        );
-    }
-    b.yield_(Vec::new());
-    b.cursor = None;
     let issue = if_then(&mut b, elected, vec![ring.inst]);
     let issuer = if_then(&mut b, producer, vec![issue]);
     let (consumers, results) = if_or_zeros(&mut b, consumer, vec![lp], &old_results);
