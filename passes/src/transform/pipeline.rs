@@ -23,6 +23,10 @@
 //! written nor read through other means inside the loop, so issuing a tile
 //! early reads the bytes the input would have read.
 //!
+//! Asked for the warp-specialised form ([`Form::Ws`]), a loop of this
+//! shape becomes a producer warp and consumer threads on full and empty
+//! mbarriers per slot instead (`warpspec.rs`).
+//!
 //! A loop it cannot prove safe is left alone with warning `W2001` saying
 //! why; so is a loop in `skip` (the rings that [`super::run`] found the
 //! checker rejects once lowered).
@@ -59,7 +63,7 @@ pub enum Form {
     #[default]
     Ring,
     /// A producer warp and the consumer threads on a full and an empty
-    /// mbarrier per slot (sm_90, [`super::warpspec`]).
+    /// mbarrier per slot (sm_90, `warpspec.rs`).
     Ws,
 }
 

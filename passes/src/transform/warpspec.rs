@@ -41,6 +41,7 @@
 use std::collections::{HashMap, HashSet};
 
 use cpflow_ir::build::{imm, ptx, val, Builder};
+use cpflow_ir::facts::Facts;
 use cpflow_ir::ir::{
     Arg, BinaryOp, CmpPred, Constant, EntityId, Inst, Kernel, Op, SharedId, SharedKind, SpecialReg,
     Value, ValueDef,
@@ -159,8 +160,15 @@ pub(super) fn check(k: &Kernel, p: &Plan, sm: u32) -> Result<Ws, String> {
             return Err("its bounds may differ between threads".into());
         }
     }
+    let facts = Facts::compute(k);
     let mut tiles = Vec::new();
     for &c in &p.copies {
+        if k.insts[c].args[..2].iter().any(|&a| facts.align(a) < 16) {
+            return Err(
+                "a copy's addresses are not known to be 16-byte aligned, as a bulk copy's must be"
+                    .into(),
+            );
+        }
         let share = tile_share(k, &syms, c, p.lp).ok_or(
             "a copy is not every thread's share of one CTA tile (`base + tid.x * share`, 16-byte multiples)",
         )?;
@@ -880,6 +888,14 @@ kernel @k(%src: ptr<global> align 16, %cfg: ptr<global> align 16, %n: i32){block
                     "%n",
                 ),
                 "a barrier outside the loop",
+            ),
+            (
+                cpflow_ir::parse(
+                    &cpflow_ir::print(&module("sm_90a", " block(128)", 16, "", "%n"))
+                        .replace("%src: ptr<global> align 16", "%src: ptr<global> align 4"),
+                )
+                .expect("it parses"),
+                "16-byte aligned",
             ),
             (
                 module("sm_90a", " block(128)", 16, "  %m = ld %cfg : i32", "%m"),
