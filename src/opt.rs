@@ -23,7 +23,8 @@ pub struct OptArgs {
     no_check: bool,
     /// Passes to run, in order (default: select,coalesce,sync,fence,cleanup;
     /// `coalesce` must directly follow `select`: without it no copies merge;
-    /// `pipeline` or `pipeline:N` first turns copy loops into rings).
+    /// `pipeline`, `pipeline:N`, `pipeline:ws` or `pipeline:N:ws` first
+    /// turns copy loops into rings or warp-specialised loops).
     #[arg(long)]
     passes: Option<String>,
     /// Select for this target instead of the module's (the output keeps it).
@@ -66,15 +67,19 @@ pub fn explain(report: &Report, text: &str) -> String {
         text.get(..at).unwrap_or("").matches('\n').count() + 1
     };
     for p in &report.pipelined {
+        let form = match p.form {
+            transform::pipeline::Form::Ring => "",
+            transform::pipeline::Form::Ws => " warp-specialised,",
+        };
         out.push_str(&format!(
-            "// @{} line {}: pipelined, {} stages ({}), {} shared bytes\n",
+            "// @{} line {}: pipelined,{form} {} stages ({}), {} shared bytes\n",
             p.kernel,
             line_of(p.span),
             p.stages,
             p.why,
             p.shared_bytes
         ));
-        for c in &p.copies {
+        for c in p.copies.iter().chain(&p.roles) {
             out.push_str(&format!("//   {c}\n"));
         }
     }
@@ -136,7 +141,7 @@ pub fn run(args: OptArgs, rep: &mut Reporter) -> ExitCode {
     if let Err(code) = gate(&source, &module, args.no_check, "opt", rep) {
         return code;
     }
-    let per_loop = transform::pipeline::stage_comments(&source.text, &module);
+    let per_loop = transform::pipeline::loop_comments(&source.text, &module);
     let done = match transform::run_with(&mut module, &passes, &per_loop) {
         Ok(r) => r,
         Err(diags) => return fail(&source, diags, "opt", rep),

@@ -17,7 +17,9 @@
 //!
 //! All of it holds for the default stage count and for `pipeline:4`; a
 //! loop with a `// pipeline: stages=N` comment on the line before its `for`
-//! is pipelined with N stages in both.
+//! is pipelined with N stages in both, one with `// pipeline: form=ws` in
+//! the warp-specialised form, whose output declares a larger block (the
+//! producer warp) and is run at it.
 //!
 //! The snapshot holds the input, the schedule and the output.
 
@@ -27,13 +29,14 @@ use cpflow::interp::{run, runline, Schedule};
 use cpflow::ir::{parse, print, verify, Module};
 use cpflow::lowering::Mlir;
 use cpflow::passes::transform::{self, pipeline, Pass};
+use pipeline::{Ask, Form};
 
 mod common;
 
 /// `pipeline:N` (`None`: the default stage count), then the default
 /// pipeline.
 fn passes(stages: Option<u32>) -> Vec<Pass> {
-    std::iter::once(Pass::Pipeline(stages))
+    std::iter::once(Pass::Pipeline(Ask { stages, form: None }))
         .chain(transform::DEFAULT_PIPELINE.iter().copied())
         .collect()
 }
@@ -42,10 +45,14 @@ fn schedule_text(report: &transform::Report) -> String {
     let mut out = String::new();
     for p in &report.pipelined {
         out.push_str(&format!(
-            "@{}: {} stages ({}), {} shared bytes\n",
-            p.kernel, p.stages, p.why, p.shared_bytes
+            "@{}: {}, {} stages ({}), {} shared bytes\n",
+            p.kernel,
+            p.form.name(),
+            p.stages,
+            p.why,
+            p.shared_bytes
         ));
-        for c in &p.copies {
+        for c in p.copies.iter().chain(&p.roles) {
             out.push_str(&format!("  {c}\n"));
         }
     }
@@ -64,7 +71,7 @@ fn validate(
     mlir: &Mlir,
 ) -> (Module, transform::Report) {
     let mut after = before.clone();
-    let per_loop = pipeline::stage_comments(text, before);
+    let per_loop = pipeline::loop_comments(text, before);
     let report = transform::run_with(&mut after, passes, &per_loop)
         .unwrap_or_else(|d| panic!("{name}: {d:?}"));
     assert!(
@@ -72,12 +79,20 @@ fn validate(
         "{name}: nothing pipelined: {:?}",
         report.not_pipelined
     );
-    for (span, asked) in &per_loop {
-        let got = report.pipelined.iter().find(|p| p.span == *span);
+    for l in &per_loop {
+        let asked = l.ask.as_ref().unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        let got = report
+            .pipelined
+            .iter()
+            .find(|p| p.span == l.span)
+            .unwrap_or_else(|| panic!("{name}: a loop with a comment is not pipelined"));
+        if let Some(n) = asked.stages {
+            assert_eq!(got.stages, n, "{name}: `stages=` is not followed");
+        }
         assert_eq!(
-            got.map(|p| p.stages),
-            *asked,
-            "{name}: the loop's `// pipeline:` comment is not followed"
+            got.form,
+            asked.form.unwrap_or_default(),
+            "{name}: `form=` is not followed"
         );
     }
     common::assert_checks_and_compiles(name, text, &after, mlir);
@@ -102,8 +117,9 @@ fn check_file(path: &Path, mlir: &Mlir) -> String {
         .map(str::to_string);
     if let Some(reason) = refused {
         let mut after = before.clone();
-        let report =
-            transform::run(&mut after, &passes(None)).unwrap_or_else(|d| panic!("{name}: {d:?}"));
+        let per_loop = pipeline::loop_comments(&text, &before);
+        let report = transform::run_with(&mut after, &passes(None), &per_loop)
+            .unwrap_or_else(|d| panic!("{name}: {d:?}"));
         assert!(report.pipelined.is_empty(), "{name}: was pipelined");
         assert_eq!(report.not_pipelined.len(), 1, "{name}");
         let d = &report.not_pipelined[0];
@@ -163,34 +179,61 @@ fn pipeline_files() {
     });
 }
 
-/// `pipeline:N` asks for N stages; fewer than 2 is not a pass name.
+/// `pipeline:N` asks for N stages, `pipeline:ws` for the warp-specialised
+/// form, `pipeline:N:ws` for both; fewer than 2 stages, an unknown form or
+/// a word twice is not a pass name.
 #[test]
-fn stage_count_is_a_pass_option() {
-    assert_eq!(Pass::from_name("pipeline:4"), Some(Pass::Pipeline(Some(4))));
-    assert_eq!(Pass::from_name("pipeline"), Some(Pass::Pipeline(None)));
-    assert_eq!(Pass::from_name("pipeline:1"), None);
-    assert!(!transform::DEFAULT_PIPELINE.contains(&Pass::Pipeline(None)));
+fn stage_count_and_form_are_pass_options() {
+    let ask = |stages, form| Some(Pass::Pipeline(Ask { stages, form }));
+    assert_eq!(Pass::from_name("pipeline:4"), ask(Some(4), None));
+    assert_eq!(Pass::from_name("pipeline"), ask(None, None));
+    assert_eq!(Pass::from_name("pipeline:ws"), ask(None, Some(Form::Ws)));
+    assert_eq!(
+        Pass::from_name("pipeline:3:ws"),
+        ask(Some(3), Some(Form::Ws))
+    );
+    assert_eq!(
+        Pass::from_name("pipeline:ring:5"),
+        ask(Some(5), Some(Form::Ring))
+    );
+    for bad in [
+        "pipeline:1",
+        "pipeline:warp",
+        "pipeline:3:4",
+        "pipeline:ws:ws",
+        "pipeline:",
+    ] {
+        assert_eq!(Pass::from_name(bad), None, "{bad}");
+    }
+    assert!(!transform::DEFAULT_PIPELINE.contains(&Pass::Pipeline(Ask::default())));
 }
 
-/// A `// pipeline:` comment that does not say `stages=N` with N >= 2
-/// leaves its loop alone with `W2001`.
+/// A `// pipeline:` comment that asks for neither `stages=N` with N >= 2
+/// nor `form=ring|ws` leaves its loop alone with `W2001`, whose secondary
+/// label points at the word it cannot read.
 #[test]
-fn malformed_stage_comment_refuses_the_loop() {
+fn malformed_loop_comment_refuses_the_loop() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/pipeline/one_tile_sm80.cpf");
-    for bad in ["stages=1", "stages=two", "depth=3"] {
+    for (bad, word, says) in [
+        ("stages=1", "stages=1", "stages=N"),
+        ("stages=two", "stages=two", "stages=N"),
+        ("depth=3", "depth=3", "stages=N"),
+        ("form=warp", "form=warp", "form=ring|ws"),
+        ("stages=3 stages=4", "stages=4", "twice"),
+        ("", "", "asks for nothing"),
+    ] {
         let text = common::read(&path).replace(
             "  %total = for",
             &format!("  // pipeline: {bad}\n  %total = for"),
         );
         let mut module = parse(&text).expect("it parses");
-        let per_loop = pipeline::stage_comments(&text, &module);
+        let per_loop = pipeline::loop_comments(&text, &module);
         assert_eq!(per_loop.len(), 1, "{bad}");
         let report = transform::run_with(&mut module, &passes(None), &per_loop).expect("it runs");
         assert!(report.pipelined.is_empty(), "{bad}");
-        assert!(
-            report.not_pipelined[0].message.contains("stages=N"),
-            "{bad}: {}",
-            report.not_pipelined[0].message
-        );
+        let d = &report.not_pipelined[0];
+        assert!(d.message.contains(says), "{bad}: {}", d.message);
+        let at = d.secondary[0].span.range();
+        assert_eq!(&text[at.clone()], word, "{bad}: the label is at {at:?}");
     }
 }

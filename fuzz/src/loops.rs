@@ -6,17 +6,26 @@
 //! [`Kind`], on `sm_80` or `sm_90a` (with or without a declared block),
 //! from `k = 0` or `1`, to a run-time `%n` or a short constant trip count,
 //! with 2, 3 or 4 stages asked for (by `pipeline:S` or by a
-//! `// pipeline: stages=S` comment on the loop). [`judge`] pipelines it
-//! with the default pipeline after `pipeline` and says what happened: left alone with a
+//! `// pipeline: stages=S` comment on the loop), half of them after a
+//! prelude that loads global memory, stores to shared memory and ends in
+//! a `barrier.cta` (code the warp-specialised form runs for the consumers
+//! only, and a barrier the producer warp must reach), and half of them
+//! with each tile's `addr` and destination computed in the loop's body. [`judge`] pipelines it
+//! in one output form (a ring, or warp-specialised: `pipeline:S:ws`, or
+//! `form=ws` added to the comment) with the default pipeline after
+//! `pipeline` and says what happened: left alone with a
 //! `W2001` reason, or pipelined, and then the output checks with no
 //! diagnostic and, on every `// run:` line (trip counts 0, 1, S-1, S, S+1
 //! and 2S+1 for a run-time count) under eager, lazy and one random
 //! schedule, the interpreter finds no undefined behaviour and the same
-//! global buffers as for the input. Anything else is a [`Verdict::Failure`].
+//! global buffers as for the input (the output launched at its declared
+//! block, which the producer warp grows). Anything else is a
+//! [`Verdict::Failure`].
 
 use cpflow::interp::{run, runline, Schedule};
 use cpflow::ir::{parse, print, verify};
 use cpflow::passes::transform::{self, pipeline, Pass};
+use pipeline::{Ask, Form};
 
 use crate::mutate::Rng;
 
@@ -101,7 +110,8 @@ pub struct Loop {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Verdict {
     /// Pipelined, and the output proved equal to the input; `bulk` when
-    /// the ring is of bulk copies on mbarriers (else of `cp.async`).
+    /// its copies are bulk copies on mbarriers (a bulk ring, or the
+    /// warp-specialised form; else a `cp.async` ring).
     Pipelined {
         /// A bulk ring.
         bulk: bool,
@@ -134,6 +144,9 @@ pub fn generate(seed: u64) -> Loop {
     } else {
         vec![rng.below(2 * stages as usize + 2) as i64]
     };
+    // Drawn last, so that the draws above stay what they were.
+    let prelude = rng.below(2) == 0;
+    let inner_dst = rng.below(2) == 0;
     let hi = if runtime {
         "%n".to_string()
     } else {
@@ -176,10 +189,19 @@ pub fn generate(seed: u64) -> Loop {
     text.push_str(
         "  %tid = sreg tid.x\n  %off = mul %tid, 16 : i32\n  %off64 = zext %off : i32 to i64\n  %col4 = mul %tid, 4 : i32\n  %col64 = zext %col4 : i32 to i64\n  %zero = const 0.0 : f32\n  %accp = addr @acc\n  %mine = ptr.add %accp, %col4\n  %lead = cmp.eq %tid, 0 : i32\n",
     );
+    // Each tile's `addr` and destination: before the loop, or in its body
+    // before the copy.
+    let dst = |t: &str, indent: &str| {
+        format!("{indent}%t{t} = addr @t{t}\n{indent}%d{t} = ptr.add %t{t}, %off\n")
+    };
     for t in names {
-        text.push_str(&format!(
-            "  %t{t} = addr @t{t}\n  %{t}_t = ptr.add %{t}, %off64\n  %d{t} = ptr.add %t{t}, %off\n"
-        ));
+        text.push_str(&format!("  %{t}_t = ptr.add %{t}, %off64\n"));
+        if !inner_dst {
+            text.push_str(&dst(t, "  "));
+        }
+    }
+    if prelude {
+        text.push_str("  %g = ptr.add %out, %col64\n  %first = ld %g : f32\n  st %mine, %first : f32\n  barrier.cta\n");
     }
     if comment {
         text.push_str(&format!("  // pipeline: stages={stages}\n"));
@@ -188,6 +210,9 @@ pub fn generate(seed: u64) -> Loop {
         "  %total = for %k = {lo} to {hi} step 1 iter(%s = %zero) {{\n    %k64 = zext %k : i32 to i64\n    %k_off = mul %k64, {tile} : i64\n"
     ));
     for t in names {
+        if inner_dst {
+            text.push_str(&dst(t, "    "));
+        }
         text.push_str(&format!(
             "    %{t}_k = ptr.add %{t}_t, %k_off\n    %c{t} = copy %d{t}, %{t}_k, 16\n"
         ));
@@ -285,20 +310,33 @@ pub fn generate(seed: u64) -> Loop {
     }
 }
 
-/// Pipelines `l` and judges the output (see the module doc).
-pub fn judge(l: &Loop) -> Verdict {
-    let before = match parse(&l.text) {
+/// Pipelines `l` into `form` and judges the output (see the module doc).
+pub fn judge(l: &Loop, form: Form) -> Verdict {
+    // The loop's comment asks for the form too, else the pass option.
+    let text = match form {
+        Form::Ws => l
+            .text
+            .replace("// pipeline: stages=", "// pipeline: form=ws stages="),
+        Form::Ring => l.text.clone(),
+    };
+    let before = match parse(&text) {
         Ok(m) => m,
         Err(d) => return Verdict::Failure(format!("generated text does not parse: {d:?}")),
     };
     if let Some(d) = verify(&before).into_iter().find(|d| d.is_error()) {
         return Verdict::Failure(format!("generated text does not verify: {d:?}"));
     }
-    let asked = if l.comment { None } else { Some(l.stages) };
-    let passes: Vec<Pass> = std::iter::once(Pass::Pipeline(asked))
+    let ask = match l.comment {
+        true => Ask::default(),
+        false => Ask {
+            stages: Some(l.stages),
+            form: Some(form),
+        },
+    };
+    let passes: Vec<Pass> = std::iter::once(Pass::Pipeline(ask))
         .chain(transform::DEFAULT_PIPELINE.iter().copied())
         .collect();
-    let per_loop = pipeline::stage_comments(&l.text, &before);
+    let per_loop = pipeline::loop_comments(&text, &before);
     let mut after = before.clone();
     let report = match transform::run_with(&mut after, &passes, &per_loop) {
         Ok(r) => r,
@@ -315,8 +353,12 @@ pub fn judge(l: &Loop) -> Verdict {
         Some(t) => l.stages.min((t + 1).max(2)),
         None => l.stages,
     };
-    if report.pipelined.iter().any(|p| p.stages != trips) {
-        return Verdict::Failure(format!("not {trips} stages"));
+    if report
+        .pipelined
+        .iter()
+        .any(|p| p.stages != trips || p.form != form)
+    {
+        return Verdict::Failure(format!("not {trips} stages in the {} form", form.name()));
     }
     let out = print(&after);
     let checked = cpflow::check(&out);
@@ -326,11 +368,16 @@ pub fn judge(l: &Loop) -> Verdict {
             checked.diagnostics
         ));
     }
-    let lines = match runline::parse_all(&l.text) {
+    let lines = match runline::parse_all(&text) {
         Ok(lines) => lines,
         Err(e) => return Verdict::Failure(format!("run lines: {}", e.message)),
     };
+    let block = after.kernels.first().and_then(|k| k.block);
     for line in &lines {
+        let mut at = line.launch.clone();
+        if let Some([x, ..]) = block {
+            at.threads = x;
+        }
         for schedule in [Schedule::Eager, Schedule::Lazy, Schedule::Random(7)] {
             let what = format!("%n = {:?} under {schedule}", line.inputs.scalars);
             let b = match run(&before, &line.launch, &line.inputs, schedule.clone()) {
@@ -340,7 +387,7 @@ pub fn judge(l: &Loop) -> Verdict {
             if b.has_ub() {
                 return Verdict::InputUb;
             }
-            let a = match run(&after, &line.launch, &line.inputs, schedule) {
+            let a = match run(&after, &at, &line.inputs, schedule) {
                 Ok(a) => a,
                 Err(d) => return Verdict::Failure(format!("{what}: output: {d:?}")),
             };
@@ -353,7 +400,7 @@ pub fn judge(l: &Loop) -> Verdict {
         }
     }
     Verdict::Pipelined {
-        bulk: out.contains("cp.async.bulk.shared::cta.global"),
+        bulk: out.contains("cp.async.bulk.shared::"),
     }
 }
 

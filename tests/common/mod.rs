@@ -67,6 +67,17 @@ pub fn assert_same_runs(
     let lines = runline::parse_all(text).unwrap_or_else(|e| panic!("{name}: {}", e.message));
     assert!(!lines.is_empty(), "{name}: needs a // run: line");
     for line in &lines {
+        // A transform may grow the declared block (a producer warp): the
+        // output runs at its own.
+        let mut at = line.launch.clone();
+        if let Some([x, ..]) = after
+            .kernels
+            .iter()
+            .find(|k| k.name == at.kernel)
+            .and_then(|k| k.block)
+        {
+            at.threads = x;
+        }
         for schedule in schedules {
             let what = format!(
                 "{name} @{} {:?} under {schedule}",
@@ -74,7 +85,7 @@ pub fn assert_same_runs(
             );
             let b = run(before, &line.launch, &line.inputs, schedule.clone())
                 .unwrap_or_else(|d| panic!("{what}: {d:?}"));
-            let a = run(after, &line.launch, &line.inputs, schedule.clone())
+            let a = run(after, &at, &line.inputs, schedule.clone())
                 .unwrap_or_else(|d| panic!("{what}: {d:?}"));
             assert!(
                 !a.has_ub(),

@@ -1,11 +1,12 @@
 //! `pipeline-loops`: generates loop bodies ([`cpflow_fuzz::loops`]),
-//! pipelines each and validates it or records why it was left alone.
+//! pipelines each in both output forms (a ring, warp-specialised) and
+//! validates it or records why it was left alone.
 //!
 //! ```sh
 //! cargo run --release -p cpflow-fuzz --bin pipeline-loops -- --count 10000
 //! ```
 //!
-//! Prints, per kind of body, how many loops were pipelined and proved, left
+//! Prints, per form and kind of body, how many loops were pipelined and proved, left
 //! alone (by `W2001` reason) or had undefined behaviour in the input, and
 //! every failure (a miscompile, a pass error, a generator bug) with its
 //! program saved to `--out` (default `target/pipeline-loops`). Exit status:
@@ -16,8 +17,12 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use cpflow::passes::transform::pipeline::Form;
 use cpflow_fuzz::loops::{generate, judge, Verdict};
 use cpflow_fuzz::repo_root;
+
+/// The output forms each loop is judged in.
+const FORMS: [Form; 2] = [Form::Ring, Form::Ws];
 
 fn main() -> ExitCode {
     let mut count: u64 = 10_000;
@@ -36,7 +41,10 @@ fn main() -> ExitCode {
             ("--out", _) => out = PathBuf::from(value),
             ("--show", Ok(seed)) => {
                 let l = generate(seed);
-                println!("{}// verdict: {:?}", l.text, judge(&l));
+                print!("{}", l.text);
+                for form in FORMS {
+                    println!("// verdict ({}): {:?}", form.name(), judge(&l, form));
+                }
                 return ExitCode::SUCCESS;
             }
             _ => {
@@ -47,44 +55,54 @@ fn main() -> ExitCode {
             }
         }
     }
-    // Per kind: (pipelined as bulk and as cp.async rings, input UB,
-    // refusals by reason, failures).
+    // Per form and kind: (pipelined with bulk copies and with cp.async,
+    // input UB, refusals by reason, failures).
     type Counts = ([u64; 2], u64, BTreeMap<String, u64>, u64);
-    let mut tally: BTreeMap<&str, Counts> = BTreeMap::new();
+    let mut tally: BTreeMap<(&str, &str), Counts> = BTreeMap::new();
     let mut failures = Vec::new();
     for seed in from..from + count {
         if (seed - from).is_multiple_of(1000) && seed > from {
             eprintln!("pipeline-loops: {} done", seed - from);
         }
         let l = generate(seed);
-        let entry = tally.entry(l.kind.name()).or_default();
-        match judge(&l) {
-            Verdict::Pipelined { bulk } => entry.0[usize::from(!bulk)] += 1,
-            Verdict::InputUb => entry.1 += 1,
-            Verdict::Refused(r) => *entry.2.entry(r).or_default() += 1,
-            Verdict::Failure(why) => {
-                entry.3 += 1;
-                let _ = std::fs::create_dir_all(&out);
-                let path = out.join(format!("loop-{seed}.cpf"));
-                let _ = std::fs::write(&path, format!("// failure: {why}\n{}", l.text));
-                failures.push(format!("seed {seed}: {why} ({})", path.display()));
+        for form in FORMS {
+            let entry = tally.entry((form.name(), l.kind.name())).or_default();
+            match judge(&l, form) {
+                Verdict::Pipelined { bulk } => entry.0[usize::from(!bulk)] += 1,
+                Verdict::InputUb => entry.1 += 1,
+                Verdict::Refused(r) => *entry.2.entry(r).or_default() += 1,
+                Verdict::Failure(why) => {
+                    entry.3 += 1;
+                    let _ = std::fs::create_dir_all(&out);
+                    let path = out.join(format!("loop-{seed}-{}.cpf", form.name()));
+                    let _ = std::fs::write(&path, format!("// failure: {why}\n{}", l.text));
+                    failures.push(format!(
+                        "seed {seed} ({}): {why} ({})",
+                        form.name(),
+                        path.display()
+                    ));
+                }
             }
         }
     }
     println!("pipeline-loops: seeds {from}..{}", from + count);
-    let mut total = [0u64; 5];
-    for (kind, ([bulk, cp], ub, refused, failed)) in &tally {
-        let r: u64 = refused.values().sum();
-        println!("{kind}: {bulk} pipelined (bulk), {cp} pipelined (cp.async), {r} refused, {ub} input UB, {failed} failed");
-        for (reason, n) in refused {
-            println!("  {n} refused: {reason}");
+    for form in FORMS {
+        let mut total = [0u64; 5];
+        for ((_, kind), ([bulk, cp], ub, refused, failed)) in
+            tally.iter().filter(|((f, _), _)| *f == form.name())
+        {
+            let r: u64 = refused.values().sum();
+            println!("{} {kind}: {bulk} pipelined (bulk), {cp} pipelined (cp.async), {r} refused, {ub} input UB, {failed} failed", form.name());
+            for (reason, n) in refused {
+                println!("  {n} refused: {reason}");
+            }
+            for (t, n) in total.iter_mut().zip([bulk, cp, &r, ub, failed]) {
+                *t += n;
+            }
         }
-        for (t, n) in total.iter_mut().zip([bulk, cp, &r, ub, failed]) {
-            *t += n;
-        }
+        let [bulk, cp, r, ub, failed] = total;
+        println!("{} total: {bulk} pipelined (bulk), {cp} pipelined (cp.async), {r} refused, {ub} input UB, {failed} failed", form.name());
     }
-    let [bulk, cp, r, ub, failed] = total;
-    println!("total: {bulk} pipelined (bulk), {cp} pipelined (cp.async), {r} refused, {ub} input UB, {failed} failed");
     for f in &failures {
         println!("FAIL {f}");
     }

@@ -38,6 +38,7 @@ pub mod fence;
 pub mod pipeline;
 pub mod select;
 pub mod sync;
+mod warpspec;
 
 use cpflow_ir::diag::Span;
 use cpflow_ir::spec::Family;
@@ -48,9 +49,10 @@ use cpflow_ir::ir::Op;
 /// A transform pass.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pass {
-    /// Pipelines single-buffered copy loops into rings of this many stages
-    /// (`pipeline:N`), or of the cost model's choice (`pipeline`).
-    Pipeline(Option<u32>),
+    /// Pipelines single-buffered copy loops (`pipeline`), with the stage
+    /// count and output form asked for (`pipeline:N`, `pipeline:ws`,
+    /// `pipeline:N:ws`; [`pipeline::Ask::from_option`]).
+    Pipeline(pipeline::Ask),
     /// Chooses each abstract copy's form through the e-graph.
     Select,
     /// Only directly after [`Pass::Select`]: that `select` coalesces.
@@ -66,7 +68,10 @@ pub enum Pass {
 impl Pass {
     /// Every pass, in pipeline order.
     pub const NAMED: &'static [Pass] = &[
-        Pass::Pipeline(None),
+        Pass::Pipeline(pipeline::Ask {
+            stages: None,
+            form: None,
+        }),
         Pass::Select,
         Pass::Coalesce,
         Pass::Sync,
@@ -87,14 +92,11 @@ impl Pass {
     }
 
     /// The pass named `s` in `--passes`; `pipeline:N` asks for N stages
-    /// (at least 2).
+    /// (at least 2), `pipeline:ws` for the warp-specialised form,
+    /// `pipeline:N:ws` for both.
     pub fn from_name(s: &str) -> Option<Pass> {
-        if let Some(n) = s.strip_prefix("pipeline:") {
-            return n
-                .parse()
-                .ok()
-                .filter(|&n| n >= 2)
-                .map(|n| Pass::Pipeline(Some(n)));
+        if let Some(option) = s.strip_prefix("pipeline:") {
+            return pipeline::Ask::from_option(option).map(Pass::Pipeline);
         }
         Pass::NAMED.iter().copied().find(|p| p.name() == s)
     }
@@ -184,12 +186,12 @@ pub fn run(module: &mut Module, passes: &[Pass]) -> Result<Report, Vec<Diagnosti
     run_with(module, passes, &[])
 }
 
-/// [`run`], with the stage counts asked for on single loops
-/// ([`pipeline::stage_comments`]).
+/// [`run`], with the stage counts and forms asked for on single loops
+/// ([`pipeline::loop_comments`]).
 pub fn run_with(
     module: &mut Module,
     passes: &[Pass],
-    per_loop: &[pipeline::LoopStages],
+    per_loop: &[pipeline::LoopAsk],
 ) -> Result<Report, Vec<Diagnostic>> {
     check_pipeline(passes).map_err(|e| vec![Diagnostic::error("T0003", e, Span::new(0, 0))])?;
     if !passes.iter().any(|p| matches!(p, Pass::Pipeline(_))) {
@@ -228,14 +230,14 @@ pub fn run_with(
 fn run_once(
     module: &mut Module,
     passes: &[Pass],
-    per_loop: &[pipeline::LoopStages],
+    per_loop: &[pipeline::LoopAsk],
     skip: &[(Span, String)],
 ) -> Result<Report, Vec<Diagnostic>> {
     let mut report = Report::default();
     for (n, pass) in passes.iter().enumerate() {
         match pass {
-            Pass::Pipeline(stages) => {
-                let out = pipeline::pipeline(module, *stages, per_loop, skip);
+            Pass::Pipeline(ask) => {
+                let out = pipeline::pipeline(module, *ask, per_loop, skip);
                 report.pipelined.extend(out.schedules);
                 report.not_pipelined.extend(out.refused);
             }

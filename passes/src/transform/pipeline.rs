@@ -23,6 +23,10 @@
 //! written nor read through other means inside the loop, so issuing a tile
 //! early reads the bytes the input would have read.
 //!
+//! Asked for the warp-specialised form ([`Form::Ws`]), a loop of this
+//! shape becomes a producer warp and consumer threads on full and empty
+//! mbarriers per slot instead (`warpspec.rs`).
+//!
 //! A loop it cannot prove safe is left alone with warning `W2001` saying
 //! why; so is a loop in `skip` (the rings that [`super::run`] found the
 //! checker rejects once lowered).
@@ -40,6 +44,7 @@ use cpflow_ir::types::{Scalar, Space, Type};
 use cpflow_ir::{Diagnostic, Module};
 
 use super::edit::{self, family, pure};
+use super::warpspec;
 
 /// Stages when the pass is not told how many.
 pub const DEFAULT_STAGES: u32 = 3;
@@ -49,6 +54,107 @@ pub const DEFAULT_STAGES: u32 = 3;
 /// allocation must fit in it.
 pub const SHARED_BUDGET: u64 = 48 * 1024;
 
+/// The output a loop is rewritten into.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Form {
+    /// An S-stage ring of abstract copies that every thread issues and
+    /// awaits (`select` lowers it to `cp.async`, or to bulk copies on one
+    /// mbarrier per slot).
+    #[default]
+    Ring,
+    /// A producer warp and the consumer threads on a full and an empty
+    /// mbarrier per slot (sm_90, `warpspec.rs`).
+    Ws,
+}
+
+impl Form {
+    /// Its name in `pipeline:...:NAME` and `form=NAME`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Form::Ring => "ring",
+            Form::Ws => "ws",
+        }
+    }
+
+    fn from_name(s: &str) -> Option<Form> {
+        [Form::Ring, Form::Ws].into_iter().find(|f| f.name() == s)
+    }
+}
+
+/// What a pass option or a loop's comment asks of `pipeline`; what it
+/// leaves `None` is decided by the next level (the loop's comment, then
+/// the pass option, then [`DEFAULT_STAGES`] and [`Form::Ring`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Ask {
+    /// The stage count, at least 2.
+    pub stages: Option<u32>,
+    /// The output form.
+    pub form: Option<Form>,
+}
+
+impl Ask {
+    /// The option of `pipeline:OPTION` in `--passes`: `:`-separated words,
+    /// a stage count `N >= 2` and a form (`ring`, `ws`), each at most once
+    /// (`4`, `ws`, `4:ws`).
+    pub fn from_option(s: &str) -> Option<Ask> {
+        let mut ask = Ask::default();
+        for w in s.split(':') {
+            match (w.parse::<u32>().ok(), Form::from_name(w)) {
+                (Some(n), _) if n >= 2 && ask.stages.is_none() => ask.stages = Some(n),
+                (_, Some(f)) if ask.form.is_none() => ask.form = Some(f),
+                _ => return None,
+            }
+        }
+        Some(ask)
+    }
+
+    /// The words of a `// pipeline:` comment (`stages=N form=NAME`, each
+    /// at most once, in any order), each with its byte offset in the
+    /// source, the comment's text starting at `at`; `Err` is the offending
+    /// word's span and what is wrong.
+    fn from_comment(at: usize, words: &[(usize, &str)]) -> Result<Ask, (Span, String)> {
+        let mut ask = Ask::default();
+        let expected = "`stages=N` (N >= 2) or `form=ring|ws`";
+        for &(at, w) in words {
+            let bad = |why: String| Err((Span::new(at, at + w.len()), why));
+            if let Some(n) = w.strip_prefix("stages=") {
+                match n.parse::<u32>() {
+                    Ok(n) if n >= 2 && ask.stages.is_none() => ask.stages = Some(n),
+                    Ok(_) if ask.stages.is_some() => {
+                        return bad("its `// pipeline:` comment says `stages=N` twice".into())
+                    }
+                    _ => {
+                        return bad(format!(
+                            "its `// pipeline:` comment has `{w}`, not {expected}"
+                        ))
+                    }
+                }
+            } else if let Some(f) = w.strip_prefix("form=") {
+                match Form::from_name(f) {
+                    Some(f) if ask.form.is_none() => ask.form = Some(f),
+                    Some(_) => return bad("its `// pipeline:` comment says `form=` twice".into()),
+                    None => {
+                        return bad(format!(
+                            "its `// pipeline:` comment has `{w}`, not {expected}"
+                        ))
+                    }
+                }
+            } else {
+                return bad(format!(
+                    "its `// pipeline:` comment has `{w}`, not {expected}"
+                ));
+            }
+        }
+        if ask == Ask::default() {
+            return Err((
+                Span::new(at, at),
+                format!("its `// pipeline:` comment asks for nothing; it takes {expected}"),
+            ));
+        }
+        Ok(ask)
+    }
+}
+
 /// One pipelined loop, for `--explain`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Schedule {
@@ -56,12 +162,17 @@ pub struct Schedule {
     pub kernel: String,
     /// The `for` that was pipelined.
     pub span: Span,
+    /// The output form.
+    pub form: Form,
     /// The stage count chosen.
     pub stages: u32,
     /// Why this stage count.
     pub why: String,
     /// One line per copy: its allocation, slot and bytes per slot.
     pub copies: Vec<String>,
+    /// For [`Form::Ws`]: the roles, barriers and slot and phase
+    /// expressions, a line each (empty for a ring).
+    pub roles: Vec<String>,
     /// Shared bytes of the kernel after the rewrite.
     pub shared_bytes: u64,
 }
@@ -76,29 +187,34 @@ pub struct Outcome {
 }
 
 /// A loop found pipelinable: its copies, awaits and allocations.
-struct Plan {
+pub(super) struct Plan {
     /// Where the loop sits.
-    region: Region,
+    pub(super) region: Region,
     /// The `for`.
-    lp: Inst,
+    pub(super) lp: Inst,
     /// The copies, in body order.
-    copies: Vec<Inst>,
+    pub(super) copies: Vec<Inst>,
     /// The await of each copy.
-    awaits: Vec<Inst>,
+    pub(super) awaits: Vec<Inst>,
     /// The allocation each copy writes.
-    targets: Vec<SharedId>,
+    pub(super) targets: Vec<SharedId>,
     /// The allocations the copies write, each once.
-    allocs: Vec<SharedId>,
+    pub(super) allocs: Vec<SharedId>,
 }
 
-/// A per-loop stage count: the `for`'s span and what its
-/// `// pipeline: stages=N` comment asks for (`None`: a comment that does
-/// not say `stages=N` with `N >= 2`).
-pub type LoopStages = (Span, Option<u32>);
+/// What a loop's `// pipeline:` comment asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoopAsk {
+    /// The `for` the comment stands right before.
+    pub span: Span,
+    /// What it asks for, or the span of the word that cannot be read and
+    /// why.
+    pub ask: Result<Ask, (Span, String)>,
+}
 
-/// The `// pipeline: stages=N` comments of `text` (the source of `module`),
-/// each on the line right before a `for`.
-pub fn stage_comments(text: &str, module: &Module) -> Vec<LoopStages> {
+/// The `// pipeline: stages=N form=NAME` comments of `text` (the source of
+/// `module`), each on the line right before a `for`.
+pub fn loop_comments(text: &str, module: &Module) -> Vec<LoopAsk> {
     let mut out = Vec::new();
     for k in &module.kernels {
         for (_, i) in edit::all_insts(k) {
@@ -112,31 +228,41 @@ pub fn stage_comments(text: &str, module: &Module) -> Vec<LoopStages> {
             let Some(before) = head.get(..line_start.saturating_sub(1)) else {
                 continue;
             };
-            let prev = before.rsplit('\n').next().unwrap_or("").trim();
-            if let Some(rest) = prev.strip_prefix("// pipeline:") {
-                let n = rest
-                    .trim()
-                    .strip_prefix("stages=")
-                    .and_then(|n| n.parse::<u32>().ok())
-                    .filter(|&n| n >= 2);
-                out.push((span, n));
+            let prev_start = before.rfind('\n').map_or(0, |n| n + 1);
+            let prev = &before[prev_start..];
+            let lead = prev.len() - prev.trim_start().len();
+            let Some(rest) = prev.trim_start().strip_prefix("// pipeline:") else {
+                continue;
+            };
+            let base = prev_start + lead + "// pipeline:".len();
+            let mut words = Vec::new();
+            let mut from = 0;
+            for w in rest.split_whitespace() {
+                let off = rest[from..].find(w).map_or(from, |o| from + o);
+                words.push((base + off, w));
+                from = off + w.len();
             }
+            out.push(LoopAsk {
+                span,
+                ask: Ask::from_comment(base, &words),
+            });
         }
     }
     out
 }
 
 /// Pipelines every loop of the input shape but those in `skip` (the `for`'s
-/// span, with the reason to give); `stages` overrides the cost model's
-/// stage count, and a loop in `per_loop` takes its own (both still capped
-/// by [`SHARED_BUDGET`]).
+/// span, with the reason to give), as `ask` says; a loop in `per_loop`
+/// takes what its comment asks for first (the stage count still capped by
+/// [`SHARED_BUDGET`]).
 pub fn pipeline(
     module: &mut Module,
-    stages: Option<u32>,
-    per_loop: &[LoopStages],
+    ask: Ask,
+    per_loop: &[LoopAsk],
     skip: &[(Span, String)],
 ) -> Outcome {
     let mut out = Outcome::default();
+    let sm = module.target.sm.number;
     for k in &mut module.kernels {
         let loops: Vec<(Region, Inst)> = edit::all_insts(k)
             .into_iter()
@@ -150,26 +276,51 @@ pub fn pipeline(
             .collect();
         for (region, lp) in loops {
             let span = k.insts[lp].span;
-            let asked = match per_loop.iter().find(|(at, _)| *at == span) {
-                Some((_, Some(n))) => Ok(Asked::Loop(*n)),
-                Some((_, None)) => Err(
-                    "its `// pipeline:` comment does not say `stages=N` with N >= 2".to_string(),
-                ),
-                None => Ok(stages.map_or(Asked::Default, Asked::Pass)),
+            let mut comment = None;
+            let asked = match per_loop.iter().find(|l| l.span == span) {
+                Some(LoopAsk { ask: Ok(a), .. }) => Ok(*a),
+                Some(LoopAsk {
+                    ask: Err((at, why)),
+                    ..
+                }) => {
+                    comment = Some(*at);
+                    Err(why.clone())
+                }
+                None => Ok(Ask::default()),
             };
             let planned = match skip.iter().find(|(at, _)| *at == span) {
                 Some((_, reason)) => Err(reason.clone()),
-                None => asked.and_then(|asked| {
-                    plan(k, region, lp).and_then(|p| choose_stages(k, &p, asked).map(|s| (p, s)))
+                None => asked.and_then(|own| {
+                    let form = own.form.or(ask.form).unwrap_or_default();
+                    let stages = match (own.stages, ask.stages) {
+                        (Some(n), _) => Asked::Loop(n),
+                        (None, Some(n)) => Asked::Pass(n),
+                        (None, None) => Asked::Default,
+                    };
+                    let p = plan(k, region, lp)?;
+                    let ws = match form {
+                        Form::Ring => None,
+                        Form::Ws => Some(warpspec::check(k, &p, sm)?),
+                    };
+                    let (s, why) = choose_stages(k, &p, stages)?;
+                    Ok((p, ws, s, why))
                 }),
             };
-            match planned.map(|(p, (s, why))| rewrite(k, &p, s, why)) {
-                Ok(schedule) => out.schedules.push(schedule),
-                Err(reason) => out.refused.push(
-                    Diagnostic::warning("W2001", format!("loop not pipelined: {reason}"), span)
-                        .with_label("left single-buffered")
-                        .with_help("see docs/pipeline.md for the loop shape `pipeline` takes"),
-                ),
+            match planned {
+                Ok((p, None, s, why)) => out.schedules.push(rewrite(k, &p, s, why)),
+                Ok((p, Some(ws), s, why)) => {
+                    out.schedules.push(warpspec::rewrite(k, &p, &ws, s, why))
+                }
+                Err(reason) => {
+                    let mut d =
+                        Diagnostic::warning("W2001", format!("loop not pipelined: {reason}"), span)
+                            .with_label("left single-buffered")
+                            .with_help("see docs/pipeline.md for the loop shape `pipeline` takes");
+                    if let Some(at) = comment {
+                        d = d.with_secondary(at, "asked for here");
+                    }
+                    out.refused.push(d);
+                }
             }
         }
     }
@@ -190,7 +341,7 @@ fn param_of(k: &Kernel, mut v: Value) -> Option<Value> {
 }
 
 /// Values derived from `addr @A` (through `ptr.add`), with their allocation.
-fn derived(k: &Kernel) -> HashMap<Value, SharedId> {
+pub(super) fn derived(k: &Kernel) -> HashMap<Value, SharedId> {
     let mut out = HashMap::new();
     for (_, i) in edit::all_insts(k) {
         let d = &k.insts[i];
@@ -210,7 +361,7 @@ fn derived(k: &Kernel) -> HashMap<Value, SharedId> {
 }
 
 /// Every instruction nested in `r` (not `r`'s own list).
-fn nested(k: &Kernel, r: Region) -> HashSet<Inst> {
+pub(super) fn nested(k: &Kernel, r: Region) -> HashSet<Inst> {
     let mut out = HashSet::new();
     k.walk(r, &mut |i| {
         out.insert(i);
@@ -220,7 +371,7 @@ fn nested(k: &Kernel, r: Region) -> HashSet<Inst> {
 
 /// Whether `v` is defined inside `body` (an instruction result there or an
 /// argument of a region nested in it).
-fn defined_in(k: &Kernel, body: Region, inside: &HashSet<Inst>, v: Value) -> bool {
+pub(super) fn defined_in(k: &Kernel, body: Region, inside: &HashSet<Inst>, v: Value) -> bool {
     match k.values[v].def {
         ValueDef::Result(i, _) => inside.contains(&i),
         ValueDef::RegionArg(r, _) => {
@@ -466,7 +617,7 @@ fn choose_stages(k: &Kernel, p: &Plan, asked: Asked) -> Result<(u32, String), St
 
 /// Replaces every use of a key of `map` in `insts` and the regions nested
 /// in them.
-fn substitute(k: &mut Kernel, insts: &[Inst], map: &HashMap<Value, Value>) {
+pub(super) fn substitute(k: &mut Kernel, insts: &[Inst], map: &HashMap<Value, Value>) {
     let mut all = Vec::new();
     for &i in insts {
         all.push(i);
@@ -488,7 +639,7 @@ fn substitute(k: &mut Kernel, insts: &[Inst], map: &HashMap<Value, Value>) {
 /// Drops pure instructions of `r` and the regions nested in it whose
 /// results nothing uses (the address arithmetic of slots and tiles that a
 /// copy no longer needs), until none is left.
-fn drop_dead(k: &mut Kernel, r: Region) {
+pub(super) fn drop_dead(k: &mut Kernel, r: Region) {
     loop {
         let mut all = Vec::new();
         k.walk(r, &mut |i| all.push(i));
@@ -747,9 +898,11 @@ fn rewrite(k: &mut Kernel, p: &Plan, s: u32, why: String) -> Schedule {
     Schedule {
         kernel: b.k.name.clone(),
         span,
+        form: Form::Ring,
         stages: s,
         why,
         copies,
+        roles: Vec::new(),
         shared_bytes,
     }
 }
@@ -794,7 +947,8 @@ kernel @k(%src: ptr<global> align 16, %idx: ptr<global> align 16, %n: i32) {{
     }
 
     fn stages_of(mut m: Module, stages: Option<u32>) -> Result<u32, String> {
-        let out = pipeline(&mut m, stages, &[], &[]);
+        let ask = Ask { stages, form: None };
+        let out = pipeline(&mut m, ask, &[], &[]);
         match (out.schedules.first(), out.refused.first()) {
             (Some(s), None) => Ok(s.stages),
             (None, Some(d)) => Err(d.message.clone()),

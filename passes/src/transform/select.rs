@@ -879,8 +879,8 @@ impl Layout {
 type CopySyms = (Base, Affine, Base, Affine, i64);
 
 /// Symbolic destination and source of a copy, and its constant size.
-fn copy_syms(k: &Kernel, syms: &Syms, site: &Site) -> Option<CopySyms> {
-    let d = &k.insts[site.inst];
+fn copy_syms(k: &Kernel, syms: &Syms, inst: Inst) -> Option<CopySyms> {
+    let d = &k.insts[inst];
     let n = k.const_int(*d.args.get(2)?).filter(|n| *n > 0)?;
     let (Sym::Ptr(bd, od), Sym::Ptr(bs, os)) = (syms.arg(d.args[0]), syms.arg(d.args[1])) else {
         return None;
@@ -901,7 +901,7 @@ fn find_units(k: &Kernel, sites: &[Site], syms: &Syms, uses: &Uses, solo: &[bool
             if s.red.is_some() {
                 None
             } else {
-                copy_syms(k, syms, s)
+                copy_syms(k, syms, s.inst)
             }
         })
         .collect();
@@ -1031,6 +1031,14 @@ fn is_tile(syms: &Syms, info: &[Option<CopySyms>], run: &[usize], lp: Option<Ins
         kt == Some(size) && !rest.mentions(&varies)
     };
     matches!((bd, bs), (Base::Shared(_), Base::Global(_))) && share(od) && share(os)
+}
+
+/// The share (constant size) of copy `inst`, one in the body of loop `lp`,
+/// when every thread copies that share of one CTA tile ([`is_tile`]).
+pub(super) fn tile_share(k: &Kernel, syms: &Syms, inst: Inst, lp: Inst) -> Option<i64> {
+    let info = [copy_syms(k, syms, inst)];
+    let share = info[0].as_ref().map(|i| i.4)?;
+    is_tile(syms, &info, &[0], Some(lp)).then_some(share)
 }
 
 /// Writes the plans into the kernel.
@@ -1310,7 +1318,7 @@ fn fresh_barrier(ed: &mut Builder, bars: &mut usize, count: u32) -> cpflow_ir::i
 }
 
 /// An `if` on `cond` with `then` as its body and an empty `else`.
-fn if_then(ed: &mut Builder, cond: Value, then: Vec<Inst>) -> Inst {
+pub(super) fn if_then(ed: &mut Builder, cond: Value, then: Vec<Inst>) -> Inst {
     let (t, _) = ed.region(&[]);
     let (e, _) = ed.region(&[]);
     ed.k.regions[t].insts = then;
@@ -1425,7 +1433,7 @@ fn find_rings(
         solo,
         home,
         parent: &parent,
-        info: sites.iter().map(|s| copy_syms(k, syms, s)).collect(),
+        info: sites.iter().map(|s| copy_syms(k, syms, s.inst)).collect(),
         index: sites
             .iter()
             .enumerate()
