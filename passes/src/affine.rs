@@ -7,6 +7,7 @@
 //! tid·16` needs. Expressions are kept normalised (no zero coefficients,
 //! `mod` offsets reduced), so equality of expressions is structural.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 
 use cpflow_ir::ir::{Inst, Value};
@@ -333,6 +334,9 @@ pub struct Bounds {
     pub max_tid: Option<i64>,
     /// Largest `%tid.y` and `%tid.z`, when the kernel declares its block.
     pub max_tid_yz: Option<[i64; 2]>,
+    /// Pairs of threads whose offsets the per-thread proofs of [`disjoint`]
+    /// have compared so far: the measure of their cost, for a budget.
+    pub thread_pairs: Cell<u64>,
 }
 
 impl Bounds {
@@ -405,9 +409,12 @@ fn disjoint_per_thread(
     }
     let used = |e: &Affine| !e.terms.is_empty();
     let count = |e: &Affine| if used(e) { max_tid + 1 } else { 1 };
-    if max_tid < 0 || count(&this).checked_mul(count(&other))? > MAX_PAIRS {
+    let cost = count(&this).checked_mul(count(&other))?;
+    if max_tid < 0 || cost > MAX_PAIRS {
         return None;
     }
+    bnd.thread_pairs
+        .set(bnd.thread_pairs.get().saturating_add(cost.unsigned_abs()));
     // Each distinct value of one thread's terms, with the threads giving it.
     let per_thread = |e: &Affine, tid: Atom, lane: Atom| {
         let mut out: BTreeMap<Affine, Vec<i64>> = BTreeMap::new();

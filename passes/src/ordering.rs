@@ -55,7 +55,7 @@
 //! group value), it assumes the wait completes every group, which only
 //! adds ordering.
 
-use std::cell::OnceCell;
+use std::cell::{Cell, OnceCell};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use petgraph::algo::kosaraju_scc;
@@ -86,6 +86,9 @@ pub const MAX_STEPS: usize = 400_000;
 pub const MAX_NODES: usize = 12_000;
 /// The most pairs of accesses whose ordering is compared.
 pub const MAX_PAIRS: usize = 200_000;
+/// The most pairs of threads whose offsets the per-thread disjointness
+/// proofs compare, over all pairs of accesses.
+pub const MAX_THREAD_PAIRS: u64 = 10_000_000;
 /// The most CTAs of a cluster that are unrolled.
 const MAX_CTAS: i64 = 16;
 /// The most runs of the analysis over the outcomes of branches on values
@@ -280,7 +283,7 @@ pub fn check(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Vec<Diagnostic> 
         .with_label("this kernel unrolls past the analysis budget")
         .with_help("use smaller constant trip counts or split the kernel to have its cross-thread ordering checked")
         .with_note(format!(
-            "{NOT_PROVED}; the budget is {MAX_STEPS} instructions, {MAX_NODES} events and {MAX_PAIRS} pairs of accesses (docs/limits.md)"
+            "{NOT_PROVED}; the budget is {MAX_STEPS} instructions, {MAX_NODES} events, {MAX_PAIRS} pairs of accesses and {MAX_THREAD_PAIRS} pairs of threads compared (docs/limits.md)"
         ))],
     }
 }
@@ -2522,6 +2525,10 @@ impl Report<'_> {
     /// Each pair of conflicting accesses by two roles that nothing orders;
     /// more than [`MAX_PAIRS`] pairs to compare is over budget.
     fn races(&self, bounds: &Bounds) -> Result<Vec<Diagnostic>, GiveUp> {
+        let bounds = &Bounds {
+            thread_pairs: Cell::new(0),
+            ..bounds.clone()
+        };
         let mut accesses = self.accesses();
         if self.roles.len() == 1 {
             // One role: only pairs of its async ops can conflict here.
@@ -2586,7 +2593,7 @@ impl Report<'_> {
         for bucket in buckets.values() {
             for (i, &a) in bucket.iter().enumerate() {
                 pairs = pairs.saturating_add(bucket.len() - i - 1);
-                if pairs > MAX_PAIRS {
+                if pairs > MAX_PAIRS || bounds.thread_pairs.get() > MAX_THREAD_PAIRS {
                     return Err(GiveUp::Budget);
                 }
                 for &b in &bucket[i + 1..] {

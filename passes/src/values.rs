@@ -431,6 +431,7 @@ impl Syms {
             max_tid_yz: Some(k.block.map_or([MAX_CTA_THREADS - 1, 63], |[_, y, z]| {
                 [i64::from(y) - 1, i64::from(z) - 1]
             })),
+            ..Bounds::default()
         };
         let (xlo, xhi) = bnd.interval(x)?;
         let (ylo, yhi) = bnd.interval(y)?;
