@@ -88,7 +88,7 @@ pub const MAX_NODES: usize = 12_000;
 pub const MAX_PAIRS: usize = 200_000;
 /// The most pairs of threads whose offsets the per-thread disjointness
 /// proofs compare, over all pairs of accesses.
-pub const MAX_THREAD_PAIRS: u64 = 10_000_000;
+pub const MAX_THREAD_PAIRS: u64 = 2_000_000;
 /// The most CTAs of a cluster that are unrolled.
 const MAX_CTAS: i64 = 16;
 /// The most runs of the analysis over the outcomes of branches on values
