@@ -685,17 +685,16 @@ impl Syms {
                 _ => {}
             }
         }
-        // The largest `%tid.x` not ruled out, if all above it are; a declared
-        // block bounds it in any case.
+        // The largest `%tid.x` not ruled out, if all above it are. A
+        // declared block says which threads exist: the bound is its own
+        // (a thread of it that would access out of bounds is a bug, not a
+        // thread that does not exist).
         let inferred = complement(&union(out))
             .last()
             .filter(|&&(_, hi)| hi < TID_INF)
             .map(|&(_, hi)| hi);
         let declared = k.block.map(|[x, _, _]| i64::from(x) - 1);
-        self.bounds.max_tid = match (inferred, declared) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        self.bounds.max_tid = declared.or(inferred);
         self.bounds.max_tid_yz = k
             .block
             .map(|[_, y, z]| [i64::from(y) - 1, i64::from(z) - 1]);
