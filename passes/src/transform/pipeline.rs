@@ -668,6 +668,21 @@ pub(super) fn drop_dead(k: &mut Kernel, r: Region) {
 /// allocation's root pointer to its slot); clones are added to `map`, so
 /// copies of one stage share their common address arithmetic. Returns the
 /// new copy's token.
+/// Emits `d`'s operation with `args`; its results take `d`'s types and names.
+pub(super) fn emit_like(
+    b: &mut Builder,
+    d: &cpflow_ir::ir::InstData,
+    args: Vec<Arg>,
+) -> Vec<Value> {
+    let results: Vec<(Type, String)> = d
+        .results
+        .iter()
+        .map(|&r| (b.k.ty(r), b.k.values[r].name.clone()))
+        .collect();
+    let named: Vec<(Type, &str)> = results.iter().map(|(t, n)| (*t, n.as_str())).collect();
+    b.inst(d.op.clone(), args, &named).1
+}
+
 fn clone_copy(b: &mut Builder, body: Region, c: Inst, map: &mut HashMap<Value, Value>) -> Value {
     let order: Vec<Inst> = b.k.regions[body].insts.clone();
     let mut need: HashSet<Value> = b.k.insts[c].args.iter().filter_map(|a| a.value()).collect();
@@ -691,13 +706,7 @@ fn clone_copy(b: &mut Builder, body: Region, c: Inst, map: &mut HashMap<Value, V
                 Operand::Imm(n) => imm(n),
             })
             .collect();
-        let results: Vec<(Type, String)> = d
-            .results
-            .iter()
-            .map(|&r| (b.k.ty(r), b.k.values[r].name.clone()))
-            .collect();
-        let named: Vec<(Type, &str)> = results.iter().map(|(t, n)| (*t, n.as_str())).collect();
-        let (_, new) = b.inst(d.op.clone(), args, &named);
+        let new = emit_like(b, &d, args);
         for (old, new) in d.results.iter().zip(new) {
             map.insert(*old, new);
         }

@@ -425,13 +425,7 @@ fn clone_for_producer(
                     None => *a,
                 })
                 .collect();
-            let names: Vec<(Type, String)> = d
-                .results
-                .iter()
-                .map(|&r| (b.k.ty(r), b.k.values[r].name.clone()))
-                .collect();
-            let named: Vec<(Type, &str)> = names.iter().map(|(t, n)| (*t, n.as_str())).collect();
-            b.inst(d.op.clone(), args, &named).1
+            super::pipeline::emit_like(b, &d, args)
         }
     };
     for (&old, &w) in d.results.iter().zip(&new) {
