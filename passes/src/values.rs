@@ -611,13 +611,24 @@ impl Syms {
         }
     }
 
-    /// The largest `%tid.x` a thread can have if no thread makes an
-    /// out-of-bounds `ld`/`st`/`cp.async` of shared memory indexed by
-    /// `%tid.x` (that is a bug of its own, reported elsewhere). An access
-    /// bounds only the threads that run it (see [`Self::runners`]): the
-    /// result exists when every `%tid.x` above it is ruled out by some
-    /// access its thread would run.
+    /// The largest `%tid.x` a thread can have: a declared block's own, or,
+    /// without one, the largest for which no thread makes an out-of-bounds
+    /// `ld`/`st`/`cp.async` of shared memory indexed by `%tid.x` (a bug of
+    /// its own, which the interpreter reports). An access bounds only the
+    /// threads that run it (see [`Self::runners`]): the result exists when
+    /// every `%tid.x` above it is ruled out by some access its thread
+    /// would run.
     fn infer_max_tid(&mut self, k: &Kernel) {
+        self.bounds.max_tid_yz = k
+            .block
+            .map(|[_, y, z]| [i64::from(y) - 1, i64::from(z) - 1]);
+        // A declared block says which threads exist (a thread of it that
+        // would access out of bounds is a bug, not a thread that does not
+        // exist).
+        if let Some([x, _, _]) = k.block {
+            self.bounds.max_tid = Some(i64::from(x) - 1);
+            return;
+        }
         // The `%tid.x` values some access rules out.
         let mut out: Vec<(i64, i64)> = Vec::new();
         let mut visit = |ptr: &Sym, size: i64, runners: &TidSet, syms: &Syms| {
@@ -685,19 +696,11 @@ impl Syms {
                 _ => {}
             }
         }
-        // The largest `%tid.x` not ruled out, if all above it are. A
-        // declared block says which threads exist: the bound is its own
-        // (a thread of it that would access out of bounds is a bug, not a
-        // thread that does not exist).
-        let inferred = complement(&union(out))
+        // The largest `%tid.x` not ruled out, if all above it are.
+        self.bounds.max_tid = complement(&union(out))
             .last()
             .filter(|&&(_, hi)| hi < TID_INF)
             .map(|&(_, hi)| hi);
-        let declared = k.block.map(|[x, _, _]| i64::from(x) - 1);
-        self.bounds.max_tid = declared.or(inferred);
-        self.bounds.max_tid_yz = k
-            .block
-            .map(|[_, y, z]| [i64::from(y) - 1, i64::from(z) - 1]);
     }
 }
 

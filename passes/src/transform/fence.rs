@@ -477,16 +477,17 @@ impl Prefix {
             // A loop or `if` with CTA barriers and no shared writes inside
             // publishes what came before it like a barrier: the writers'
             // fence goes in front of it.
-            let holds_barrier = !k.insts[inst].regions.is_empty()
+            let writes = edit::any_in(k, inst, &mut |j| writes_shared(k, j));
+            let holds_barrier = !writes
+                && !k.insts[inst].regions.is_empty()
                 && edit::any_in(k, inst, &mut |j| {
                     edit::family(k, j) == Some(Family::BarrierCta)
-                })
-                && !edit::any_in(k, inst, &mut |j| writes_shared(k, j));
+                });
             if edit::family(k, inst) == Some(Family::BarrierCta) || holds_barrier {
                 cur[0] = Some(i);
             } else if is_shared_fence(k, inst) {
                 cur[1] = Some(i);
-            } else if edit::any_in(k, inst, &mut |j| writes_shared(k, j)) {
+            } else if writes {
                 cur[2] = Some(i);
             }
         }
