@@ -14,7 +14,7 @@ use std::rc::Rc;
 
 use cpflow_ir::diag::{Diagnostic, Span};
 use cpflow_ir::ir::*;
-use cpflow_ir::sem;
+use cpflow_ir::sem::{self, Scope};
 use cpflow_ir::spec::{
     AccessKind, Completion, Family, GroupKind, Proxy, Qual, SyncEffect, WaitKind,
 };
@@ -86,6 +86,8 @@ pub struct Engine<'a> {
     depth_cap: [u32; 2],
     /// The conditions of the `if`s around each instruction.
     inst_conds: BTreeMap<Inst, Vec<(Value, bool)>>,
+    /// Per value: defined inside a loop (several instances per thread).
+    in_loop: Vec<bool>,
     /// Every write to `demand` and `wait_n`, in order (compacted when a
     /// loop's fixed point is stored).
     effects: Vec<Effect>,
@@ -182,10 +184,29 @@ impl<'a> Engine<'a> {
         });
         let mut inst_conds = BTreeMap::new();
         collect_conds(k, k.body, &mut Vec::new(), &mut inst_conds);
+        // Region arguments are loop-carried; results count once per loop
+        // around their instruction.
+        let mut in_loop: Vec<bool> = k
+            .values
+            .iter()
+            .map(|(_, v)| matches!(v.def, ValueDef::RegionArg(..)))
+            .collect();
+        k.walk(k.body, &mut |i| {
+            if matches!(k.insts[i].op, Op::For) {
+                for &r in &k.insts[i].regions {
+                    k.walk(r, &mut |j| {
+                        for v in &k.insts[j].results {
+                            in_loop[v.index()] = true;
+                        }
+                    });
+                }
+            }
+        });
         Engine {
             k,
             syms,
             inst_conds,
+            in_loop,
             conds: Vec::new(),
             loops: Vec::new(),
             report: false,
@@ -354,6 +375,25 @@ impl<'a> Engine<'a> {
         !elected && !self.single_thread_here() && count >= 2
     }
 
+    /// Whether no thread that issued `r` can run the current program
+    /// point: the `%tid.x` conditions of the two leave no common thread, or
+    /// one condition, computed once per thread (outside every loop), is
+    /// true at one and false at the other (roles split by
+    /// `%cluster_ctarank`). Whether such a role's async op completed before
+    /// this thread uses its bytes depends on how the two roles synchronise,
+    /// which is the cross-thread analysis's (`ordering.rs`) to prove.
+    fn other_role(&self, r: &OpRec) -> bool {
+        let split = r.conds.iter().any(|&(c, pol)| {
+            !self.in_loop[c.index()] && self.conds.contains(&(c, !pol))
+        });
+        split
+            || intersect(
+                &self.syms.tids_under(self.k, &r.conds),
+                &self.syms.tids_under(self.k, &self.conds),
+            )
+            .is_empty()
+    }
+
     /// `cmp.eq %tid.x, const`: true in exactly one thread.
     fn single_thread(&self, c: Value) -> bool {
         self.syms.single_thread(self.k, c)
@@ -408,6 +448,9 @@ impl<'a> Engine<'a> {
         }
         let what = if write { "writes" } else { "reads" };
         for r in st.ops.iter() {
+            if r.kind == Kind::Mbar && self.other_role(r) {
+                continue;
+            }
             let issued = self.span(r.inst);
             if let Some(d) = &r.dst {
                 let (same, cross) = self.either_thread(m, d, r);
@@ -463,7 +506,7 @@ impl<'a> Engine<'a> {
                 let (same, cross) = self.either_thread(m, &b, &dummy);
                 // A write only one thread runs cannot race with the same
                 // write in another thread.
-                let cross = cross && !self.single_thread_here();
+                let cross = cross && !self.single_thread_here() && !(fenced && self.observed_here(st, op));
                 if cross || (!fenced && same) {
                     self.emit(
                         Diagnostic::error("E1007", "reuses a buffer the async proxy read, with no `fence.proxy.async` ordering the reuse", self.span(at))
@@ -534,6 +577,8 @@ impl<'a> Engine<'a> {
         async_src: bool,
         async_dst: bool,
     ) {
+        // A new instance: earlier observations were of the previous one.
+        st.observed_all.retain(|(i, _)| *i != at);
         if let Some(d) = &dst {
             // The copy writes `d`: an earlier async op still reading it
             // (a bulk store whose `.read` wait is missing or too weak).
@@ -954,12 +999,58 @@ impl<'a> Engine<'a> {
                     if let Some(s) = &r.src {
                         if r.kind == Kind::Mbar && matches!(s.base, Base::Shared(_)) {
                             st.async_read.insert((s.clone(), false, r.inst));
+                            self.observed_by_all(st, r.inst);
                         }
                     }
                 }
                 r
             })
             .collect();
+    }
+
+    /// A `.acquire.cluster` wait on this CTA's mbarrier: a peer's
+    /// `.release.cluster` arrival may complete the phase. This thread's
+    /// async ops that read its shared memory and complete on a peer's
+    /// mbarrier are taken as handed back by it (their sources read, as
+    /// after a cluster barrier): whether the peer arrives only after
+    /// observing their completion is a chain through another CTA's
+    /// threads, which the cross-thread analysis proves or reports (E1003,
+    /// E1015).
+    fn handed_back(&self, st: &mut State) {
+        st.ops = std::mem::take(&mut st.ops)
+            .into_iter()
+            .map(|mut r| {
+                if r.kind == Kind::Mbar && !r.source_freed && self.reads_here_completes_there(&r) {
+                    r.seen = true;
+                    r.source_freed = true;
+                    if let Some(s) = &r.src {
+                        st.async_read.insert((s.clone(), false, r.inst));
+                        st.fence_useful = true;
+                        self.observed_by_all(st, r.inst);
+                    }
+                }
+                r
+            })
+            .collect();
+    }
+
+    /// Records that every thread running the current point observed the
+    /// completion of `op` itself: no single-thread or elected-lane
+    /// condition holds here, and the conditions are computed once per
+    /// thread (so they name the same threads at a later point).
+    fn observed_by_all(&self, st: &mut State, op: Inst) {
+        if self.several_threads_here() && self.conds.iter().all(|(c, _)| !self.in_loop[c.index()]) {
+            st.observed_all.insert((op, self.conds.clone()));
+        }
+    }
+
+    /// Whether every thread that can run the current point observed the
+    /// completion of `op` itself: it runs under the conditions of an
+    /// observation of it.
+    fn observed_here(&self, st: &State, op: Inst) -> bool {
+        st.observed_all
+            .iter()
+            .any(|(i, conds)| *i == op && conds.iter().all(|c| self.conds.contains(c)))
     }
 
     // ---- the walk -----------------------------------------------------
@@ -1524,6 +1615,9 @@ impl<'a> Engine<'a> {
                 if let Some(ph) = &first {
                     self.use_bar(st, ph, inst, false);
                     if !relaxed {
+                        if sem::ordering(p) == Some(Scope::Cluster) && !is_remote(ph) {
+                            self.handed_back(st);
+                        }
                         self.observe(st, ph);
                         // The phase completes only after every reader's
                         // arrival, which followed its reads.

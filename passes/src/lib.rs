@@ -35,8 +35,8 @@ pub fn check_kernel(k: &Kernel) -> Vec<Diagnostic> {
     let mut out = engine::Engine::new(k, &syms).run();
     out.extend(phases::check(k, &syms));
     out.extend(srcsize::check(k));
-    // The cross-thread analysis adds the hazards that involve none of the
-    // instructions the others already report.
+    // The cross-thread analysis adds the hazards at instructions where the
+    // others report no error.
     let reported = out
         .iter()
         .filter(|d| d.is_error())

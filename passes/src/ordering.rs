@@ -262,8 +262,8 @@ const UNEQUAL_BARRIERS: &str =
     "threads pass the CTA's or the cluster's barriers unequally often, so their arrivals cannot be paired";
 
 /// Reports cross-thread deadlocks and races for one kernel, except those
-/// that involve an instruction whose span starts at an offset in `known`
-/// (already reported by another analysis).
+/// reported at an instruction whose span starts at an offset in `known`
+/// (where another analysis reports an error) and deadlocks through one.
 pub fn check(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Vec<Diagnostic> {
     match both_ways(k, syms, known) {
         Ok(found) => found,
@@ -396,6 +396,13 @@ fn analyse(
         // Which arrivals meet is then unknown: nothing else is reliable.
         return Ok(report.miscounts());
     }
+    // A wait that sees another phase than it names (a fact of its thread's
+    // own order of waits): the graph's ordering through it is not the
+    // run's, a cycle through it included.
+    let stale = report.stale_waits();
+    if !stale.is_empty() {
+        return Ok(stale);
+    }
     let deadlocks = report.deadlocks();
     if !deadlocks.is_empty() {
         return Ok(deadlocks);
@@ -405,15 +412,10 @@ fn analyse(
         // succeed in turn: nothing else is proved.
         return Err(GiveUp::Unknown(UNEQUAL_BARRIERS, None));
     }
-    // A wait that sees another phase than it names: the graph's
-    // ordering through it is not the run's.
-    let stale = report.stale_waits();
-    if !stale.is_empty() {
-        return Ok(stale);
-    }
     let mut out = report.run_ahead();
     out.extend(report.barrier_run_ahead());
     out.extend(report.arrivals_after_exit());
+    out.extend(report.reads_after_exit());
     out.extend(report.invalidated());
     out.extend(report.races(&syms.bounds)?);
     Ok(out)
@@ -2366,6 +2368,68 @@ impl Report<'_> {
         out.into_values().collect()
     }
 
+    /// Whether the event `node` comes before the last event of some thread
+    /// of CTA `cta`: the CTA, its shared memory with it, is still there.
+    fn held(&self, node: NodeIndex, cta: i64) -> bool {
+        let after = self.g.reach(node, true);
+        self.roles.iter().enumerate().any(|(q, (peer, _))| {
+            peer.rank == cta
+                && self.g.at[q]
+                    .last()
+                    .is_some_and(|n| after[n.index() / 64] >> (n.index() % 64) & 1 == 1)
+        })
+    }
+
+    /// E1015 for each async op that reads its CTA's shared memory and
+    /// completes on a peer CTA's mbarrier (a bulk reduction into a peer),
+    /// when nothing puts its completion before the exit of some thread of
+    /// its own CTA: the CTA may exit, its shared memory with it, while the
+    /// op still reads. What orders it is a hand-back from the peer: the
+    /// peer observes the completion, then releases at cluster scope to a
+    /// wait or a cluster barrier of this CTA.
+    fn reads_after_exit(&self) -> Vec<Diagnostic> {
+        let mut out: BTreeMap<Inst, Diagnostic> = BTreeMap::new();
+        for (r, (th, events)) in self.roles.iter().enumerate() {
+            for (i, e) in events.iter().enumerate() {
+                let Step::Async {
+                    reads,
+                    done: Done::Phase(bars, _),
+                    ..
+                } = &e.step
+                else {
+                    continue;
+                };
+                let remote = bars.iter().all(|b| b.cta != th.rank);
+                let own = reads.iter().any(|b| b.cta == th.rank);
+                if !remote
+                    || !own
+                    || out.contains_key(&e.inst)
+                    || self.known.contains(&self.span(r, i).start)
+                {
+                    continue;
+                }
+                let end = self.g.done[&(r, i)][0];
+                if self.held(end, th.rank) {
+                    continue;
+                }
+                let d = Diagnostic::error(
+                    "E1015",
+                    "async reads of this CTA's shared memory may still be in flight when it exits",
+                    self.span(r, i),
+                )
+                .with_label(format!(
+                    "it completes on CTA rank {}'s mbarrier, and nothing orders that completion before this CTA's exit",
+                    bars[0].cta
+                ))
+                .with_help("have the peer hand the source back after its wait (an `mbarrier.arrive.release.cluster` this CTA waits on with `.acquire.cluster`), or end with a cluster barrier after the peer's wait")
+                .with_note(format!("for example {}", self.instance(r, i)))
+                .with_note("an exited CTA's shared memory is gone: an async op still reading it is undefined");
+                out.insert(e.inst, d);
+            }
+        }
+        out.into_values().collect()
+    }
+
     /// E1015 for each arrival on a peer CTA's mbarrier that nothing puts
     /// before the exit of some thread of the peer (a wait on its phase, a
     /// cluster barrier after it): the peer may have exited, and its
@@ -2383,14 +2447,7 @@ impl Report<'_> {
                 {
                     continue;
                 }
-                let after = self.g.reach(self.g.at[r][i], true);
-                let held = self.roles.iter().enumerate().any(|(q, (peer, _))| {
-                    peer.rank == bar.cta
-                        && self.g.at[q]
-                            .last()
-                            .is_some_and(|n| after[n.index() / 64] >> (n.index() % 64) & 1 == 1)
-                });
-                if held {
+                if self.held(self.g.at[r][i], bar.cta) {
                     continue;
                 }
                 let d = Diagnostic::error(
@@ -2603,8 +2660,6 @@ impl Report<'_> {
                     if (a.role == b.role && !both_async)
                         || !(a.what.writes() || b.what.writes())
                         || (a.what == Use::AsyncReduce && b.what == Use::AsyncReduce)
-                        || self.known.contains(&self.span(a.role, a.event).start)
-                        || self.known.contains(&self.span(b.role, b.event).start)
                     {
                         continue;
                     }
@@ -2647,7 +2702,7 @@ impl Report<'_> {
                         };
                         if !fence && overlap(w, x) && !rewritten() {
                             seen.insert((inst(x), inst(w)));
-                            out.add(self.unfenced(w, x));
+                            self.add_new(&mut out, self.unfenced(w, x));
                         }
                         continue;
                     }
@@ -2671,11 +2726,18 @@ impl Report<'_> {
                                 && before(w.start, x.start)
                         });
                     seen.insert((inst(x), inst(y)));
-                    out.add(self.race(x, y, overwrite));
+                    self.add_new(&mut out, self.race(x, y, overwrite));
                 }
             }
         }
         Ok(out.into_diagnostics())
+    }
+
+    /// Adds `d` unless the other analyses report an error at its place.
+    fn add_new(&self, out: &mut Sites, d: Diagnostic) {
+        if !self.known.contains(&d.span.start) {
+            out.add(d);
+        }
     }
 
     /// E1006 for a generic write another thread's async op reads unfenced.

@@ -158,6 +158,11 @@ pub struct State {
     pub gen_writes: BTreeSet<(Mem, bool, Inst)>,
     /// Buffers the async proxy read, completion observed: (range, fenced, op).
     pub async_read: BTreeSet<(Mem, bool, Inst)>,
+    /// Async ops whose completion (their source read) every thread running
+    /// under the `if` conditions beside them observed, each itself: one of
+    /// those threads that fenced after its wait may rewrite bytes another
+    /// read through the async proxy with no barrier in between.
+    pub observed_all: BTreeSet<(Inst, Vec<(Value, bool)>)>,
     /// Generic reads since the last barrier.
     pub reads: BTreeSet<(Mem, Inst)>,
     /// Reads of `reads` that this thread released on an mbarrier phase: on
@@ -231,6 +236,11 @@ impl State {
         }
         out.gen_writes = then.gen_writes.union(&els.gen_writes).cloned().collect();
         out.async_read = then.async_read.union(&els.async_read).cloned().collect();
+        out.observed_all = then
+            .observed_all
+            .union(&els.observed_all)
+            .cloned()
+            .collect();
         out.reads = then.reads.union(&els.reads).cloned().collect();
         out.released = then.released.intersection(&els.released).cloned().collect();
         let ids: BTreeSet<SharedId> = then.init.keys().chain(els.init.keys()).copied().collect();
