@@ -383,15 +383,40 @@ impl<'a> Engine<'a> {
     /// this thread uses its bytes depends on how the two roles synchronise,
     /// which is the cross-thread analysis's (`ordering.rs`) to prove.
     fn other_role(&self, r: &OpRec) -> bool {
-        let split = r.conds.iter().any(|&(c, pol)| {
-            !self.in_loop[c.index()] && self.conds.contains(&(c, !pol))
-        });
+        let split = r
+            .conds
+            .iter()
+            .any(|&(c, pol)| !self.in_loop[c.index()] && self.conds.contains(&(c, !pol)));
         split
             || intersect(
                 &self.syms.tids_under(self.k, &r.conds),
                 &self.syms.tids_under(self.k, &self.conds),
             )
             .is_empty()
+    }
+
+    /// Whether the bytes of `m` are the same in every thread: a known
+    /// offset that depends on no thread index, directly or through a value
+    /// the analysis does not understand.
+    fn same_bytes_in_every_thread(&self, m: &Mem) -> bool {
+        m.off.as_ref().is_some_and(|off| {
+            !off.mentions(&|a| match a {
+                Atom::Tid(_) | Atom::OtherTid(_) => true,
+                Atom::Opaque(v) => self.syms.tid_dependent[v.index()],
+                _ => false,
+            })
+        })
+    }
+
+    /// Whether at least two threads of a CTA run the current point, known
+    /// from every condition around it: each is the same in every thread or
+    /// compares `%tid.x` (or a warp index) with a constant, none elects a
+    /// lane, and together they leave two threads of the block.
+    fn threads_here_known_several(&self) -> bool {
+        let understood = self.conds.iter().all(|&(c, _)| {
+            !self.syms.tid_dependent[c.index()] || self.syms.tid_cond(self.k, c).is_some()
+        });
+        understood && self.several_threads_here()
     }
 
     /// `cmp.eq %tid.x, const`: true in exactly one thread.
@@ -506,7 +531,8 @@ impl<'a> Engine<'a> {
                 let (same, cross) = self.either_thread(m, &b, &dummy);
                 // A write only one thread runs cannot race with the same
                 // write in another thread.
-                let cross = cross && !self.single_thread_here() && !(fenced && self.observed_here(st, op));
+                let cross =
+                    cross && !self.single_thread_here() && !(fenced && self.observed_here(st, op));
                 if cross || (!fenced && same) {
                     self.emit(
                         Diagnostic::error("E1007", "reuses a buffer the async proxy read, with no `fence.proxy.async` ordering the reuse", self.span(at))
@@ -517,6 +543,14 @@ impl<'a> Engine<'a> {
                 }
             }
             if matches!(m.base, Base::Shared(_)) {
+                if self.same_bytes_in_every_thread(m) && self.threads_here_known_several() {
+                    self.emit(
+                        Diagnostic::error("E1017", "every thread that runs this store writes the same shared bytes: the writes race", self.span(at))
+                            .with_label("the address is the same in every thread, and several threads run this store")
+                            .with_help("have one thread write (`if %tid.x == 0`, or an elected lane), or give each thread its own bytes")
+                            .with_note(format!("two threads' plain stores to the same bytes that nothing orders are a data race, even of equal values: conflicting accesses that are not morally strong ({})", cpflow_ir::cite::MEMORY_MODEL)),
+                    );
+                }
                 st.gen_writes.insert((m.clone(), false, at));
                 st.fence_useful = true;
             }
