@@ -543,6 +543,10 @@ impl<'a> Engine<'a> {
                 }
             }
             if matches!(m.base, Base::Shared(_)) {
+                self.race_with_others(st, m, at, true);
+                if !st.partial_sync {
+                    st.unsynced.insert((m.clone(), at, true));
+                }
                 if self.same_bytes_in_every_thread(m) && self.threads_here_known_several() {
                     self.emit(
                         Diagnostic::error("E1017", "every thread that runs this store writes the same shared bytes: the writes race", self.span(at))
@@ -656,12 +660,19 @@ impl<'a> Engine<'a> {
             // same instruction (in the same iteration every thread issues it
             // before any awaits it) or, straight-line, an earlier copy this
             // thread has not awaited (another thread's may still be in flight).
-            // Sizes known only at run time are left out: whether the
-            // copies meet depends on the kernel's parameters.
+            // A size known only at run time is left out (whether the copies
+            // meet depends on the kernel's parameters) unless every thread
+            // copies the same number of bytes to the same address: any byte
+            // copied is then written by all of them.
+            let same_everywhere = || {
+                let size = self.k.insts[at].args.get(2).and_then(|a| a.value());
+                size.is_some_and(|v| !self.syms.tid_dependent[v.index()])
+                    && self.same_bytes_in_every_thread(d)
+                    && self.threads_here_known_several()
+            };
             if kind == Kind::Abstract
                 && matches!(d.base, Base::Shared(_))
-                && d.size.is_some()
-                && self.several_threads_here()
+                && (d.size.is_some() && self.several_threads_here() || same_everywhere())
             {
                 let earlier = st.ops.iter().find(|r| {
                     r.kind == Kind::Abstract
@@ -707,6 +718,12 @@ impl<'a> Engine<'a> {
         }
         if let Some(s) = &src {
             if matches!(s.base, Base::Shared(_)) {
+                // An abstract copy reads its source before its mechanism is
+                // chosen: other threads' writes must be ordered before it
+                // as before a load (a bulk copy's are E1006's).
+                if kind == Kind::Abstract {
+                    self.race_with_others(st, s, at, false);
+                }
                 self.access_as_async_read(st, s, at);
                 if async_src {
                     let writes: Vec<(Mem, bool, Inst)> = st.gen_writes.iter().cloned().collect();
@@ -763,6 +780,39 @@ impl<'a> Engine<'a> {
             done_by: None,
             tok: data_results(self.k, at, kind),
         });
+    }
+
+    /// E1017 for a generic access of shared bytes (`write`: a write) that
+    /// another thread running the same code wrote, or read when this access
+    /// writes, in the same iteration since the last barrier, with no
+    /// mbarrier wait or named barrier of this thread in between either:
+    /// those may order threads of the same code by a protocol of their own
+    /// (turns taken on an ordered sequence of barriers), which is the
+    /// cross-thread analysis's to follow. Both
+    /// offsets are known and the other thread's bytes provably meet these;
+    /// another role's accesses are dropped on entering a role's code.
+    fn race_with_others(&mut self, st: &State, m: &Mem, at: Inst, write: bool) {
+        if m.off.is_none() || st.partial_sync {
+            return;
+        }
+        let found = st.unsynced.iter().find(|(other, i, wrote)| {
+            (write || *wrote)
+                && other.off.is_some()
+                && self.either_thread(m, other, &self.dummy(*i)).1
+        });
+        let Some((_, i, wrote)) = found else { return };
+        let (this, that) = match (write, wrote) {
+            (true, true) => ("write", "write"),
+            (true, false) => ("write", "read"),
+            _ => ("read", "write"),
+        };
+        let i = *i;
+        self.emit(
+            Diagnostic::error("E1017", "two threads access the same shared bytes, one writing, with nothing ordering them", self.span(at))
+                .with_label(format!("this {this} races with another thread's {that}"))
+                .with_secondary(self.span(i), format!("the other thread's {that}, with no barrier after it on the way here"))
+                .with_help("put `barrier.cta` (or a named barrier over both threads) between the accesses, or an mbarrier arrive (release) after the first and a wait (acquire) on that phase before the second"),
+        );
     }
 
     /// An async op reading shared memory is a read of the bytes it reads.
@@ -989,6 +1039,8 @@ impl<'a> Engine<'a> {
     }
 
     fn observe(&mut self, st: &mut State, w: &Sym) {
+        st.unsynced.clear();
+        st.partial_sync = true;
         // Observing a copy's phase orders after it every async read its
         // issue required complete: issuing a copy into bytes an async op
         // may still be reading is reported at the issue (E1003), so a
@@ -1109,6 +1161,12 @@ impl<'a> Engine<'a> {
                     .first()
                     .and_then(|a| Mem::of(&self.syms.arg(*a), scalar_size(s)))
                 {
+                    if matches!(m.base, Base::Shared(_)) {
+                        self.race_with_others(st, &m, inst, false);
+                        if !st.partial_sync {
+                            st.unsynced.insert((m.clone(), inst, false));
+                        }
+                    }
                     self.access(st, &m, inst, false);
                 }
             }
@@ -1219,6 +1277,7 @@ impl<'a> Engine<'a> {
         st.gen_writes.retain(|(_, _, i)| !of_inst(i));
         st.async_read.retain(|(_, _, i)| !of_inst(i));
         st.reads.retain(|(_, i)| !of_inst(i));
+        st.unsynced.retain(|(_, i, _)| !of_inst(i));
         st.released.retain(|(_, _, i)| !of_inst(i));
     }
 
@@ -1251,6 +1310,15 @@ impl<'a> Engine<'a> {
         let inits: Vec<Option<Value>> = (0..args.len().saturating_sub(1))
             .map(|i| data.args.get(3 + i).and_then(|a| a.value()))
             .collect();
+        // A loop whose constant bounds give no trip never runs its body:
+        // its results are its initial values.
+        let hi = data.args.get(1).and_then(|a| k.const_int(*a));
+        if matches!((lo, hi), (Some(lo), Some(hi)) if hi <= lo) {
+            let mut s = st.clone();
+            rename(&mut s, &inits, &args[1.min(args.len())..]);
+            self.leave_loop(inst, s, st);
+            return;
+        }
         let mut entry = st.clone();
         if let Some(lo) = lo {
             entry.ops = std::mem::take(&mut entry.ops)
@@ -1371,6 +1439,7 @@ impl<'a> Engine<'a> {
         for it in 0..MAX_ITERS {
             let size = head.ops.len()
                 + head.reads.len()
+                + head.unsynced.len()
                 + head.gen_writes.len()
                 + head.async_read.len()
                 + head.released.len();
@@ -1410,9 +1479,13 @@ impl<'a> Engine<'a> {
                     r
                 })
                 .collect();
+            // The last iteration's unordered accesses, still unordered after
+            // the loop (`shift` drops them for the next iteration).
+            let accessed = s.unsynced.clone();
             s.familyize(inst);
             s.shift(inst, step, guard_limit, &|v| inside(v));
-            let back = s.clone();
+            let mut back = s.clone();
+            back.unsynced.extend(accessed);
             let mut next = State::join(entry.clone(), s);
             // A carried flag that starts as a constant keeps the fact the
             // back edge gives it, when the constant never satisfies it.
@@ -1696,7 +1769,10 @@ impl<'a> Engine<'a> {
             }
             // Which threads meet at a `bar.sync`, and whether they make up
             // its count, is the cross-thread analysis's (E1018).
-            (SyncEffect::CtaBarrier { waits: true, .. }, _) => self.barrier(st, false),
+            (SyncEffect::CtaBarrier { waits: true, named }, _) => {
+                self.barrier(st, false);
+                st.partial_sync = named;
+            }
             (SyncEffect::ClusterArrive, _) => st.cluster_release = !relaxed,
             (SyncEffect::ClusterWait, _) => self.barrier(st, true),
             // Hints, addresses, elections, phases, invalidation and
@@ -1741,6 +1817,8 @@ impl<'a> Engine<'a> {
             st.remote_access.clear();
         }
         st.reads.clear();
+        st.unsynced.clear();
+        st.partial_sync = false;
         st.released.clear();
         st.gen_writes.retain(|(_, fenced, _)| !fenced);
         st.async_read.retain(|(_, fenced, _)| !fenced);

@@ -9,7 +9,8 @@
 //!   stack (`None` while uncommitted) and the SSA names of each pending group;
 //! * proxy: generic writes of shared memory not yet ordered for the async
 //!   proxy, and buffers the async proxy read whose reuse needs a fence;
-//! * races: generic reads of shared memory since the last barrier;
+//! * races: generic reads and writes of shared memory since the last
+//!   barrier;
 //! * mbarriers: initialisation and publication per allocation.
 //!
 //! Joins are unions of may-facts, except that a record issued under the
@@ -165,10 +166,20 @@ pub struct State {
     pub observed_all: BTreeSet<(Inst, Vec<(Value, bool)>)>,
     /// Generic reads since the last barrier.
     pub reads: BTreeSet<(Mem, Inst)>,
-    /// Reads of `reads` that this thread released on an mbarrier phase: on
-    /// every path, an arrive on that phase (not `.relaxed`, run by every
-    /// thread that reaches the reads) follows them. An acquire wait on the
-    /// phase orders every thread's such reads before what follows it.
+    /// Generic accesses of shared memory (with `true` for a write) since
+    /// the last barrier of every thread and the start of the current loop
+    /// iteration, while `partial_sync` is false.
+    pub unsynced: BTreeSet<(Mem, Inst, bool)>,
+    /// Since the last barrier of every thread, this thread passed, on some
+    /// path, a synchronisation that orders some threads only (an mbarrier
+    /// wait, a named barrier): which threads it orders is the cross-thread
+    /// analysis's to follow.
+    pub partial_sync: bool,
+    /// Accesses of `reads` and `writes` that this thread released on an
+    /// mbarrier phase: on every path, an arrive on that phase (not
+    /// `.relaxed`, run by every thread that reaches the accesses) follows
+    /// them. An acquire wait on the phase orders every thread's such
+    /// accesses before what follows it.
     pub released: BTreeSet<(Sym, Mem, Inst)>,
     /// Initialisation of each mbarrier allocation.
     pub init: BTreeMap<SharedId, Init>,
@@ -242,6 +253,8 @@ impl State {
             .cloned()
             .collect();
         out.reads = then.reads.union(&els.reads).cloned().collect();
+        out.unsynced = then.unsynced.union(&els.unsynced).cloned().collect();
+        out.partial_sync = then.partial_sync || els.partial_sync;
         out.released = then.released.intersection(&els.released).cloned().collect();
         let ids: BTreeSet<SharedId> = then.init.keys().chain(els.init.keys()).copied().collect();
         for id in ids {
@@ -322,6 +335,13 @@ impl State {
                 (m, i)
             })
             .collect();
+        self.unsynced = std::mem::take(&mut self.unsynced)
+            .into_iter()
+            .map(|(mut m, i, w)| {
+                m.map(f);
+                (m, i, w)
+            })
+            .collect();
         self.released = std::mem::take(&mut self.released)
             .into_iter()
             .map(|(ph, mut m, i)| {
@@ -349,6 +369,10 @@ impl State {
         guard_limit: i64,
         variant: &impl Fn(Value) -> bool,
     ) {
+        // Races are looked for within an iteration: a loop's earlier
+        // iterations, their offsets shifted and merged, are too coarse to
+        // tell one thread's bytes from another's.
+        self.unsynced.clear();
         let iv = Atom::Iv(l);
         let prev = step.map(|s| Affine::atom(iv.clone()).add(&Affine::constant(-s)));
         self.map_exprs(&|e: &Affine| {
@@ -377,7 +401,7 @@ impl State {
 
     /// Mbarrier-tracked ops of the iteration that ran become a family of
     /// instances ("some earlier iteration"), matched to waits by slot.
-    /// Generic reads keep their iteration (the back edge's shift makes it
+    /// Generic accesses keep their iteration (the back edge's shift makes it
     /// the previous one): what releases them is this thread's own arrive,
     /// in program order, not a completion matched by slot.
     pub fn familyize(&mut self, l: Inst) {
@@ -386,9 +410,11 @@ impl State {
             .partition(|r| r.kind == Kind::Mbar);
         let preds = std::mem::take(&mut self.preds);
         let reads = std::mem::take(&mut self.reads);
+        let unsynced = std::mem::take(&mut self.unsynced);
         let released = std::mem::take(&mut self.released);
         self.map_exprs(&|e: &Affine| Some(e.exist(l)));
         self.reads = reads;
+        self.unsynced = unsynced;
         self.released = released;
         let mut tmp = State {
             ops: fam,
@@ -514,6 +540,17 @@ impl State {
             .map(|(m, i)| (m, false, i))
             .collect();
         self.reads = merge3(reads).into_iter().map(|(m, _, i)| (m, i)).collect();
+        // A write and a read of one instruction never meet: `merge3` keys
+        // by instruction.
+        self.unsynced = merge3(
+            std::mem::take(&mut self.unsynced)
+                .into_iter()
+                .map(|(m, i, w)| (m, w, i))
+                .collect(),
+        )
+        .into_iter()
+        .map(|(m, w, i)| (m, i, w))
+        .collect();
     }
 
     /// Forgets precision so that a loop's fixed point is reached: offsets

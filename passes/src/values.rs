@@ -9,7 +9,7 @@
 
 use cpflow_ir::ir::*;
 use cpflow_ir::spec::Family;
-use cpflow_ir::types::Type;
+use cpflow_ir::types::{Scalar, Type};
 
 use crate::affine::{Affine, Atom, Bounds};
 
@@ -449,7 +449,7 @@ impl Syms {
     pub fn decide(&self, k: &Kernel, c: Value) -> Option<bool> {
         let inst = k.def_inst(c)?;
         let data = &k.insts[inst];
-        let Op::Cmp(pred, _) = data.op else {
+        let Op::Cmp(pred, ty) = data.op else {
             return None;
         };
         let range = |i: usize| {
@@ -458,6 +458,26 @@ impl Syms {
                 .interval(&e)
                 .filter(|&(lo, hi)| lo >= 0 && hi < 1 << 31)
         };
+        // An (in)equality with a constant the machine value cannot take:
+        // the constant's bits as a 32-bit value lie outside the other
+        // side's range (`%tid.x == 2147483648`).
+        if matches!(pred, CmpPred::Eq | CmpPred::Ne) {
+            for (x, y) in [(0, 1), (1, 0)] {
+                let (Some(c), Some((lo, hi))) =
+                    (data.args.get(y).and_then(|a| k.const_int(*a)), range(x))
+                else {
+                    continue;
+                };
+                let bits = if ty == Scalar::I64 {
+                    c
+                } else {
+                    i64::from(c as u32)
+                };
+                if bits < lo || bits > hi {
+                    return Some(pred == CmpPred::Ne);
+                }
+            }
+        }
         let ((alo, ahi), (blo, bhi)) = (range(0)?, range(1)?);
         let lt = |(alo, ahi): (i64, i64), (blo, bhi): (i64, i64)| {
             if ahi < blo {

@@ -11,8 +11,9 @@
 //!
 //! Only operations issued earlier in the copy's own region are folded. One
 //! issued outside it (before an `if` or loop around the copy, or in an
-//! earlier iteration) would be captured on some paths only, which no
-//! commit list can say: the copy is refused with `T0001`.
+//! earlier iteration, left uncommitted by the loop's body) would be
+//! captured on some paths only, which no commit list can say: the copy is
+//! refused with `T0001`.
 
 use std::collections::{HashMap, HashSet};
 
@@ -44,6 +45,7 @@ pub fn fold(k: &mut Kernel, tokens: &[Value]) -> Result<(), Vec<Diagnostic>> {
         index: edit::positions(k),
         moved: HashSet::new(),
         adds: HashMap::new(),
+        refused: HashSet::new(),
         errors: Vec::new(),
     };
     let mut pending = Pending::default();
@@ -78,6 +80,8 @@ struct Folder<'a> {
     moved: HashSet<Value>,
     /// What each written commit lists in front of its pieces.
     adds: HashMap<Inst, Vec<Value>>,
+    /// Captures refused so far (a loop body is walked twice).
+    refused: HashSet<(Inst, Value)>,
     errors: Vec<Diagnostic>,
 }
 
@@ -120,6 +124,22 @@ impl Folder<'_> {
                 Op::For => {
                     let mut body = st.clone();
                     self.region(k, d.regions[0], &mut body);
+                    // Operations the body leaves uncommitted are pending at
+                    // the head of the next iteration: walk it again with
+                    // them, so a written commit inside that would capture
+                    // them (on every iteration but the first) is refused.
+                    let mut carried = st.clone();
+                    for kind in 0..2 {
+                        let left: Vec<Value> = body.0[kind]
+                            .iter()
+                            .filter(|v| !st.0[kind].contains(v))
+                            .copied()
+                            .collect();
+                        carried.0[kind].extend(left);
+                    }
+                    if carried != *st {
+                        self.region(k, d.regions[0], &mut carried);
+                    }
                     for kind in 0..2 {
                         st.0[kind].retain(|v| body.0[kind].contains(v));
                     }
@@ -152,6 +172,9 @@ impl Folder<'_> {
                 self.home.get(&d) == Some(&r) && self.index.get(&d) < self.index.get(&c)
             });
             if !here {
+                if !self.refused.insert((c, t)) {
+                    continue;
+                }
                 let span = def.map_or(k.values[t].span, |d| k.insts[d].span);
                 self.errors.push(
                     Diagnostic::error("T0001", "no legal form for this copy here", k.insts[c].span)
