@@ -68,6 +68,10 @@ pub const CODES: &[(&str, &str)] = &[
         "E1018",
         "the threads that meet at a CTA barrier are not the count it names",
     ),
+    (
+        "E1019",
+        "a shared-memory access lies outside its allocation in every thread",
+    ),
     ("W1001", "wait stronger than any use needs (lost overlap)"),
     ("W1002", "redundant `fence.proxy.async`"),
     ("W1003", "redundant wait: nothing is pending"),

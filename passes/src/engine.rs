@@ -468,6 +468,7 @@ impl<'a> Engine<'a> {
 
     /// A generic read (`write == false`) or write of `m` at `at`.
     fn access(&mut self, st: &mut State, m: &Mem, at: Inst, write: bool) {
+        self.out_of_bounds(m, at);
         if matches!(m.base, Base::Remote(_)) {
             st.remote_access.insert(at);
         }
@@ -617,6 +618,9 @@ impl<'a> Engine<'a> {
     ) {
         // A new instance: earlier observations were of the previous one.
         st.observed_all.retain(|(i, _)| *i != at);
+        if let Some(d) = &dst {
+            self.out_of_bounds(d, at);
+        }
         if let Some(d) = &dst {
             // The copy writes `d`: an earlier async op still reading it
             // (a bulk store whose `.read` wait is missing or too weak).
@@ -812,6 +816,32 @@ impl<'a> Engine<'a> {
                 .with_label(format!("this {this} races with another thread's {that}"))
                 .with_secondary(self.span(i), format!("the other thread's {that}, with no barrier after it on the way here"))
                 .with_help("put `barrier.cta` (or a named barrier over both threads) between the accesses, or an mbarrier arrive (release) after the first and a wait (acquire) on that phase before the second"),
+        );
+    }
+
+    /// E1019 for an access of shared memory whose bytes lie past the end
+    /// (or before the start) of its allocation for every value the thread
+    /// index and the loop variables can take: the offset's lower bound
+    /// plus the size passes the allocation's size, or its upper bound is
+    /// negative. Where a bound is unknown nothing is said.
+    fn out_of_bounds(&mut self, m: &Mem, at: Inst) {
+        let (Base::Shared(id), Some(off)) = (&m.base, &m.off) else {
+            return;
+        };
+        let total = i64::try_from(self.k.shared[*id].size_bytes()).unwrap_or(i64::MAX);
+        let size = m.size.unwrap_or(1).max(1);
+        let Some((lo, hi)) = self.syms.bounds.interval(off) else {
+            return;
+        };
+        if lo.saturating_add(size) <= total && hi >= 0 {
+            return;
+        }
+        let name = &self.k.shared[*id].name;
+        self.emit(
+            Diagnostic::error("E1019", "this shared-memory access lies outside its allocation", self.span(at))
+                .with_label(format!("its bytes start at offset {lo} or later (up to {hi}) of @{name}, which has {total} bytes; {size} are accessed"))
+                .with_help(format!("keep the offset plus the access size within the {total} bytes of @{name}, or declare it larger"))
+                .with_note("an access outside every shared variable is undefined"),
         );
     }
 
