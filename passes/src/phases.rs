@@ -639,13 +639,49 @@ impl Walk<'_> {
             let reinit = self.sites.iter().any(|i| {
                 matches!(i.what, What::Init(_)) && i.alloc == s.alloc && i.loops.contains(&l)
             });
-            if direct || per_barrier || reinit || ring_slot(&s.off, &s.idx, &iv) {
+            if direct
+                || per_barrier
+                || reinit
+                || ring_slot(&s.off, &s.idx, &iv)
+                || self.steps_past_divisor(&s.idx, l)
+            {
                 continue;
             }
             let (_, trips, _) = self.constant_loop(l)?;
             n = n.checked_mul(trips)?;
         }
         Some(n)
+    }
+
+    /// Whether phase index `idx` is `(a·iv + c) div d` (a > 0) of loop
+    /// `l`, whose constant step moves `a·iv` by at least `d`, and no other
+    /// atom of `idx` mentions the loop: each iteration names a later phase
+    /// (`(k - 1) div 2` of `for k = 1 to n step 2`).
+    fn steps_past_divisor(&self, idx: &Affine, l: Inst) -> bool {
+        let iv = Atom::Iv(l);
+        let Some(step) = self.constant_step(l) else {
+            return false;
+        };
+        idx.terms.iter().any(|(atom, k)| match atom {
+            Atom::Div(inner, d) => {
+                let a = inner.terms.get(&iv).copied().unwrap_or(0);
+                *k > 0
+                    && a > 0
+                    && inner.terms.len() == 1
+                    && a.checked_mul(step).is_some_and(|m| m >= *d)
+                    && only_through(idx, atom, &iv)
+            }
+            _ => false,
+        })
+    }
+
+    /// A loop's constant positive step.
+    fn constant_step(&self, l: Inst) -> Option<i64> {
+        let data = &self.k.insts[l];
+        data.args
+            .get(2)
+            .and_then(|a| self.k.const_int(*a))
+            .filter(|s| *s > 0)
     }
 
     /// A loop's constant lower bound, trip count and step; None when a

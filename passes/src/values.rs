@@ -705,7 +705,10 @@ impl Syms {
                         );
                     }
                 }
-                Op::Ptx(p) if p.family == Family::CpAsync => {
+                // The abstract copies too: `select` turns them into
+                // `cp.async` of the same bytes, which must bound the same
+                // threads.
+                Op::Ptx(p) if matches!(p.family, Family::CpAsync | Family::Copy) => {
                     if let (Some(d), Some(sz)) = (
                         data.args.first(),
                         data.args.get(2).and_then(|a| k.const_int(*a)),
