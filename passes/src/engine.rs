@@ -419,6 +419,28 @@ impl<'a> Engine<'a> {
         understood && self.several_threads_here()
     }
 
+    /// Whether mbarrier phase `ph` may differ between the threads of a CTA
+    /// (its barrier or its index depends on the thread), or is not known.
+    fn thread_dependent_phase(&self, ph: &Sym) -> bool {
+        let dep = |e: &Affine| {
+            e.mentions(&|a| match a {
+                Atom::Tid(_) | Atom::OtherTid(_) => true,
+                Atom::Opaque(v) => self.syms.tid_dependent[v.index()],
+                _ => false,
+            })
+        };
+        match ph {
+            Sym::Phase { bar, idx } => {
+                dep(idx)
+                    || match &**bar {
+                        Sym::Ptr(_, off) => dep(off),
+                        _ => true,
+                    }
+            }
+            _ => true,
+        }
+    }
+
     /// `cmp.eq %tid.x, const`: true in exactly one thread.
     fn single_thread(&self, c: Value) -> bool {
         self.syms.single_thread(self.k, c)
@@ -788,11 +810,12 @@ impl<'a> Engine<'a> {
 
     /// E1017 for a generic access of shared bytes (`write`: a write) that
     /// another thread running the same code wrote, or read when this access
-    /// writes, in the same iteration since the last barrier, with no
-    /// mbarrier wait or named barrier of this thread in between either:
-    /// those may order threads of the same code by a protocol of their own
-    /// (turns taken on an ordered sequence of barriers), which is the
-    /// cross-thread analysis's to follow. Both
+    /// writes, in the same iteration since the last barrier or mbarrier
+    /// wait of this thread. After a wait on a phase, or a named barrier,
+    /// that depends on the thread, nothing is reported until the next
+    /// barrier: such a wait may order threads of the same code by a
+    /// protocol of their own (turns taken on an ordered sequence of
+    /// barriers), which is the cross-thread analysis's to follow. Both
     /// offsets are known and the other thread's bytes provably meet these;
     /// another role's accesses are dropped on entering a role's code.
     fn race_with_others(&mut self, st: &State, m: &Mem, at: Inst, write: bool) {
@@ -1069,8 +1092,13 @@ impl<'a> Engine<'a> {
     }
 
     fn observe(&mut self, st: &mut State, w: &Sym) {
+        // Other threads' accesses before this wait may be ordered by it;
+        // a wait on a phase that depends on the thread may order threads of
+        // this code among themselves (turns): see `race_with_others`.
         st.unsynced.clear();
-        st.partial_sync = true;
+        if self.thread_dependent_phase(w) {
+            st.partial_sync = true;
+        }
         // Observing a copy's phase orders after it every async read its
         // issue required complete: issuing a copy into bytes an async op
         // may still be reading is reported at the issue (E1003), so a
@@ -1799,9 +1827,15 @@ impl<'a> Engine<'a> {
             }
             // Which threads meet at a `bar.sync`, and whether they make up
             // its count, is the cross-thread analysis's (E1018).
-            (SyncEffect::CtaBarrier { waits: true, named }, _) => {
+            (SyncEffect::CtaBarrier { waits: true, .. }, _) => {
                 self.barrier(st, false);
-                st.partial_sync = named;
+                // A named barrier whose id depends on the thread may order
+                // threads of this code among themselves (turns).
+                st.partial_sync = data
+                    .args
+                    .first()
+                    .and_then(|a| a.value())
+                    .is_some_and(|v| self.syms.tid_dependent[v.index()]);
             }
             (SyncEffect::ClusterArrive, _) => st.cluster_release = !relaxed,
             (SyncEffect::ClusterWait, _) => self.barrier(st, true),

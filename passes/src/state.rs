@@ -167,13 +167,14 @@ pub struct State {
     /// Generic reads since the last barrier.
     pub reads: BTreeSet<(Mem, Inst)>,
     /// Generic accesses of shared memory (with `true` for a write) since
-    /// the last barrier of every thread and the start of the current loop
-    /// iteration, while `partial_sync` is false.
+    /// the last barrier or mbarrier wait of this thread and the start of
+    /// the current loop iteration, while `partial_sync` is false.
     pub unsynced: BTreeSet<(Mem, Inst, bool)>,
     /// Since the last barrier of every thread, this thread passed, on some
-    /// path, a synchronisation that orders some threads only (an mbarrier
-    /// wait, a named barrier): which threads it orders is the cross-thread
-    /// analysis's to follow.
+    /// path, a wait that may order threads of its own code among
+    /// themselves (on an mbarrier phase or a named barrier that depends on
+    /// the thread): which threads it orders is the cross-thread analysis's
+    /// to follow.
     pub partial_sync: bool,
     /// Accesses of `reads` and `writes` that this thread released on an
     /// mbarrier phase: on every path, an arrive on that phase (not

@@ -29,8 +29,9 @@
 //! before the outermost loop around it that writes nothing (out of any `if`
 //! between: a fence executed by more threads orders no less); a fence
 //! already directly before that loop absorbs it. A fence directly after a
-//! block of waits with a bulk `wait_group` in it is never hoisted: it
-//! orders the reads before it ahead of writes that may come after the loop.
+//! block of waits with a bulk `wait_group` or a blocking mbarrier wait in
+//! it is never hoisted: it orders the async reads the wait observes ahead
+//! of writes that may come after the loop.
 //!
 //! Idempotent: a fence already in place is not added again. Assumes the
 //! module verifies clean; it does not add barriers (the abstract program
@@ -91,14 +92,19 @@ fn is_wait(k: &Kernel, i: Inst) -> bool {
 }
 
 /// Whether `list[at]` directly follows a block of waits with a bulk
-/// `wait_group` in it: a fence there orders the bulk operations' reads of
-/// shared memory before later generic writes ([`reuse_fences`]).
-fn after_bulk_wait(k: &Kernel, list: &[Inst], at: usize) -> bool {
+/// `wait_group` or a blocking mbarrier wait in it: a fence there orders the
+/// reads of shared memory of the bulk operations it observes (a bulk
+/// store's, or a reduction's into a peer handed back through an mbarrier)
+/// before later generic writes ([`reuse_fences`]).
+fn after_async_read_wait(k: &Kernel, list: &[Inst], at: usize) -> bool {
     list[..at]
         .iter()
         .rev()
         .take_while(|&&i| is_wait(k, i))
-        .any(|&i| edit::family(k, i) == Some(Family::CpAsyncBulkWaitGroup))
+        .any(|&i| {
+            edit::family(k, i) == Some(Family::CpAsyncBulkWaitGroup)
+                || edit::effect(k, i) == Some(SyncEffect::PhaseWait(WaitKind::Blocking))
+        })
 }
 
 fn is_cta_fence(k: &Kernel, i: Inst) -> bool {
@@ -126,12 +132,13 @@ fn hoist(k: &mut Kernel) -> usize {
         if !is_cta_fence(k, f) {
             continue;
         }
-        // A fence after a bulk wait orders the async reads before it ahead
-        // of generic writes after it, possibly after the loop: it stays.
+        // A fence after a bulk or mbarrier wait orders the async reads
+        // before it ahead of generic writes after it, possibly after the
+        // loop: it stays.
         let list = &k.regions[r0].insts;
         if index
             .get(&f)
-            .is_some_and(|&at| after_bulk_wait(k, list, at))
+            .is_some_and(|&at| after_async_read_wait(k, list, at))
         {
             continue;
         }
