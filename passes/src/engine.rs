@@ -1314,8 +1314,8 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// Leaves out of `st` the generic accesses and async-proxy reads of
-    /// code that no thread running the current branch ran: its `if`
+    /// Leaves out of `st` the generic accesses of code that no thread
+    /// running the current branch ran: its `if`
     /// conditions and the current ones compare `%tid.x` with constants that
     /// no `%tid.x` satisfies together (a producer under `tid == 0`,
     /// consumers under a later `if tid >= 1`). They are another role's, as
@@ -1324,8 +1324,11 @@ impl<'a> Engine<'a> {
     /// E1017 through mbarriers) are the cross-thread analysis's
     /// (`ordering.rs`), which treats both forms alike. Async-op records are
     /// kept: whether this thread observed their phase before using their
-    /// bytes is checked here. After the `if`, the join with the path around
-    /// the branch brings the entries back.
+    /// bytes is checked here. So are the buffers the async proxy read whose
+    /// completion the threads running here observed themselves
+    /// (`observed_all`): their reuse needs each one's own fence, whoever
+    /// issued the op. After the `if`, the join with the path
+    /// around the branch brings the entries back.
     fn drop_other_roles(&self, st: &mut State) {
         let here = self.syms.tids_under(self.k, &self.conds);
         let other = |conds: &[(Value, bool)]| {
@@ -1333,7 +1336,17 @@ impl<'a> Engine<'a> {
         };
         let of_inst = |i: &Inst| other(self.inst_conds.get(i).map_or(&[], Vec::as_slice));
         st.gen_writes.retain(|(_, _, i)| !of_inst(i));
-        st.async_read.retain(|(_, _, i)| !of_inst(i));
+        // A buffer the async proxy read stays where threads running here
+        // observed the read themselves (a hand-back every thread waits
+        // for), whoever issued the op.
+        let observed: BTreeSet<Inst> = st
+            .observed_all
+            .iter()
+            .filter(|(_, conds)| !other(conds))
+            .map(|(op, _)| *op)
+            .collect();
+        st.async_read
+            .retain(|(_, _, i)| !of_inst(i) || observed.contains(i));
         st.reads.retain(|(_, i)| !of_inst(i));
         st.unsynced.retain(|(_, i, _)| !of_inst(i));
         st.released.retain(|(_, _, i)| !of_inst(i));
