@@ -249,7 +249,7 @@ fn run_once(
             }
             // Done by the `select` right before it.
             Pass::Coalesce => {}
-            Pass::Sync => report.waits += sync::sync(module),
+            Pass::Sync => report.waits += sync::sync(module)?,
             Pass::Fence => report.fences += fence::fence(module),
             Pass::Cleanup => report.dropped += cleanup::cleanup(module),
         }

@@ -25,7 +25,9 @@
 //! own); anything unproven counts as another thread's read. The barrier
 //! goes after the block of waits, or after the outermost thread-dependent
 //! `if` around it (a barrier must be reached by every thread); under a loop
-//! with thread-dependent bounds none is inserted. A CTA tile's phase is
+//! with thread-dependent bounds none is inserted. Another thread's read
+//! inside that `if`, after the wait, has no barrier before it: the copy is
+//! refused with `T0001`. A CTA tile's phase is
 //! waited on by every thread, which makes the bytes visible to each: no
 //! barrier.
 //!
@@ -46,6 +48,7 @@
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
+use cpflow_ir::diag::Diagnostic;
 use cpflow_ir::ir::{Arg, Inst, Kernel, Module, Op, Region, Value};
 use cpflow_ir::spec::{Family, Qual, Role, SyncEffect, WaitKind};
 use cpflow_ir::types::{Space, Type};
@@ -55,12 +58,26 @@ use crate::affine::disjoint;
 use crate::values::{Base, Sym, Syms};
 use cpflow_ir::build::{ptx, val, Builder};
 
-/// Rewrites every `await` on a handle; returns how many waits it wrote.
-pub fn sync(module: &mut Module) -> usize {
-    module.kernels.iter_mut().map(sync_kernel).sum()
+/// Rewrites every `await` on a handle; returns how many waits it wrote, or
+/// `T0001` for a copy whose bytes other threads read inside the
+/// thread-dependent `if` around its wait, before any place a barrier can go.
+pub fn sync(module: &mut Module) -> Result<usize, Vec<Diagnostic>> {
+    let mut count = 0;
+    let mut errors = Vec::new();
+    for k in &mut module.kernels {
+        match sync_kernel(k) {
+            Ok(n) => count += n,
+            Err(mut e) => errors.append(&mut e),
+        }
+    }
+    if errors.is_empty() {
+        Ok(count)
+    } else {
+        Err(errors)
+    }
 }
 
-fn sync_kernel(k: &mut Kernel) -> usize {
+fn sync_kernel(k: &mut Kernel) -> Result<usize, Vec<Diagnostic>> {
     // Computed once: the pass adds and rewrites instructions but makes no
     // values, so the symbolic values stay valid.
     let syms = Syms::compute(k);
@@ -70,7 +87,7 @@ fn sync_kernel(k: &mut Kernel) -> usize {
     let mut done = HashSet::new();
     let mut written = Vec::new();
     let count = region(&mut ed, body, &mut done, &mut written);
-    count + barriers(k, &syms, &written)
+    Ok(count + barriers(k, &syms, &written)?)
 }
 
 fn region(
@@ -385,10 +402,15 @@ fn read_by_others(
 
 /// Inserts `barrier.cta` after waits whose bytes other threads may read;
 /// returns how many.
-fn barriers(k: &mut Kernel, syms: &Syms, written: &[(Region, Inst, Value)]) -> usize {
+fn barriers(
+    k: &mut Kernel,
+    syms: &Syms,
+    written: &[(Region, Inst, Value)],
+) -> Result<usize, Vec<Diagnostic>> {
     if written.is_empty() {
-        return 0;
+        return Ok(0);
     }
+    let mut errors = Vec::new();
     let tree = Tree::new(k);
     let mut reads = Reads {
         k,
@@ -436,12 +458,71 @@ fn barriers(k: &mut Kernel, syms: &Syms, written: &[(Region, Inst, Value)]) -> u
             }
             cur = pr;
         }
+        // Moved out of a thread-dependent `if`: other threads' reads
+        // before its end come before the barrier.
+        if ok
+            && spot != list[at]
+            && read_before_end(&mut reads, &tree, r, at + 1, spot, copies.as_deref(), solo)
+        {
+            errors.push(
+                Diagnostic::error("T0001", "no legal form for this copy here", k.insts[w].span)
+                    .with_label("other threads read the copied bytes inside the thread-dependent `if` around this wait, and the barrier that publishes them can only come after that `if`")
+                    .with_secondary(k.insts[spot].span, "the thread-dependent `if`")
+                    .with_help("await the copy outside the `if`, or read only this thread's copied bytes inside it"),
+            );
+            continue;
+        }
         if ok {
             after.insert(spot);
         }
     }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
     edit::insert_at(k, &after, &ptx(Family::BarrierCta, &[]), true);
-    after.len()
+    Ok(after.len())
+}
+
+/// [`read_by_others`] from `(r, from)` up to the end of the construct
+/// `end` around it: whether another thread's read of the copied bytes comes
+/// before `end` is left.
+fn read_before_end(
+    reads: &mut Reads,
+    tree: &Tree,
+    mut r: Region,
+    mut from: usize,
+    end: Inst,
+    copies: Option<&[(Sym, i64)]>,
+    solo: bool,
+) -> bool {
+    let (k, syms) = (reads.k, reads.syms);
+    let mut own_only = solo;
+    loop {
+        let (rs, stopped) = reads.at(r, from);
+        if !own_only && any_foreign(syms, &rs, copies) {
+            return true;
+        }
+        if stopped {
+            return false;
+        }
+        let Some(&(p, pr)) = tree.parent.get(&r) else {
+            return false;
+        };
+        if p == end {
+            return false;
+        }
+        if divergent(k, syms, p) {
+            own_only = false;
+        }
+        if k.insts[p].op == Op::For {
+            let (rs, _) = reads.at(r, 0);
+            if any_foreign(syms, &rs, copies) {
+                return true;
+            }
+        }
+        from = edit::next_index(k, pr, p);
+        r = pr;
+    }
 }
 
 /// Bytes an instruction touches: the address, how many bytes
