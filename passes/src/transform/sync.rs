@@ -359,8 +359,9 @@ fn any_foreign(syms: &Syms, reads: &ReadSet, copies: Option<&[(Sym, i64)]>) -> b
 }
 
 /// Whether some read from position `from` of `r` on (following program
-/// order out of regions and around loops) up to the next CTA barrier may
-/// see another thread's copied bytes.
+/// order out of regions and around loops) up to the next CTA barrier, or
+/// up to the end of the construct `end` around `r`, may see another
+/// thread's copied bytes.
 #[allow(clippy::too_many_arguments)]
 fn read_by_others(
     reads: &mut Reads,
@@ -369,6 +370,7 @@ fn read_by_others(
     mut from: usize,
     copies: Option<&[(Sym, i64)]>,
     solo: bool,
+    end: Option<Inst>,
 ) -> bool {
     let (k, syms) = (reads.k, reads.syms);
     // A one-thread copy's reads are the issuer's own until the scan leaves
@@ -385,6 +387,9 @@ fn read_by_others(
         let Some(&(p, pr)) = tree.parent.get(&r) else {
             return false;
         };
+        if Some(p) == end {
+            return false;
+        }
         if divergent(k, syms, p) {
             own_only = false;
         }
@@ -442,7 +447,7 @@ fn barriers(
         }) {
             at += 1;
         }
-        if !read_by_others(&mut reads, &tree, r, at + 1, copies.as_deref(), solo) {
+        if !read_by_others(&mut reads, &tree, r, at + 1, copies.as_deref(), solo, None) {
             continue;
         }
         // The outermost divergent construct around the wait.
@@ -462,7 +467,15 @@ fn barriers(
         // before its end come before the barrier.
         if ok
             && spot != list[at]
-            && read_before_end(&mut reads, &tree, r, at + 1, spot, copies.as_deref(), solo)
+            && read_by_others(
+                &mut reads,
+                &tree,
+                r,
+                at + 1,
+                copies.as_deref(),
+                solo,
+                Some(spot),
+            )
         {
             errors.push(
                 Diagnostic::error("T0001", "no legal form for this copy here", k.insts[w].span)
@@ -481,48 +494,6 @@ fn barriers(
     }
     edit::insert_at(k, &after, &ptx(Family::BarrierCta, &[]), true);
     Ok(after.len())
-}
-
-/// [`read_by_others`] from `(r, from)` up to the end of the construct
-/// `end` around it: whether another thread's read of the copied bytes comes
-/// before `end` is left.
-fn read_before_end(
-    reads: &mut Reads,
-    tree: &Tree,
-    mut r: Region,
-    mut from: usize,
-    end: Inst,
-    copies: Option<&[(Sym, i64)]>,
-    solo: bool,
-) -> bool {
-    let (k, syms) = (reads.k, reads.syms);
-    let mut own_only = solo;
-    loop {
-        let (rs, stopped) = reads.at(r, from);
-        if !own_only && any_foreign(syms, &rs, copies) {
-            return true;
-        }
-        if stopped {
-            return false;
-        }
-        let Some(&(p, pr)) = tree.parent.get(&r) else {
-            return false;
-        };
-        if p == end {
-            return false;
-        }
-        if divergent(k, syms, p) {
-            own_only = false;
-        }
-        if k.insts[p].op == Op::For {
-            let (rs, _) = reads.at(r, 0);
-            if any_foreign(syms, &rs, copies) {
-                return true;
-            }
-        }
-        from = edit::next_index(k, pr, p);
-        r = pr;
-    }
 }
 
 /// Bytes an instruction touches: the address, how many bytes
