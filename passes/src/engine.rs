@@ -399,12 +399,18 @@ impl<'a> Engine<'a> {
     /// offset that depends on no thread index, directly or through a value
     /// the analysis does not understand.
     fn same_bytes_in_every_thread(&self, m: &Mem) -> bool {
-        m.off.as_ref().is_some_and(|off| {
-            !off.mentions(&|a| match a {
-                Atom::Tid(_) | Atom::OtherTid(_) => true,
-                Atom::Opaque(v) => self.syms.tid_dependent[v.index()],
-                _ => false,
-            })
+        m.off
+            .as_ref()
+            .is_some_and(|off| !self.thread_dependent(off))
+    }
+
+    /// Whether `e` may differ between the threads of a CTA: it mentions a
+    /// thread index, directly or through a value that depends on one.
+    fn thread_dependent(&self, e: &Affine) -> bool {
+        e.mentions(&|a| match a {
+            Atom::Tid(_) | Atom::OtherTid(_) => true,
+            Atom::Opaque(v) => self.syms.tid_dependent[v.index()],
+            _ => false,
         })
     }
 
@@ -422,18 +428,11 @@ impl<'a> Engine<'a> {
     /// Whether mbarrier phase `ph` may differ between the threads of a CTA
     /// (its barrier or its index depends on the thread), or is not known.
     fn thread_dependent_phase(&self, ph: &Sym) -> bool {
-        let dep = |e: &Affine| {
-            e.mentions(&|a| match a {
-                Atom::Tid(_) | Atom::OtherTid(_) => true,
-                Atom::Opaque(v) => self.syms.tid_dependent[v.index()],
-                _ => false,
-            })
-        };
         match ph {
             Sym::Phase { bar, idx } => {
-                dep(idx)
+                self.thread_dependent(idx)
                     || match &**bar {
-                        Sym::Ptr(_, off) => dep(off),
+                        Sym::Ptr(_, off) => self.thread_dependent(off),
                         _ => true,
                     }
             }
@@ -566,10 +565,7 @@ impl<'a> Engine<'a> {
                 }
             }
             if matches!(m.base, Base::Shared(_)) {
-                self.race_with_others(st, m, at, true);
-                if !st.partial_sync {
-                    st.unsynced.insert((m.clone(), at, true));
-                }
+                self.plain_access(st, m, at, true);
                 if self.same_bytes_in_every_thread(m) && self.threads_here_known_several() {
                     self.emit(
                         Diagnostic::error("E1017", "every thread that runs this store writes the same shared bytes: the writes race", self.span(at))
@@ -642,8 +638,6 @@ impl<'a> Engine<'a> {
         st.observed_all.retain(|(i, _)| *i != at);
         if let Some(d) = &dst {
             self.out_of_bounds(d, at);
-        }
-        if let Some(d) = &dst {
             // The copy writes `d`: an earlier async op still reading it
             // (a bulk store whose `.read` wait is missing or too weak).
             for r in st.ops.iter() {
@@ -840,6 +834,16 @@ impl<'a> Engine<'a> {
                 .with_secondary(self.span(i), format!("the other thread's {that}, with no barrier after it on the way here"))
                 .with_help("put `barrier.cta` (or a named barrier over both threads) between the accesses, or an mbarrier arrive (release) after the first and a wait (acquire) on that phase before the second"),
         );
+    }
+
+    /// A load or store of shared memory: checked against the other
+    /// threads' accesses ([`Self::race_with_others`]), then recorded for
+    /// the accesses after it.
+    fn plain_access(&mut self, st: &mut State, m: &Mem, at: Inst, write: bool) {
+        self.race_with_others(st, m, at, write);
+        if !st.partial_sync {
+            st.unsynced.insert((m.clone(), at, write));
+        }
     }
 
     /// E1019 for an access of shared memory whose bytes lie past the end
@@ -1220,10 +1224,7 @@ impl<'a> Engine<'a> {
                     .and_then(|a| Mem::of(&self.syms.arg(*a), scalar_size(s)))
                 {
                     if matches!(m.base, Base::Shared(_)) {
-                        self.race_with_others(st, &m, inst, false);
-                        if !st.partial_sync {
-                            st.unsynced.insert((m.clone(), inst, false));
-                        }
+                        self.plain_access(st, &m, inst, false);
                     }
                     self.access(st, &m, inst, false);
                 }
@@ -1550,9 +1551,11 @@ impl<'a> Engine<'a> {
                     r
                 })
                 .collect();
-            // The last iteration's unordered accesses, still unordered after
-            // the loop (`shift` drops them for the next iteration).
-            let accessed = s.unsynced.clone();
+            // Races are looked for within an iteration (earlier iterations,
+            // their offsets shifted and merged, are too coarse to tell one
+            // thread's bytes from another's); the last iteration's accesses
+            // are still unordered after the loop.
+            let accessed = std::mem::take(&mut s.unsynced);
             s.familyize(inst);
             s.shift(inst, step, guard_limit, &|v| inside(v));
             let mut back = s.clone();

@@ -689,10 +689,7 @@ impl Walk<'_> {
     fn constant_loop(&self, l: Inst) -> Option<(i64, i64, i64)> {
         let data = &self.k.insts[l];
         let c = |i: usize| data.args.get(i).and_then(|a| self.k.const_int(*a));
-        let (lo, hi, step) = (c(0)?, c(1)?, c(2)?);
-        if step <= 0 {
-            return None;
-        }
+        let (lo, hi, step) = (c(0)?, c(1)?, self.constant_step(l)?);
         let span = i128::from(hi) - i128::from(lo);
         let trips = (span.max(0) + i128::from(step) - 1) / i128::from(step);
         Some((lo, i64::try_from(trips).ok()?, step))

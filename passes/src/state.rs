@@ -370,10 +370,6 @@ impl State {
         guard_limit: i64,
         variant: &impl Fn(Value) -> bool,
     ) {
-        // Races are looked for within an iteration: a loop's earlier
-        // iterations, their offsets shifted and merged, are too coarse to
-        // tell one thread's bytes from another's.
-        self.unsynced.clear();
         let iv = Atom::Iv(l);
         let prev = step.map(|s| Affine::atom(iv.clone()).add(&Affine::constant(-s)));
         self.map_exprs(&|e: &Affine| {
@@ -402,7 +398,7 @@ impl State {
 
     /// Mbarrier-tracked ops of the iteration that ran become a family of
     /// instances ("some earlier iteration"), matched to waits by slot.
-    /// Generic accesses keep their iteration (the back edge's shift makes it
+    /// Generic reads keep their iteration (the back edge's shift makes it
     /// the previous one): what releases them is this thread's own arrive,
     /// in program order, not a completion matched by slot.
     pub fn familyize(&mut self, l: Inst) {
@@ -411,11 +407,9 @@ impl State {
             .partition(|r| r.kind == Kind::Mbar);
         let preds = std::mem::take(&mut self.preds);
         let reads = std::mem::take(&mut self.reads);
-        let unsynced = std::mem::take(&mut self.unsynced);
         let released = std::mem::take(&mut self.released);
         self.map_exprs(&|e: &Affine| Some(e.exist(l)));
         self.reads = reads;
-        self.unsynced = unsynced;
         self.released = released;
         let mut tmp = State {
             ops: fam,
