@@ -745,6 +745,12 @@ impl<'a> Engine<'a> {
                     self.race_with_others(st, s, at, false);
                 }
                 self.access_as_async_read(st, s, at);
+                // It may become loads, or a copy whose reads end at its
+                // await: either way a later copy into these bytes must wait
+                // for this thread's reads, until the next barrier.
+                if kind == Kind::Abstract {
+                    st.reads.insert((s.clone(), at));
+                }
                 if async_src {
                     let writes: Vec<(Mem, bool, Inst)> = st.gen_writes.iter().cloned().collect();
                     for (w, fenced, wi) in writes {

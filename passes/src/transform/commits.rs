@@ -13,7 +13,8 @@
 //! issued outside it (before an `if` or loop around the copy, or in an
 //! earlier iteration, left uncommitted by the loop's body) would be
 //! captured on some paths only, which no commit list can say: the copy is
-//! refused with `T0001`.
+//! refused with `T0001`. So is a copy after an `if` or loop that commits
+//! an operation on some paths only.
 
 use std::collections::{HashMap, HashSet};
 
@@ -69,8 +70,33 @@ pub fn fold(k: &mut Kernel, tokens: &[Value]) -> Result<(), Vec<Diagnostic>> {
 }
 
 /// Uncommitted operations per kind (0 `cp.async`, 1 bulk group), in issue order.
+///
+/// `0` holds what every path leaves uncommitted, `1` what some paths only
+/// do (an `if` that commits on one side, a loop that may run no trip): a
+/// commit written there would capture it on those paths alone.
 #[derive(Clone, Default, PartialEq)]
-struct Pending([Vec<Value>; 2]);
+struct Pending([Vec<Value>; 2], [Vec<Value>; 2]);
+
+impl Pending {
+    /// Joins the states of two paths that meet.
+    fn join(&mut self, other: &Pending) {
+        for kind in 0..2 {
+            let (mine, theirs) = (&self.0[kind], &other.0[kind]);
+            let mut some: Vec<Value> = mine
+                .iter()
+                .chain(theirs)
+                .filter(|v| !(mine.contains(v) && theirs.contains(v)))
+                .chain(&self.1[kind])
+                .chain(&other.1[kind])
+                .copied()
+                .collect();
+            some.sort_unstable();
+            some.dedup();
+            self.0[kind].retain(|v| other.0[kind].contains(v));
+            self.1[kind] = some;
+        }
+    }
+}
 
 struct Folder<'a> {
     written: &'a HashSet<Inst>,
@@ -116,9 +142,7 @@ impl Folder<'_> {
                     self.region(k, d.regions[0], &mut then_s);
                     let mut else_s = st.clone();
                     self.region(k, d.regions[1], &mut else_s);
-                    for kind in 0..2 {
-                        then_s.0[kind].retain(|v| else_s.0[kind].contains(v));
-                    }
+                    then_s.join(&else_s);
                     *st = then_s;
                 }
                 Op::For => {
@@ -140,19 +164,19 @@ impl Folder<'_> {
                     if carried != *st {
                         self.region(k, d.regions[0], &mut carried);
                     }
-                    for kind in 0..2 {
-                        st.0[kind].retain(|v| body.0[kind].contains(v));
-                    }
+                    st.join(&body);
                 }
                 _ => {}
             }
             if edit::family(k, i) == Some(Family::CpAsyncWaitAll) {
                 st.0[0].clear();
+                st.1[0].clear();
             }
             if let Some(kind) = kind_of_commit(k, i) {
                 let pending = std::mem::take(&mut st.0[kind]);
+                let some_paths = std::mem::take(&mut st.1[kind]);
                 if self.written.contains(&i) {
-                    self.capture(k, i, r, pending);
+                    self.capture(k, i, r, pending, &some_paths);
                 }
                 continue;
             }
@@ -162,15 +186,26 @@ impl Folder<'_> {
         }
     }
 
-    /// The written commit `c` in region `r` captures `pending`.
-    fn capture(&mut self, k: &Kernel, c: Inst, r: Region, pending: Vec<Value>) {
+    /// The written commit `c` in region `r` captures `pending`, and
+    /// `some_paths` on some of the paths that reach it.
+    fn capture(
+        &mut self,
+        k: &Kernel,
+        c: Inst,
+        r: Region,
+        pending: Vec<Value>,
+        some_paths: &[Value],
+    ) {
         let listed: Vec<Value> = k.insts[c].args.iter().filter_map(|a| a.value()).collect();
         let mut extra = Vec::new();
-        for t in pending.into_iter().filter(|t| !listed.contains(t)) {
+        let captured = pending.into_iter().map(|t| (t, true));
+        let maybe = some_paths.iter().map(|&t| (t, false));
+        for (t, on_every_path) in captured.chain(maybe).filter(|(t, _)| !listed.contains(t)) {
             let def = k.def_inst(t);
-            let here = def.is_some_and(|d| {
-                self.home.get(&d) == Some(&r) && self.index.get(&d) < self.index.get(&c)
-            });
+            let here = on_every_path
+                && def.is_some_and(|d| {
+                    self.home.get(&d) == Some(&r) && self.index.get(&d) < self.index.get(&c)
+                });
             if !here {
                 if !self.refused.insert((c, t)) {
                     continue;
@@ -183,10 +218,17 @@ impl Folder<'_> {
                             k.value_name(t)
                         ))
                         .with_secondary(span, "uncommitted operation issued here")
-                        .with_help(format!(
-                            "commit {} before the `if` or loop around this copy",
-                            k.value_name(t)
-                        )),
+                        .with_help(if on_every_path {
+                            format!(
+                                "commit {} before the `if` or loop around this copy",
+                                k.value_name(t)
+                            )
+                        } else {
+                            format!(
+                                "commit {} on every path before this copy, or on none",
+                                k.value_name(t)
+                            )
+                        }),
                 );
                 continue;
             }
