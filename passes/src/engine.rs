@@ -1559,13 +1559,31 @@ impl<'a> Engine<'a> {
                 .collect();
             // Races are looked for within an iteration (earlier iterations,
             // their offsets shifted and merged, are too coarse to tell one
-            // thread's bytes from another's); the last iteration's accesses
-            // are still unordered after the loop.
+            // thread's bytes from another's), and with the accesses of the
+            // iteration before whose bytes are the same in every iteration;
+            // the last iteration's accesses are still unordered after the
+            // loop.
             let accessed = std::mem::take(&mut s.unsynced);
+            let outer = &self.loops[..self.loops.len().saturating_sub(1)];
+            let same_every_iteration = |m: &Mem| {
+                m.off.as_ref().is_some_and(|off| {
+                    !off.mentions(&|a| match a {
+                        Atom::Iv(l) | Atom::Exist(l) | Atom::Steps(l, ..) => !outer.contains(l),
+                        Atom::Opaque(v) => inside(*v),
+                        _ => false,
+                    })
+                })
+            };
+            let carried: Vec<_> = accessed
+                .iter()
+                .filter(|(m, _, _)| same_every_iteration(m))
+                .cloned()
+                .collect();
             s.familyize(inst);
             s.shift(inst, step, guard_limit, &|v| inside(v));
             let mut back = s.clone();
             back.unsynced.extend(accessed);
+            s.unsynced.extend(carried);
             let mut next = State::join(entry.clone(), s);
             // A carried flag that starts as a constant keeps the fact the
             // back edge gives it, when the constant never satisfies it.
