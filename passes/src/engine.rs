@@ -404,6 +404,14 @@ impl<'a> Engine<'a> {
             .is_some_and(|off| !self.thread_dependent(off))
     }
 
+    /// Whether `m` is global memory of a kernel that declares its block:
+    /// only there is a write every thread makes to the same global bytes
+    /// taken to race (a kernel with no `block` is often written for one
+    /// thread, and its global results are stored by it unguarded).
+    fn global_in_declared_block(&self, m: &Mem) -> bool {
+        matches!(m.base, Base::Global(_)) && self.k.block.is_some()
+    }
+
     /// Whether `e` may differ between the threads of a CTA: it mentions a
     /// thread index, directly or through a value that depends on one.
     fn thread_dependent(&self, e: &Affine) -> bool {
@@ -564,16 +572,23 @@ impl<'a> Engine<'a> {
                     );
                 }
             }
-            if matches!(m.base, Base::Shared(_)) {
+            let shared = matches!(m.base, Base::Shared(_));
+            if shared {
                 self.plain_access(st, m, at, true);
-                if self.same_bytes_in_every_thread(m) && self.threads_here_known_several() {
-                    self.emit(
-                        Diagnostic::error("E1017", "every thread that runs this store writes the same shared bytes: the writes race", self.span(at))
+            }
+            if (shared || self.global_in_declared_block(m))
+                && self.same_bytes_in_every_thread(m)
+                && self.threads_here_known_several()
+            {
+                let space = if shared { "shared" } else { "global" };
+                self.emit(
+                        Diagnostic::error("E1017", format!("every thread that runs this store writes the same {space} bytes: the writes race"), self.span(at))
                             .with_label("the address is the same in every thread, and several threads run this store")
                             .with_help("have one thread write (`if %tid.x == 0`, or an elected lane), or give each thread its own bytes")
                             .with_note(format!("two threads' plain stores to the same bytes that nothing orders are a data race, even of equal values: conflicting accesses that are not morally strong ({})", cpflow_ir::cite::MEMORY_MODEL)),
                     );
-                }
+            }
+            if shared {
                 st.gen_writes.insert((m.clone(), false, at));
                 st.fence_useful = true;
             }
@@ -684,15 +699,28 @@ impl<'a> Engine<'a> {
             // meet depends on the kernel's parameters) unless every thread
             // copies the same number of bytes to the same address: any byte
             // copied is then written by all of them.
-            let same_everywhere = || {
-                let size = self.k.insts[at].args.get(2).and_then(|a| a.value());
-                size.is_some_and(|v| !self.syms.tid_dependent[v.index()])
-                    && self.same_bytes_in_every_thread(d)
+            let same_everywhere = kind == Kind::Abstract && {
+                let size = self.k.insts[at].args.get(2);
+                size.is_some_and(|a| {
+                    a.value()
+                        .is_none_or(|v| !self.syms.tid_dependent[v.index()])
+                }) && self.same_bytes_in_every_thread(d)
                     && self.threads_here_known_several()
             };
             if kind == Kind::Abstract
+                && self.global_in_declared_block(d)
+                && d.size.is_some()
+                && same_everywhere
+            {
+                self.emit(
+                    Diagnostic::error("E1005", "every thread that runs this copy writes the same global bytes while the others' copies are in flight", self.span(at))
+                        .with_label("the destination and size are the same in every thread, and several threads run this copy")
+                        .with_help("have one thread copy (`if %tid.x == 0`), or give each thread its own part of the destination"),
+                );
+            }
+            if kind == Kind::Abstract
                 && matches!(d.base, Base::Shared(_))
-                && (d.size.is_some() && self.several_threads_here() || same_everywhere())
+                && (d.size.is_some() && self.several_threads_here() || same_everywhere)
             {
                 let earlier = st.ops.iter().find(|r| {
                     r.kind == Kind::Abstract

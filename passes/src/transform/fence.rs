@@ -5,7 +5,8 @@
 //! source is `.shared::cta`, when the kernel writes shared memory through
 //! the generic proxy (`st`, non-bulk `cp.async`):
 //!
-//! * writer side: the nearest CTA barrier before the copy (in its region or
+//! * writer side: the nearest CTA barrier (`barrier.cta`, or a named
+//!   `bar.sync` / `bar.arrive`) before the copy (in its region or
 //!   an enclosing one) is directly preceded by `fence.proxy.async.shared::cta`,
 //!   so every thread fences its writes before the barrier publishes them to
 //!   the issuing thread;
@@ -318,7 +319,7 @@ fn fence_kernel(k: &mut Kernel) -> usize {
                         }
                     }
                 };
-                if inside && edit::family(k, bi) == Some(Family::BarrierCta) {
+                if inside && is_cta_barrier(k, bi) {
                     let list = &k.regions[rb].insts;
                     let pos = prefix(rb).index.get(&bi).copied().unwrap_or(0);
                     if !(pos > 0 && is_shared_fence(k, list[pos - 1])) {
@@ -466,6 +467,13 @@ fn alloc_of(k: &Kernel, a: Arg) -> Option<SharedId> {
     }
 }
 
+/// Whether `i` is a CTA barrier, `barrier.cta` or a named one (`bar.sync`,
+/// `bar.arrive`): the writers' fence goes before the barrier that
+/// publishes their writes.
+fn is_cta_barrier(k: &Kernel, i: Inst) -> bool {
+    matches!(edit::effect(k, i), Some(SyncEffect::CtaBarrier { .. }))
+}
+
 /// For each position of a region: the index of the last CTA barrier,
 /// shared fence and generic shared write before it.
 #[derive(Clone)]
@@ -487,10 +495,8 @@ impl Prefix {
             let writes = edit::any_in(k, inst, &mut |j| writes_shared(k, j));
             let holds_barrier = !writes
                 && !k.insts[inst].regions.is_empty()
-                && edit::any_in(k, inst, &mut |j| {
-                    edit::family(k, j) == Some(Family::BarrierCta)
-                });
-            if edit::family(k, inst) == Some(Family::BarrierCta) || holds_barrier {
+                && edit::any_in(k, inst, &mut |j| is_cta_barrier(k, j));
+            if is_cta_barrier(k, inst) || holds_barrier {
                 cur[0] = Some(i);
             } else if is_shared_fence(k, inst) {
                 cur[1] = Some(i);
