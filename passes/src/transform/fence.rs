@@ -9,7 +9,9 @@
 //!   `bar.sync` / `bar.arrive`) before the copy (in its region or
 //!   an enclosing one) is directly preceded by `fence.proxy.async.shared::cta`,
 //!   so every thread fences its writes before the barrier publishes them to
-//!   the issuing thread;
+//!   the issuing thread (when that barrier is under an `if`, which not
+//!   every writer may run, the last barrier before the outermost such `if`
+//!   gets the fence too);
 //! * issuer side: when the issuing thread itself stores to shared memory
 //!   after that barrier (or there is no barrier), a fence directly precedes
 //!   the copy.
@@ -29,10 +31,10 @@
 //! as well, for every iteration and every later barrier. Such a fence moves
 //! before the outermost loop around it that writes nothing (out of any `if`
 //! between: a fence executed by more threads orders no less); a fence
-//! already directly before that loop absorbs it. A fence directly after a
-//! block of waits with a bulk `wait_group` or a blocking mbarrier wait in
-//! it is never hoisted: it orders the async reads the wait observes ahead
-//! of writes that may come after the loop.
+//! already directly before that loop absorbs it. A fence after a bulk
+//! `wait_group` or a blocking mbarrier wait, with no generic shared write
+//! between, is never hoisted: it orders the async reads the wait observes
+//! ahead of writes that may come after the loop.
 //!
 //! Idempotent: a fence already in place is not added again. Assumes the
 //! module verifies clean; it does not add barriers (the abstract program
@@ -92,20 +94,44 @@ fn is_wait(k: &Kernel, i: Inst) -> bool {
     )
 }
 
-/// Whether `list[at]` directly follows a block of waits with a bulk
-/// `wait_group` or a blocking mbarrier wait in it: a fence there orders the
-/// reads of shared memory of the bulk operations it observes (a bulk
-/// store's, or a reduction's into a peer handed back through an mbarrier)
-/// before later generic writes ([`reuse_fences`]).
-fn after_async_read_wait(k: &Kernel, list: &[Inst], at: usize) -> bool {
-    list[..at]
-        .iter()
-        .rev()
-        .take_while(|&&i| is_wait(k, i))
-        .any(|&i| {
+/// Whether instruction `at` of region `r` follows a bulk `wait_group` or
+/// a blocking mbarrier wait with no generic write of shared memory between
+/// (waits, pure instructions, and loops or `if`s that write nothing, in
+/// its region or, from the start of that region, in the ones around it):
+/// a fence there orders the reads of shared memory of the bulk operations
+/// the wait observes (a bulk store's, or a reduction's into a peer handed
+/// back through an mbarrier) before later generic writes
+/// ([`reuse_fences`]).
+fn after_async_read_wait(
+    k: &Kernel,
+    (parent, home, index): (
+        &HashMap<Region, Inst>,
+        &HashMap<Inst, Region>,
+        &HashMap<Inst, usize>,
+    ),
+    mut r: Region,
+    mut at: usize,
+) -> bool {
+    loop {
+        let list = &k.regions[r].insts[..at];
+        let quiet =
+            |i: &&Inst| is_wait(k, **i) || !edit::any_in(k, **i, &mut |j| writes_generic(k, j));
+        let observed = list.iter().rev().take_while(quiet).any(|&i| {
             edit::family(k, i) == Some(Family::CpAsyncBulkWaitGroup)
                 || edit::effect(k, i) == Some(SyncEffect::PhaseWait(WaitKind::Blocking))
-        })
+        });
+        if observed {
+            return true;
+        }
+        if !list.iter().all(|i| quiet(&i)) {
+            return false;
+        }
+        let Some((p, pr)) = parent.get(&r).and_then(|p| Some((*p, *home.get(p)?))) else {
+            return false;
+        };
+        r = pr;
+        at = index.get(&p).copied().unwrap_or(0);
+    }
 }
 
 fn is_cta_fence(k: &Kernel, i: Inst) -> bool {
@@ -136,10 +162,9 @@ fn hoist(k: &mut Kernel) -> usize {
         // A fence after a bulk or mbarrier wait orders the async reads
         // before it ahead of generic writes after it, possibly after the
         // loop: it stays.
-        let list = &k.regions[r0].insts;
         if index
             .get(&f)
-            .is_some_and(|&at| after_async_read_wait(k, list, at))
+            .is_some_and(|&at| after_async_read_wait(k, (&parent, &home, &index), r0, at))
         {
             continue;
         }
@@ -300,6 +325,41 @@ fn fence_kernel(k: &mut Kernel) -> usize {
             let list = &k.regions[rb].insts;
             if !(b > 0 && is_shared_fence(k, list[b - 1])) {
                 before.insert(list[b]);
+            }
+            // A barrier under an `if` may not be run by every writer: the
+            // writers' fence also goes before the last barrier ahead of
+            // the outermost `if` around it.
+            let mut x = rb;
+            let mut outermost_if = None;
+            while let Some(&p) = parent.get(&x) {
+                if k.insts[p].op == Op::If {
+                    outermost_if = Some(p);
+                }
+                match home.get(&p) {
+                    Some(&h) => x = h,
+                    None => break,
+                }
+            }
+            if let Some(p) = outermost_if {
+                let (mut r, mut at) = (home[&p], p);
+                loop {
+                    let pf = prefix(r);
+                    let idx = pf.index.get(&at).copied().unwrap_or(0);
+                    if let Some(b) = pf.last[idx][0] {
+                        let list = &k.regions[r].insts;
+                        if !(b > 0 && is_shared_fence(k, list[b - 1])) {
+                            before.insert(list[b]);
+                        }
+                        break;
+                    }
+                    match parent.get(&r).and_then(|q| Some((*q, *home.get(q)?))) {
+                        Some((q, qr)) => {
+                            at = q;
+                            r = qr;
+                        }
+                        None => break,
+                    }
+                }
             }
         }
         if let Some(c) = nested {
