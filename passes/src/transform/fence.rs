@@ -94,6 +94,14 @@ fn is_wait(k: &Kernel, i: Inst) -> bool {
     )
 }
 
+/// Where each region sits: the instruction that owns it, the region that
+/// holds each instruction, and each instruction's index in that region.
+type Nesting<'a> = (
+    &'a HashMap<Region, Inst>,
+    &'a HashMap<Inst, Region>,
+    &'a HashMap<Inst, usize>,
+);
+
 /// Whether instruction `at` of region `r` follows a bulk `wait_group` or
 /// a blocking mbarrier wait with no generic write of shared memory between
 /// (waits, pure instructions, and loops or `if`s that write nothing, in
@@ -104,11 +112,7 @@ fn is_wait(k: &Kernel, i: Inst) -> bool {
 /// ([`reuse_fences`]).
 fn after_async_read_wait(
     k: &Kernel,
-    (parent, home, index): (
-        &HashMap<Region, Inst>,
-        &HashMap<Inst, Region>,
-        &HashMap<Inst, usize>,
-    ),
+    (parent, home, index): Nesting,
     mut r: Region,
     mut at: usize,
 ) -> bool {
