@@ -9,9 +9,9 @@
 //!   `bar.sync` / `bar.arrive`) before the copy (in its region or
 //!   an enclosing one) is directly preceded by `fence.proxy.async.shared::cta`,
 //!   so every thread fences its writes before the barrier publishes them to
-//!   the issuing thread (when that barrier is under an `if`, which not
-//!   every writer may run, the last barrier before the outermost such `if`
-//!   gets the fence too);
+//!   the issuing thread (when that barrier is under an `if`, or is a loop
+//!   or `if` holding barriers, which not every writer may run, every CTA
+//!   barrier of the kernel gets the fence);
 //! * issuer side: when the issuing thread itself stores to shared memory
 //!   after that barrier (or there is no barrier), a fence directly precedes
 //!   the copy.
@@ -330,38 +330,25 @@ fn fence_kernel(k: &mut Kernel) -> usize {
             if !(b > 0 && is_shared_fence(k, list[b - 1])) {
                 before.insert(list[b]);
             }
-            // A barrier under an `if` may not be run by every writer: the
-            // writers' fence also goes before the last barrier ahead of
-            // the outermost `if` around it.
+            // A barrier under an `if`, or inside a loop or `if` that holds
+            // barriers, may not be run by every writer: every CTA barrier
+            // of the kernel gets the writers' fence (an unusual shape, so
+            // the extra fences cost little).
+            let mut under_if = !k.insts[list[b]].regions.is_empty();
             let mut x = rb;
-            let mut outermost_if = None;
             while let Some(&p) = parent.get(&x) {
-                if k.insts[p].op == Op::If {
-                    outermost_if = Some(p);
-                }
+                under_if |= k.insts[p].op == Op::If;
                 match home.get(&p) {
                     Some(&h) => x = h,
                     None => break,
                 }
             }
-            if let Some(p) = outermost_if {
-                let (mut r, mut at) = (home[&p], p);
-                loop {
-                    let pf = prefix(r);
-                    let idx = pf.index.get(&at).copied().unwrap_or(0);
-                    if let Some(b) = pf.last[idx][0] {
-                        let list = &k.regions[r].insts;
-                        if !(b > 0 && is_shared_fence(k, list[b - 1])) {
-                            before.insert(list[b]);
-                        }
-                        break;
-                    }
-                    match parent.get(&r).and_then(|q| Some((*q, *home.get(q)?))) {
-                        Some((q, qr)) => {
-                            at = q;
-                            r = qr;
-                        }
-                        None => break,
+            if under_if {
+                for &(rb, bi) in &all {
+                    let list = &k.regions[rb].insts;
+                    let pos = prefix(rb).index.get(&bi).copied().unwrap_or(0);
+                    if is_cta_barrier(k, bi) && !(pos > 0 && is_shared_fence(k, list[pos - 1])) {
+                        before.insert(bi);
                     }
                 }
             }
