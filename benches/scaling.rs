@@ -171,7 +171,7 @@ fn main() {
         ("abstract copies", abstract_copies, 1000),
         ("phase in a loop (trips)", loop_phases, 256),
         ("mbarrier declarations", many_mbarriers, 512),
-        ("straight-line instructions", straight_line, 32_768),
+        ("straight-line instructions", straight_line, 4_096),
         ("nested constant loops (depth)", nested_loops, 1),
     ];
     let stages: &[Stage] = &[("check", check), ("opt", opt), ("lower", lower)];

@@ -301,6 +301,31 @@ fn deep_nesting_is_an_error_not_a_crash() {
 }
 
 #[test]
+fn kernel_past_the_instruction_limit_is_an_error() {
+    let kernel = |n: usize| {
+        let mut text = String::from(
+            "module @m target sm_80 ptx 7.8\nkernel @k(%n: i32) {\n  %a0 = add %n, 1 : i32\n",
+        );
+        for i in 1..n {
+            text.push_str(&format!("  %a{i} = add %a{}, 1 : i32\n", i - 1));
+        }
+        text.push_str("}\n");
+        text
+    };
+    let limit = cpflow::ir::parser::MAX_KERNEL_INSTS;
+    assert!(!cpflow::check(&kernel(limit)).has_errors());
+    let checked = cpflow::check(&kernel(limit + 1));
+    assert_eq!(checked.diagnostics.len(), 1);
+    assert!(
+        checked.diagnostics[0]
+            .message
+            .contains("more than 32768 instructions"),
+        "{:?}",
+        checked.diagnostics[0]
+    );
+}
+
+#[test]
 fn huge_numbers_are_errors() {
     let text = "module @m target sm_80 ptx 7.0\nkernel @k() {\n  %c = const 99999999999999999999999 : i64\n}\n";
     let checked = cpflow::check(text);

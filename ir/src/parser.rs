@@ -20,6 +20,25 @@ use crate::types::{Scalar, Space, Type};
 /// Regions nest at most this deep; deeper input is rejected, not overflowed.
 pub const MAX_NESTING: usize = 64;
 
+/// A kernel holds at most this many instructions (nested ones included);
+/// a longer kernel is rejected while it is read, before any analysis
+/// (every pass and the lowering stay well under 2 s at this size).
+pub const MAX_KERNEL_INSTS: usize = 32_768;
+
+/// The error for an instruction past [`MAX_KERNEL_INSTS`]; out of line, so
+/// the recursive region parser's frame stays small.
+#[cold]
+#[inline(never)]
+fn too_many_insts(at: Span) -> Diagnostic {
+    Diagnostic::error(
+        E_SYNTAX,
+        format!("this kernel has more than {MAX_KERNEL_INSTS} instructions"),
+        at,
+    )
+    .with_label("the limit is reached here")
+    .with_help("split the work into several kernels, or use loops")
+}
+
 /// Parses a module from text; the first error stops it.
 ///
 /// ```
@@ -468,6 +487,9 @@ impl Parser {
             if top && self.at_keyword("shared") {
                 self.shared_decl(kb)?;
             } else {
+                if kb.kernel.insts.len() >= MAX_KERNEL_INSTS {
+                    return Err(too_many_insts(self.span()));
+                }
                 let inst = self.statement(kb)?;
                 kb.kernel.regions[region].insts.push(inst);
             }
