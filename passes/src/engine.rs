@@ -582,11 +582,11 @@ impl<'a> Engine<'a> {
             {
                 let space = if shared { "shared" } else { "global" };
                 self.emit(
-                        Diagnostic::error("E1017", format!("every thread that runs this store writes the same {space} bytes: the writes race"), self.span(at))
-                            .with_label("the address is the same in every thread, and several threads run this store")
-                            .with_help("have one thread write (`if %tid.x == 0`, or an elected lane), or give each thread its own bytes")
-                            .with_note(format!("two threads' plain stores to the same bytes that nothing orders are a data race, even of equal values: conflicting accesses that are not morally strong ({})", cpflow_ir::cite::MEMORY_MODEL)),
-                    );
+                    Diagnostic::error("E1017", format!("every thread that runs this store writes the same {space} bytes: the writes race"), self.span(at))
+                        .with_label("the address is the same in every thread, and several threads run this store")
+                        .with_help("have one thread write (`if %tid.x == 0`, or an elected lane), or give each thread its own bytes")
+                        .with_note(format!("two threads' plain stores to the same bytes that nothing orders are a data race, even of equal values: conflicting accesses that are not morally strong ({})", cpflow_ir::cite::MEMORY_MODEL)),
+                );
             }
             if shared {
                 st.gen_writes.insert((m.clone(), false, at));
@@ -707,11 +707,7 @@ impl<'a> Engine<'a> {
                 }) && self.same_bytes_in_every_thread(d)
                     && self.threads_here_known_several()
             };
-            if kind == Kind::Abstract
-                && self.global_in_declared_block(d)
-                && d.size.is_some()
-                && same_everywhere
-            {
+            if same_everywhere && self.global_in_declared_block(d) && d.size.is_some() {
                 self.emit(
                     Diagnostic::error("E1005", "every thread that runs this copy writes the same global bytes while the others' copies are in flight", self.span(at))
                         .with_label("the destination and size are the same in every thread, and several threads run this copy")

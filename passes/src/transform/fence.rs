@@ -287,6 +287,7 @@ fn fence_kernel(k: &mut Kernel) -> usize {
     };
     // Instructions to put a fence in front of.
     let mut before: HashSet<Inst> = HashSet::new();
+    let mut fence_every_barrier = false;
     for &(r0, copy) in &all {
         if !reads_shared_async(k, copy) {
             continue;
@@ -327,7 +328,7 @@ fn fence_kernel(k: &mut Kernel) -> usize {
         }
         if let Some((rb, b)) = barrier {
             let list = &k.regions[rb].insts;
-            if !(b > 0 && is_shared_fence(k, list[b - 1])) {
+            if !follows_fence(k, list, b) {
                 before.insert(list[b]);
             }
             // A barrier under an `if`, or inside a loop or `if` that holds
@@ -343,15 +344,7 @@ fn fence_kernel(k: &mut Kernel) -> usize {
                     None => break,
                 }
             }
-            if under_if {
-                for &(rb, bi) in &all {
-                    let list = &k.regions[rb].insts;
-                    let pos = prefix(rb).index.get(&bi).copied().unwrap_or(0);
-                    if is_cta_barrier(k, bi) && !(pos > 0 && is_shared_fence(k, list[pos - 1])) {
-                        before.insert(bi);
-                    }
-                }
-            }
+            fence_every_barrier |= under_if;
         }
         if let Some(c) = nested {
             // Every barrier inside it gets the writers' fence: each one may
@@ -371,9 +364,8 @@ fn fence_kernel(k: &mut Kernel) -> usize {
                     }
                 };
                 if inside && is_cta_barrier(k, bi) {
-                    let list = &k.regions[rb].insts;
                     let pos = prefix(rb).index.get(&bi).copied().unwrap_or(0);
-                    if !(pos > 0 && is_shared_fence(k, list[pos - 1])) {
+                    if !follows_fence(k, &k.regions[rb].insts, pos) {
                         before.insert(bi);
                     }
                 }
@@ -382,9 +374,16 @@ fn fence_kernel(k: &mut Kernel) -> usize {
         if stored || (barrier.is_none() && !fenced) {
             let p = prefix(r0);
             let idx = p.index.get(&copy).copied().unwrap_or(0);
-            let list = &k.regions[r0].insts;
-            if !(idx > 0 && is_shared_fence(k, list[idx - 1])) {
+            if !follows_fence(k, &k.regions[r0].insts, idx) {
                 before.insert(copy);
+            }
+        }
+    }
+    if fence_every_barrier {
+        for &(rb, bi) in &all {
+            let pos = prefix(rb).index.get(&bi).copied().unwrap_or(0);
+            if is_cta_barrier(k, bi) && !follows_fence(k, &k.regions[rb].insts, pos) {
+                before.insert(bi);
             }
         }
     }
@@ -516,6 +515,12 @@ fn alloc_of(k: &Kernel, a: Arg) -> Option<SharedId> {
             _ => return None,
         }
     }
+}
+
+/// Whether `list[pos]` directly follows a shared fence (a fence inserted
+/// before it would be a second one).
+fn follows_fence(k: &Kernel, list: &[Inst], pos: usize) -> bool {
+    pos > 0 && is_shared_fence(k, list[pos - 1])
 }
 
 /// Whether `i` is a CTA barrier, `barrier.cta` or a named one (`bar.sync`,
