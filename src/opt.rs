@@ -21,7 +21,8 @@ pub struct OptArgs {
     /// runs).
     #[arg(long)]
     no_check: bool,
-    /// Passes to run, in order (default: select,coalesce,sync,fence,cleanup;
+    /// Passes to run, in order (default:
+    /// pipeline,select,coalesce,sync,fence,cleanup;
     /// `coalesce` must directly follow `select`: without it no copies merge;
     /// `pipeline`, `pipeline:N`, `pipeline:ws` or `pipeline:N:ws` first
     /// turns copy loops into rings or warp-specialised loops).
@@ -79,7 +80,7 @@ pub fn explain(report: &Report, text: &str) -> String {
             p.why,
             p.shared_bytes
         ));
-        for c in p.copies.iter().chain(&p.roles) {
+        for c in p.copies.iter().chain(&p.roles).chain(&p.model) {
             out.push_str(&format!("//   {c}\n"));
         }
     }

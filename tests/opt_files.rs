@@ -254,7 +254,7 @@ fn coalescing_needs_the_coalesce_pass() {
 fn coalesce_must_follow_select() {
     use transform::Pass;
     assert_eq!(
-        transform::parse_pipeline("select,coalesce,sync,fence,cleanup").unwrap(),
+        transform::parse_pipeline("pipeline,select,coalesce,sync,fence,cleanup").unwrap(),
         transform::DEFAULT_PIPELINE
     );
     for bad in ["coalesce", "coalesce,select", "select,sync,coalesce"] {

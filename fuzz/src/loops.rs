@@ -334,7 +334,7 @@ pub fn judge(l: &Loop, form: Form) -> Verdict {
         },
     };
     let passes: Vec<Pass> = std::iter::once(Pass::Pipeline(ask))
-        .chain(transform::DEFAULT_PIPELINE.iter().copied())
+        .chain(transform::DEFAULT_PIPELINE[1..].iter().copied())
         .collect();
     let per_loop = pipeline::loop_comments(&text, &before);
     let mut after = before.clone();

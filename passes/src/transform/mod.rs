@@ -1,9 +1,12 @@
 //! Transform passes: from the high-level layer (abstract `copy`,
 //! `copy.reduce` and `await`) to concrete PTX-level IR.
 //!
-//! The pipeline is `select,coalesce,sync,fence,cleanup`
+//! The pipeline is `pipeline,select,coalesce,sync,fence,cleanup`
 //! ([`DEFAULT_PIPELINE`]):
 //!
+//! * [`pipeline`] rewrites single-buffered copy loops into S-stage rings of
+//!   abstract copies (S from the cost model in [`stages`]), which the
+//!   passes below lower like any hand-written ring;
 //! * [`select`] picks a concrete form for every abstract copy (egg over copy
 //!   descriptors, [`desc`]) and writes its issue side; each copy's token
 //!   becomes the handle of its completion (a `group`, `bulk_group` or
@@ -22,10 +25,6 @@
 //!   of loops that write no shared memory through the generic proxy;
 //! * [`cleanup`] drops redundant waits, empty groups and duplicate fences.
 //!
-//! Before them, [`pipeline`] (not in the default pipeline) rewrites
-//! single-buffered copy loops into S-stage rings of abstract copies, which
-//! the passes above then lower like any hand-written ring.
-//!
 //! Every pass assumes a module that verifies clean and returns diagnostics,
 //! never panics, when it cannot do its job. Side-effecting instructions keep
 //! their program order; passes only insert, replace or drop them.
@@ -37,6 +36,7 @@ mod edit;
 pub mod fence;
 pub mod pipeline;
 pub mod select;
+pub mod stages;
 pub mod sync;
 mod warpspec;
 
@@ -102,14 +102,9 @@ impl Pass {
     }
 }
 
-/// The default pipeline (without [`Pass::Pipeline`]).
-pub const DEFAULT_PIPELINE: &[Pass] = &[
-    Pass::Select,
-    Pass::Coalesce,
-    Pass::Sync,
-    Pass::Fence,
-    Pass::Cleanup,
-];
+/// The default pipeline: every pass, `pipeline` with the stage counts
+/// of the cost model and the ring form.
+pub const DEFAULT_PIPELINE: &[Pass] = Pass::NAMED;
 
 /// Parses a comma-separated pass list such as `select,sync`; every
 /// `coalesce` must directly follow a `select` ([`check_pipeline`]).
@@ -203,14 +198,17 @@ pub fn run_with(
             .filter(Diagnostic::is_error)
             .count()
     };
-    let before = errors(module);
     let mut out = module.clone();
     let report = run_once(&mut out, passes, per_loop, &[])?;
+    if report.pipelined.is_empty() || has_abstract(&out) {
+        *module = out;
+        return Ok(report);
+    }
     let after: Vec<Diagnostic> = crate::check(&out)
         .into_iter()
         .filter(Diagnostic::is_error)
         .collect();
-    if report.pipelined.is_empty() || has_abstract(&out) || after.len() <= before {
+    if after.len() <= errors(module) {
         *module = out;
         return Ok(report);
     }

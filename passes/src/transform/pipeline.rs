@@ -44,10 +44,7 @@ use cpflow_ir::types::{Scalar, Space, Type};
 use cpflow_ir::{Diagnostic, Module};
 
 use super::edit::{self, family, pure};
-use super::warpspec;
-
-/// Stages when the pass is not told how many.
-pub const DEFAULT_STAGES: u32 = 3;
+use super::{stages, warpspec};
 
 /// Static shared memory a CTA may declare without opting in (48 KiB, CUDA
 /// C Programming Guide, "Shared Memory"): the ring and every other
@@ -83,7 +80,7 @@ impl Form {
 
 /// What a pass option or a loop's comment asks of `pipeline`; what it
 /// leaves `None` is decided by the next level (the loop's comment, then
-/// the pass option, then [`DEFAULT_STAGES`] and [`Form::Ring`]).
+/// the pass option, then the cost model ([`stages`]) and [`Form::Ring`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Ask {
     /// The stage count, at least 2.
@@ -175,6 +172,9 @@ pub struct Schedule {
     pub roles: Vec<String>,
     /// Shared bytes of the kernel after the rewrite.
     pub shared_bytes: u64,
+    /// The cost model's candidates and their prices, a line each (empty
+    /// when the stage count was asked for).
+    pub model: Vec<String>,
 }
 
 /// What the pass did: loops pipelined and loops left alone (`W2001`).
@@ -295,21 +295,25 @@ pub fn pipeline(
                     let stages = match (own.stages, ask.stages) {
                         (Some(n), _) => Asked::Loop(n),
                         (None, Some(n)) => Asked::Pass(n),
-                        (None, None) => Asked::Default,
+                        (None, None) => Asked::Model,
                     };
                     let p = plan(k, region, lp)?;
                     let ws = match form {
                         Form::Ring => None,
                         Form::Ws => Some(warpspec::check(k, &p, sm)?),
                     };
-                    let (s, why) = choose_stages(k, &p, stages)?;
-                    Ok((p, ws, s, why))
+                    let (s, why, model) = choose_stages(k, &p, form, stages, sm)?;
+                    Ok((p, ws, s, why, model))
                 }),
             };
             match planned {
-                Ok((p, None, s, why)) => out.schedules.push(rewrite(k, &p, s, why)),
-                Ok((p, Some(ws), s, why)) => {
-                    out.schedules.push(warpspec::rewrite(k, &p, &ws, s, why))
+                Ok((p, ws, s, why, model)) => {
+                    let mut schedule = match ws {
+                        None => rewrite(k, &p, s, why),
+                        Some(ws) => warpspec::rewrite(k, &p, &ws, s, why),
+                    };
+                    schedule.model = model;
+                    out.schedules.push(schedule);
                 }
                 Err(reason) => {
                     let mut d =
@@ -561,8 +565,8 @@ fn plan(k: &Kernel, region: Region, lp: Inst) -> Result<Plan, String> {
 /// Where a loop's stage count comes from.
 #[derive(Clone, Copy)]
 enum Asked {
-    /// [`DEFAULT_STAGES`].
-    Default,
+    /// Nothing asked: the cost model ([`stages`]).
+    Model,
     /// `pipeline:N`, for every loop.
     Pass(u32),
     /// The loop's `// pipeline: stages=N` comment.
@@ -570,8 +574,16 @@ enum Asked {
 }
 
 /// The stage count asked for, capped so that the ring and the other
-/// allocations fit in [`SHARED_BUDGET`]; at least 2.
-fn choose_stages(k: &Kernel, p: &Plan, asked: Asked) -> Result<(u32, String), String> {
+/// allocations fit in [`SHARED_BUDGET`]; at least 2. Asked for nothing,
+/// the cost model chooses ([`stages::choose`]), and its candidates come
+/// back for `--explain`.
+fn choose_stages(
+    k: &Kernel,
+    p: &Plan,
+    form: Form,
+    asked: Asked,
+    sm: u32,
+) -> Result<(u32, String, Vec<String>), String> {
     let per_stage: u64 = p.allocs.iter().map(|&a| k.shared[a].size_bytes()).sum();
     let others: u64 = k
         .shared
@@ -580,10 +592,6 @@ fn choose_stages(k: &Kernel, p: &Plan, asked: Asked) -> Result<(u32, String), St
         .map(|(_, s)| s.size_bytes())
         .sum();
     let fit = SHARED_BUDGET.saturating_sub(others) / per_stage.max(1);
-    let wanted = match asked {
-        Asked::Default => DEFAULT_STAGES,
-        Asked::Pass(n) | Asked::Loop(n) => n,
-    };
     // A loop of a constant T trips has at most T tiles to issue ahead:
     // more than T + 1 stages only re-load its last tile.
     let d = &k.insts[p.lp];
@@ -592,12 +600,31 @@ fn choose_stages(k: &Kernel, p: &Plan, asked: Asked) -> Result<(u32, String), St
         .zip(k.const_int(d.args[0]))
         .map(|(hi, lo)| (hi - lo).max(0) as u64);
     let useful = trips.map_or(u64::MAX, |t| (t + 1).max(2));
-    let s = u64::from(wanted).min(fit).min(useful);
-    if s < 2 {
+    if fit < 2 {
         return Err(format!(
             "two stages of {per_stage} bytes do not fit beside {others} other shared bytes in {SHARED_BUDGET}"
         ));
     }
+    let wanted = match asked {
+        Asked::Model => {
+            let lp = stages::Loop {
+                form,
+                per_stage,
+                others,
+                threads: k.block.map(|b| b[0] * b[1] * b[2]),
+                max: fit.min(useful).min(u64::from(stages::MAX_STAGES)) as u32,
+            };
+            let c = stages::choose(lp, sm);
+            let candidates = c
+                .candidates
+                .iter()
+                .map(|(s, cost)| format!("candidate ({} {s}): {cost}", form.name()))
+                .collect();
+            return Ok((c.stages, c.why(), candidates));
+        }
+        Asked::Pass(n) | Asked::Loop(n) => n,
+    };
+    let s = u64::from(wanted).min(fit).min(useful);
     let why = if s < u64::from(wanted) && s == useful && s < fit {
         format!(
             "{wanted} wanted, {s} useful: the loop runs {} times",
@@ -607,12 +634,10 @@ fn choose_stages(k: &Kernel, p: &Plan, asked: Asked) -> Result<(u32, String), St
         format!("{wanted} wanted, {s} fit: {per_stage} bytes per stage, {others} other shared bytes, budget {SHARED_BUDGET}")
     } else if let Asked::Loop(_) = asked {
         format!("{wanted} asked for on this loop; {per_stage} bytes per stage fit")
-    } else if let Asked::Pass(_) = asked {
-        format!("{wanted} asked for; {per_stage} bytes per stage fit")
     } else {
-        format!("default {DEFAULT_STAGES}; {per_stage} bytes per stage fit")
+        format!("{wanted} asked for; {per_stage} bytes per stage fit")
     };
-    Ok((s as u32, why))
+    Ok((s as u32, why, Vec::new()))
 }
 
 /// Replaces every use of a key of `map` in `insts` and the regions nested
@@ -913,6 +938,7 @@ fn rewrite(k: &mut Kernel, p: &Plan, s: u32, why: String) -> Schedule {
         copies,
         roles: Vec::new(),
         shared_bytes,
+        model: Vec::new(),
     }
 }
 
@@ -967,7 +993,9 @@ kernel @k(%src: ptr<global> align 16, %idx: ptr<global> align 16, %n: i32) {{
 
     #[test]
     fn stage_count_defaults_overrides_and_fits_the_budget() {
-        assert_eq!(stages_of(module(2048, "1", ""), None), Ok(DEFAULT_STAGES));
+        // 2 KiB stages on an A100, 16 CTAs of an undeclared block per SM:
+        // two stages keep 32 KiB in flight, enough.
+        assert_eq!(stages_of(module(2048, "1", ""), None), Ok(2));
         assert_eq!(stages_of(module(2048, "1", ""), Some(6)), Ok(6));
         // 20 KiB per stage: only two fit in 48 KiB.
         assert_eq!(stages_of(module(20480, "1", ""), Some(4)), Ok(2));

@@ -767,6 +767,7 @@ pub(super) fn rewrite(k: &mut Kernel, p: &Plan, ws: &Ws, s: u32, why: String) ->
         copies,
         roles,
         shared_bytes,
+        model: Vec::new(),
     }
 }
 
