@@ -121,9 +121,12 @@ fn bundle_file(
     // concrete program as the GPU.
     match passes {
         Some(passes) => {
-            crate::opt::transform_verified(&mut module, passes).map_err(|d| file.render(&d))?
+            crate::opt::transform_verified(&mut module, passes, &text, Default::default())
+                .map(|_| ())
+                .map_err(|d| file.render(&d))?
         }
-        None => crate::opt::lower_abstract(&mut module).map_err(|d| file.render(&d))?,
+        None => crate::opt::lower_abstract(&mut module, &text, Default::default())
+            .map_err(|d| file.render(&d))?,
     }
     if module.target.sm.number > arch.number {
         return Err(format!("targets {}, newer than {arch}", module.target.sm));

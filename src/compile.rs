@@ -28,6 +28,8 @@ pub struct CompileArgs {
     /// Use this PTX ISA version instead of the module's (re-verified).
     #[arg(long)]
     ptx: Option<String>,
+    #[command(flatten)]
+    transform: crate::opt::TransformArgs,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -51,7 +53,7 @@ pub fn run(args: CompileArgs, rep: &mut Reporter) -> ExitCode {
     if let Err(code) = gate(&source, &module, args.no_check, "compile", rep) {
         return code;
     }
-    if let Err(diags) = crate::opt::lower_abstract(&mut module) {
+    if let Err(diags) = crate::opt::lower_abstract(&mut module, &source.text, args.transform) {
         return fail(&source, diags, "compile", rep);
     }
     let result = match args.emit {

@@ -43,6 +43,7 @@ pub use cpflow_passes as passes;
 pub mod lint;
 pub mod lsp;
 pub mod timeline;
+pub mod validate;
 
 use cpflow_ir::{Diagnostic, Module, Span};
 

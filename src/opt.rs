@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use cpflow::ir::{Diagnostic, Module};
+use cpflow::interp::runline;
+use cpflow::ir::{Diagnostic, Module, Span};
 use cpflow::passes::transform::{self, Pass, Report};
 
 use crate::compile::{fail, gate};
@@ -36,19 +37,50 @@ pub struct OptArgs {
     /// `//` comments before the IR.
     #[arg(long)]
     explain: bool,
+    #[command(flatten)]
+    transform: TransformArgs,
+}
+
+/// The options `opt` and `compile` share: how rings are proved and
+/// whether the output is validated.
+#[derive(clap::Args, Clone, Copy, Debug, Default)]
+pub struct TransformArgs {
+    /// Keep the rings `pipeline` makes without running the checker on the
+    /// lowered output (faster; by default a ring the checker cannot prove
+    /// is undone, with W2001).
+    #[arg(long)]
+    unproven_rings: bool,
+    /// Run the output against the input in the interpreter on every
+    /// `// run:` line of the file (eager, lazy, 20 random schedules and a
+    /// bounded exhaustive search): any difference is error T0005, and
+    /// nothing is written.
+    #[arg(long)]
+    validate: bool,
 }
 
 /// Runs the default pipeline on a verified module when it has abstract ops
-/// (what `cpflow compile` does before lowering).
-pub fn lower_abstract(module: &mut Module) -> Result<(), Vec<Diagnostic>> {
+/// (what `cpflow compile` does before lowering), with the `// pipeline:`
+/// comments of its source `text`.
+pub fn lower_abstract(
+    module: &mut Module,
+    text: &str,
+    args: TransformArgs,
+) -> Result<(), Vec<Diagnostic>> {
     if !transform::has_abstract(module) {
         return Ok(());
     }
-    transform_verified(module, transform::DEFAULT_PIPELINE)
+    transform_verified(module, transform::DEFAULT_PIPELINE, text, args).map(|_| ())
 }
 
-/// Runs `passes` on `module` once it verifies clean.
-pub fn transform_verified(module: &mut Module, passes: &[Pass]) -> Result<(), Vec<Diagnostic>> {
+/// Runs `passes` on `module` once it verifies clean, with the `// pipeline:`
+/// comments of its source `text`; with `--validate`, then compares the
+/// output with the input on the source's run lines.
+pub fn transform_verified(
+    module: &mut Module,
+    passes: &[Pass],
+    text: &str,
+    args: TransformArgs,
+) -> Result<Report, Vec<Diagnostic>> {
     let errors: Vec<Diagnostic> = cpflow::ir::verify(module)
         .into_iter()
         .filter(Diagnostic::is_error)
@@ -56,7 +88,71 @@ pub fn transform_verified(module: &mut Module, passes: &[Pass]) -> Result<(), Ve
     if !errors.is_empty() {
         return Err(errors);
     }
-    transform::run(module, passes).map(|_| ())
+    let before = args.validate.then(|| module.clone());
+    let per_loop = transform::pipeline::loop_comments(text, module);
+    let report = transform::run_with(
+        module,
+        passes,
+        transform::Options {
+            per_loop: &per_loop,
+            unproven_rings: args.unproven_rings,
+        },
+    )?;
+    if let Some(before) = before {
+        validate(&before, module, text)?;
+    }
+    Ok(report)
+}
+
+/// `--validate`: [`cpflow::validate::same_runs`] on every run line of
+/// `text` under [`cpflow::validate::thorough`] schedules. A disagreement,
+/// or a file without run lines, is error `T0005` at the run line.
+fn validate(before: &Module, after: &Module, text: &str) -> Result<(), Vec<Diagnostic>> {
+    let lines = runline::parse_all(text).map_err(|d| vec![d])?;
+    if lines.is_empty() {
+        return Err(vec![Diagnostic::error(
+            "T0005",
+            "`--validate` needs `// run:` lines: the file has none",
+            Span::new(0, 0),
+        )
+        .with_help(
+            "add a `// run:` line for each launch to compare (docs/run-lines.md)",
+        )]);
+    }
+    let schedules = cpflow::validate::thorough();
+    let Err(d) = cpflow::validate::same_runs(before, after, &lines, &schedules) else {
+        return Ok(());
+    };
+    let span = run_line_spans(text).nth(d.line).unwrap_or(Span::new(0, 0));
+    let (message, label) = if d.input {
+        (
+            format!("cannot validate the transform on this run line: {d}"),
+            "the input itself misbehaves on this launch",
+        )
+    } else {
+        (
+            format!("the transformed program differs from its input on this run line: {d}"),
+            "the output disagrees with the input on this launch",
+        )
+    };
+    Err(vec![Diagnostic::error("T0005", message, span)
+        .with_label(label)
+        .with_help("nothing was written; `cpflow run` on the input and on `cpflow opt` output shows both runs")])
+}
+
+/// The span of each `// run:` line of `text`, in order.
+fn run_line_spans(text: &str) -> impl Iterator<Item = Span> + '_ {
+    text.split_inclusive('\n')
+        .scan(0, |at, line| {
+            let start = *at;
+            *at += line.len();
+            Some((start, line))
+        })
+        .filter(|(_, line)| line.trim_start().starts_with("// run:"))
+        .map(|(start, line)| {
+            let lead = line.len() - line.trim_start().len();
+            Span::new(start + lead, start + line.trim_end().len())
+        })
 }
 
 /// The `--explain` text, as comments: each pipelined loop and each loop
@@ -142,8 +238,7 @@ pub fn run(args: OptArgs, rep: &mut Reporter) -> ExitCode {
     if let Err(code) = gate(&source, &module, args.no_check, "opt", rep) {
         return code;
     }
-    let per_loop = transform::pipeline::loop_comments(&source.text, &module);
-    let done = match transform::run_with(&mut module, &passes, &per_loop) {
+    let done = match transform_verified(&mut module, &passes, &source.text, args.transform) {
         Ok(r) => r,
         Err(diags) => return fail(&source, diags, "opt", rep),
     };

@@ -389,6 +389,34 @@ fn compile_and_opt_refuse_checker_errors() {
     );
 }
 
+/// `--validate` compares the transformed program with its input on the
+/// file's run lines: a pipelined loop agrees (exit 0, output written); a
+/// file without run lines is error T0005 at `compile` and `opt` alike,
+/// and nothing is written. `// pipeline:` comments reach `compile` too.
+#[test]
+fn validate_runs_the_output_against_the_input() {
+    let ws = "tests/pipeline/ws_one_tile.cpf";
+    let out = run(&["opt", "--validate", ws]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("elect.sync"), "{}", out.stdout);
+    let out = run(&["compile", "--validate", "--emit", "mlir", ws]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("elect.sync"), "{}", out.stdout);
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(ws))
+        .expect("the test file");
+    let bare: String = text
+        .lines()
+        .filter(|l| !l.starts_with("// run:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    for command in ["opt", "compile"] {
+        let out = cpflow_with(&[command, "--validate", "-"], &bare, &[]);
+        assert_eq!(out.code, 1, "{command}: {}", out.stderr);
+        assert!(out.stdout.is_empty(), "{command}: {}", out.stdout);
+        assert!(out.stderr.contains("error[T0005]"), "{}", out.stderr);
+    }
+}
+
 /// `--version` names the LLVM and the PTX ISA versions; `completions`
 /// prints a script for the shell.
 #[test]

@@ -73,8 +73,15 @@ fn validate(
 ) -> (Module, transform::Report) {
     let mut after = before.clone();
     let per_loop = pipeline::loop_comments(text, before);
-    let report = transform::run_with(&mut after, passes, &per_loop)
-        .unwrap_or_else(|d| panic!("{name}: {d:?}"));
+    let report = transform::run_with(
+        &mut after,
+        passes,
+        transform::Options {
+            per_loop: &per_loop,
+            ..Default::default()
+        },
+    )
+    .unwrap_or_else(|d| panic!("{name}: {d:?}"));
     assert!(
         !report.pipelined.is_empty(),
         "{name}: nothing pipelined: {:?}",
@@ -119,8 +126,15 @@ fn check_file(path: &Path, mlir: &Mlir) -> String {
     if let Some(reason) = refused {
         let mut after = before.clone();
         let per_loop = pipeline::loop_comments(&text, &before);
-        let report = transform::run_with(&mut after, &passes(None), &per_loop)
-            .unwrap_or_else(|d| panic!("{name}: {d:?}"));
+        let report = transform::run_with(
+            &mut after,
+            &passes(None),
+            transform::Options {
+                per_loop: &per_loop,
+                ..Default::default()
+            },
+        )
+        .unwrap_or_else(|d| panic!("{name}: {d:?}"));
         assert!(report.pipelined.is_empty(), "{name}: was pipelined");
         assert_eq!(report.not_pipelined.len(), 1, "{name}");
         let d = &report.not_pipelined[0];
@@ -233,7 +247,15 @@ fn malformed_loop_comment_refuses_the_loop() {
         let mut module = parse(&text).expect("it parses");
         let per_loop = pipeline::loop_comments(&text, &module);
         assert_eq!(per_loop.len(), 1, "{bad}");
-        let report = transform::run_with(&mut module, &passes(None), &per_loop).expect("it runs");
+        let report = transform::run_with(
+            &mut module,
+            &passes(None),
+            transform::Options {
+                per_loop: &per_loop,
+                ..Default::default()
+            },
+        )
+        .expect("it runs");
         assert!(report.pipelined.is_empty(), "{bad}");
         let d = &report.not_pipelined[0];
         assert!(d.message.contains(says), "{bad}: {}", d.message);

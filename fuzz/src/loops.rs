@@ -22,7 +22,7 @@
 //! block, which the producer warp grows). Anything else is a
 //! [`Verdict::Failure`].
 
-use cpflow::interp::{run, runline, Schedule};
+use cpflow::interp::{runline, Schedule};
 use cpflow::ir::{parse, print, verify};
 use cpflow::passes::transform::{self, pipeline, Pass};
 use pipeline::{Ask, Form};
@@ -338,7 +338,14 @@ pub fn judge(l: &Loop, form: Form) -> Verdict {
         .collect();
     let per_loop = pipeline::loop_comments(&text, &before);
     let mut after = before.clone();
-    let report = match transform::run_with(&mut after, &passes, &per_loop) {
+    let report = match transform::run_with(
+        &mut after,
+        &passes,
+        transform::Options {
+            per_loop: &per_loop,
+            ..Default::default()
+        },
+    ) {
         Ok(r) => r,
         Err(d) => return Verdict::Failure(format!("the passes failed: {d:?}")),
     };
@@ -372,31 +379,13 @@ pub fn judge(l: &Loop, form: Form) -> Verdict {
         Ok(lines) => lines,
         Err(e) => return Verdict::Failure(format!("run lines: {}", e.message)),
     };
-    let block = after.kernels.first().and_then(|k| k.block);
-    for line in &lines {
-        let mut at = line.launch.clone();
-        if let Some([x, ..]) = block {
-            at.threads = x;
-        }
-        for schedule in [Schedule::Eager, Schedule::Lazy, Schedule::Random(7)] {
-            let what = format!("%n = {:?} under {schedule}", line.inputs.scalars);
-            let b = match run(&before, &line.launch, &line.inputs, schedule.clone()) {
-                Ok(b) => b,
-                Err(d) => return Verdict::Failure(format!("{what}: input: {d:?}")),
-            };
-            if b.has_ub() {
-                return Verdict::InputUb;
-            }
-            let a = match run(&after, &at, &line.inputs, schedule) {
-                Ok(a) => a,
-                Err(d) => return Verdict::Failure(format!("{what}: output: {d:?}")),
-            };
-            if a.has_ub() {
-                return Verdict::Failure(format!("{what}: UB in the output: {:?}", a.findings));
-            }
-            if a.buffers != b.buffers {
-                return Verdict::Failure(format!("{what}: the output's buffers differ"));
-            }
+    let schedules = [Schedule::Eager, Schedule::Lazy, Schedule::Random(7)];
+    match cpflow::validate::same_runs(&before, &after, &lines, &schedules) {
+        Ok(()) => {}
+        Err(d) if d.input => return Verdict::InputUb,
+        Err(d) => {
+            let n = lines[d.line].inputs.scalars.get("n");
+            return Verdict::Failure(format!("%n = {n:?} {d}"));
         }
     }
     Verdict::Pipelined {

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use cpflow::interp::{run, runline, Schedule};
+use cpflow::interp::{runline, Schedule};
 use cpflow::ir::{Diagnostic, Module, SourceFile};
 use cpflow::lowering::{compile, Mlir};
 
@@ -53,8 +53,9 @@ pub fn case_report(path: &Path, text: &str, diags: &[Diagnostic], what: &str) ->
 }
 
 /// Runs every `// run:` line of `text` on `before` and on `after` (the
-/// same program transformed) under each schedule: `after` has no undefined
-/// behaviour and leaves the same buffers as `before`.
+/// same program transformed) under each schedule: neither has undefined
+/// behaviour and `after` leaves the same buffers as `before`
+/// ([`cpflow::validate::same_runs`]).
 // Each test crate compiles this module; only the transform drivers use it.
 #[allow(dead_code)]
 pub fn assert_same_runs(
@@ -66,34 +67,8 @@ pub fn assert_same_runs(
 ) {
     let lines = runline::parse_all(text).unwrap_or_else(|e| panic!("{name}: {}", e.message));
     assert!(!lines.is_empty(), "{name}: needs a // run: line");
-    for line in &lines {
-        // A transform may grow the declared block (a producer warp): the
-        // output runs at its own.
-        let mut at = line.launch.clone();
-        if let Some([x, ..]) = after
-            .kernels
-            .iter()
-            .find(|k| k.name == at.kernel)
-            .and_then(|k| k.block)
-        {
-            at.threads = x;
-        }
-        for schedule in schedules {
-            let what = format!(
-                "{name} @{} {:?} under {schedule}",
-                line.launch.kernel, line.inputs.scalars
-            );
-            let b = run(before, &line.launch, &line.inputs, schedule.clone())
-                .unwrap_or_else(|d| panic!("{what}: {d:?}"));
-            let a = run(after, &at, &line.inputs, schedule.clone())
-                .unwrap_or_else(|d| panic!("{what}: {d:?}"));
-            assert!(
-                !a.has_ub(),
-                "{what}: UB after the transform: {:#?}",
-                a.findings
-            );
-            assert!(b.buffers == a.buffers, "{what}: outputs differ");
-        }
+    if let Err(d) = cpflow::validate::same_runs(before, after, &lines, schedules) {
+        panic!("{name}, run line {}: {d}", d.line + 1);
     }
 }
 

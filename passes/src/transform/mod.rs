@@ -178,18 +178,29 @@ pub fn has_abstract(module: &Module) -> bool {
 /// not judged: the checker cannot yet tell `rem.u` slots of abstract
 /// copies apart.)
 pub fn run(module: &mut Module, passes: &[Pass]) -> Result<Report, Vec<Diagnostic>> {
-    run_with(module, passes, &[])
+    run_with(module, passes, Options::default())
 }
 
-/// [`run`], with the stage counts and forms asked for on single loops
-/// ([`pipeline::loop_comments`]).
+/// What [`run_with`] takes beyond the passes.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Options<'a> {
+    /// The stage counts and forms asked for on single loops
+    /// ([`pipeline::loop_comments`]).
+    pub per_loop: &'a [pipeline::LoopAsk],
+    /// Keep every ring `pipeline` makes without checking the lowered
+    /// output (faster; [`run`] undoes a ring the checker cannot prove).
+    pub unproven_rings: bool,
+}
+
+/// [`run`], with [`Options`].
 pub fn run_with(
     module: &mut Module,
     passes: &[Pass],
-    per_loop: &[pipeline::LoopAsk],
+    options: Options,
 ) -> Result<Report, Vec<Diagnostic>> {
+    let per_loop = options.per_loop;
     check_pipeline(passes).map_err(|e| vec![Diagnostic::error("T0003", e, Span::new(0, 0))])?;
-    if !passes.iter().any(|p| matches!(p, Pass::Pipeline(_))) {
+    if options.unproven_rings || !passes.iter().any(|p| matches!(p, Pass::Pipeline(_))) {
         return run_once(module, passes, per_loop, &[]);
     }
     let errors = |m: &Module| {
