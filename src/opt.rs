@@ -120,7 +120,13 @@ fn validate(before: &Module, after: &Module, text: &str) -> Result<(), Vec<Diagn
         )]);
     }
     let schedules = cpflow::validate::thorough();
-    let Err(d) = cpflow::validate::same_runs(before, after, &lines, &schedules) else {
+    let Err(d) = cpflow::validate::same_runs(
+        before,
+        after,
+        &lines,
+        &schedules,
+        cpflow::validate::InputUb::Refuse,
+    ) else {
         return Ok(());
     };
     let span = run_line_spans(text).nth(d.line).unwrap_or(Span::new(0, 0));

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Generate the sweep set of kernels (bench/gpu/gen.py --all), verify each with
 # `cpflow check` (an error fails the build; warnings are printed) and lower
-# it to PTX for sm_90a (`pipe_*` kernels through the pipeliner first). Output: bench/gpu/build/{cpf,ptx}/NAME.{cpf,ptx}.
+# it to PTX for sm_90a (`pipe_*` kernels through the pipeliner first). Output: bench/gpu/build/{cpf,ptx}/NAME.{cpf,ptx},
+# and bench/gpu/build/model-stages.txt: each `pipe_*` kernel and the stage
+# count cpflow's cost model chooses for it (the sweep builds every S).
 # Run from anywhere; needs cargo and python3 (stdlib only).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -40,6 +42,9 @@ for f in "$out"/cpf/*.cpf; do
       stages=$(echo "$name" | sed 's/.*_s\([0-9]*\)_.*/\1/')
       "$cpflow" opt "$f" --passes "pipeline:$stages,select,coalesce,sync,fence,cleanup" -o "$out/cpf/$name.ring.cpf"
       "$cpflow" compile "$out/cpf/$name.ring.cpf" -o "$out/ptx/$name.ptx"
+      # The stage count the cost model would choose for this loop.
+      model=$("$cpflow" opt "$f" --explain -q | sed -n 's/.*pipelined, \([0-9]*\) stages.*/\1/p' | head -1)
+      echo "$name $model" >> "$out/model-stages.txt"
       ;;
     *) "$cpflow" compile "$f" -o "$out/ptx/$name.ptx" ;;
   esac

@@ -76,7 +76,8 @@ class Cfg:
         if self.mech == "bulk1":
             assert S == 1
         elif self.mech == "pipe":
-            assert S >= 2 and T == 16 * N, "pipe: each thread copies 16 bytes of the tile"
+            assert S >= 2 and T % (16 * N) == 0, "pipe: each thread copies 16-byte multiples"
+            assert T == 16 * N or self.job == "rowsum", "pipe copy/scale: 16 bytes per thread"
         else:
             assert S >= 2 and 1 <= L <= S - 1, (S, L)
         assert T % 16 == 0
@@ -918,6 +919,7 @@ def pipe_rowsum(c):
     build.sh's `pipeline:S`, not this kernel's."""
     T, N = c.tile, c.threads
     per = T // (4 * N)
+    share = T // N
     out = [
         f"kernel @{c.name}({params(c)}) block({N}) {{",
         f"  shared @tile: bytes[{T}] align 128",
@@ -928,7 +930,7 @@ def pipe_rowsum(c):
         "  %leader = cmp.eq %tid, 0 : i32",
         "  %tile = addr @tile",
         "  %part = addr @part",
-        "  %off = mul %tid, 16 : i32",
+        f"  %off = mul %tid, {share} : i32",
         "  %off64 = zext %off : i32 to i64",
         "  %mine_t = ptr.add %tile, %off",
         "  %col = mul %tid, 4 : i32",
@@ -948,7 +950,7 @@ def pipe_rowsum(c):
         "      %k64 = zext %k : i32 to i64",
         f"      %k_off = mul %k64, {T} : i64",
         "      %src_k = ptr.add %src_t, %k_off",
-        "      %t = copy %mine_t, %src_k, 16",
+        f"      %t = copy %mine_t, %src_k, {share}",
         "      await %t",
         "      barrier.cta",
         "      %p = ptr.add %tile, %col",
@@ -1045,11 +1047,16 @@ def sweep():
         cfgs.append(Cfg("rowsum", "bulk", S, T, N))
     # copy and scale written single-buffered, pipelined by cpflow (S stages)
     for job in ("copy", "scale"):
-        for S, N in [(2, 256), (3, 256), (4, 256), (6, 256), (8, 128), (4, 512), (2, 1024)]:
-            cfgs.append(Cfg(job, "pipe", S, 16 * N, N))
-    # row sums written single-buffered, pipelined by cpflow (S stages)
-    for S, N in [(2, 256), (3, 256), (4, 256), (6, 256), (8, 256), (4, 512), (8, 128)]:
-        cfgs.append(Cfg("rowsum", "pipe", S, 16 * N, N))
+        for N in (128, 256, 512, 1024):
+            for S in (2, 3, 4, 6, 8):
+                if S * (16 * N + 8) <= SMEM_LIMIT:
+                    cfgs.append(Cfg(job, "pipe", S, 16 * N, N))
+    # row sums written single-buffered, pipelined by cpflow (S stages; each
+    # thread copies T/N bytes of a tile)
+    for T, N in [(4096, 256), (2048, 128), (8192, 512), (8192, 256), (8192, 128), (16384, 256)]:
+        for S in (2, 3, 4, 6, 8):
+            if S * (T + 8) + 4 * N <= SMEM_LIMIT:
+                cfgs.append(Cfg("rowsum", "pipe", S, T, N))
     # 5-point stencil: column strips of T bytes, input rows through a ring
     for S, T, N in [(4, 4096, 256), (6, 4096, 256), (8, 4096, 256), (4, 4096, 128),
                     (6, 2048, 128), (8, 2048, 128), (4, 8192, 256), (5, 8192, 512)]:

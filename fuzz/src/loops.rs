@@ -380,7 +380,13 @@ pub fn judge(l: &Loop, form: Form) -> Verdict {
         Err(e) => return Verdict::Failure(format!("run lines: {}", e.message)),
     };
     let schedules = [Schedule::Eager, Schedule::Lazy, Schedule::Random(7)];
-    match cpflow::validate::same_runs(&before, &after, &lines, &schedules) {
+    match cpflow::validate::same_runs(
+        &before,
+        &after,
+        &lines,
+        &schedules,
+        cpflow::validate::InputUb::Refuse,
+    ) {
         Ok(()) => {}
         Err(d) if d.input => return Verdict::InputUb,
         Err(d) => {

@@ -22,7 +22,7 @@ use crate::arith;
 use crate::clock::{self, Comps, Shadow, Stamp, BULK, BULKR, CPA, NEVER, PROG};
 use crate::sched::{Chooser, Point};
 use crate::trace::{Recorder, Trace, Track};
-use crate::value::{Addr, Mem, Val};
+use crate::value::{Addr, Mem, PhaseName, Val};
 
 /// The largest mbarrier count and tx-count magnitude (PTX ISA 9.7.13.15).
 const COUNT_MAX: i64 = (1 << 20) - 1;
@@ -708,6 +708,16 @@ impl<'a> Machine<'a> {
     }
 
     /// The global mbarrier slot at an address (U0301 when there is none).
+    /// The index of the phase `name` names on the barrier in `slot`, now.
+    fn named_phase(&self, slot: u32, name: PhaseName) -> i32 {
+        match name {
+            PhaseName::Index(i) => i,
+            PhaseName::Parity(p) => {
+                sem::phase_of_parity(i64::from(self.mbars[slot as usize].phase), p) as i32
+            }
+        }
+    }
+
     fn slot(&mut self, g: u32, inst: Inst, a: Addr) -> Option<u32> {
         let obj = self.obj_index(a.mem);
         let slot0 = self.objects.get(obj).and_then(|o| o.slot0);

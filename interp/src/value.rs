@@ -50,9 +50,8 @@ pub enum Val {
     Ptr(Addr),
     /// An mbarrier object.
     Mbar(Addr),
-    /// Phase `index` of the mbarrier at the address (an `i32`: -1 names the
-    /// phase before `init`, which counts as complete).
-    Phase(Addr, i32),
+    /// A phase of the mbarrier at the address.
+    Phase(Addr, PhaseName),
     /// An async operation (index into the machine's op table).
     Token(u32),
     /// The n-th (1-based) non-bulk async-group committed by the thread.
@@ -61,6 +60,17 @@ pub enum Val {
     BulkGroup(u32),
     /// Not defined yet (never read in a verified program).
     Undef,
+}
+
+/// How a phase value names its phase.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum PhaseName {
+    /// By index (`mbarrier.phase`; -1 names the phase before `init`, which
+    /// counts as complete).
+    Index(i32),
+    /// By parity (`mbarrier.phase.parity`): at each use, the most recent
+    /// phase of this parity ([`cpflow_ir::sem::phase_of_parity`]).
+    Parity(u32),
 }
 
 impl Val {

@@ -950,7 +950,7 @@ pub fn result_types(kernel: &Kernel, op: &PtxOp, args: &[Arg]) -> Vec<Type> {
         Family::MbarrierTestWaitParity | Family::MbarrierTryWaitParity | Family::ElectSync => {
             vec![Type::I1]
         }
-        Family::MbarrierPhase => match first_ty {
+        Family::MbarrierPhase | Family::MbarrierPhaseParity => match first_ty {
             Some(Type::Mbarrier(space)) => vec![Type::Phase(space)],
             _ => vec![Type::Phase(Space::Shared)],
         },

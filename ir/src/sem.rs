@@ -74,6 +74,19 @@ pub fn phase_window(current: i64, named: i64) -> PhaseWindow {
     }
 }
 
+/// The phase a parity bit names while the barrier is in phase `current`:
+/// the most recent phase of that parity, the current phase or the one
+/// before it. A wait by parity can observe only those two (PTX ISA
+/// 9.7.13.15), so this is the phase `mbarrier.try_wait.parity` with that
+/// bit waits for, and the phase an arrival with it must find current.
+pub fn phase_of_parity(current: i64, parity: u32) -> i64 {
+    if current & 1 == i64::from(parity & 1) {
+        current
+    } else {
+        current - 1
+    }
+}
+
 /// What a parity wait on phase `named` returns while the barrier is in
 /// phase `current`: true iff the parities differ, that is the phase of
 /// that parity most recently completed (PTX ISA 9.7.13.15). Within the

@@ -192,6 +192,8 @@ pub enum Family {
     MbarrierWait,
     /// `mbarrier.phase`
     MbarrierPhase,
+    /// `mbarrier.phase.parity`
+    MbarrierPhaseParity,
     /// `fence.proxy.async`
     FenceProxyAsync,
     /// `fence.mbarrier_init`
@@ -239,6 +241,7 @@ impl Family {
         Family::MbarrierTryWaitParity,
         Family::MbarrierWait,
         Family::MbarrierPhase,
+        Family::MbarrierPhaseParity,
         Family::FenceProxyAsync,
         Family::FenceMbarrierInit,
         Family::BarrierCta,
@@ -275,6 +278,7 @@ impl Family {
             Family::MbarrierTryWaitParity => "mbarrier.try_wait.parity",
             Family::MbarrierWait => "mbarrier.wait",
             Family::MbarrierPhase => "mbarrier.phase",
+            Family::MbarrierPhaseParity => "mbarrier.phase.parity",
             Family::FenceProxyAsync => "fence.proxy.async",
             Family::FenceMbarrierInit => "fence.mbarrier_init",
             Family::BarrierCta => "barrier.cta",
@@ -314,7 +318,7 @@ impl Family {
             Family::MbarrierTestWaitParity => SyncEffect::PhaseWait(WaitKind::Test),
             Family::MbarrierTryWaitParity => SyncEffect::PhaseWait(WaitKind::Try),
             Family::MbarrierWait => SyncEffect::PhaseWait(WaitKind::Blocking),
-            Family::MbarrierPhase => SyncEffect::Phase,
+            Family::MbarrierPhase | Family::MbarrierPhaseParity => SyncEffect::Phase,
             Family::FenceProxyAsync => SyncEffect::ProxyFence,
             Family::FenceMbarrierInit => SyncEffect::InitFence,
             Family::BarrierCta => SyncEffect::CtaBarrier {
@@ -338,12 +342,17 @@ impl Family {
     }
 
     /// True for cpflow's own operations, which have no single PTX instruction
-    /// (`copy`/`await` must be lowered by passes first; `mbarrier.wait` and
-    /// `mbarrier.phase` are erased by the lowering).
+    /// (`copy`/`await` must be lowered by passes first; `mbarrier.wait`,
+    /// `mbarrier.phase` and `mbarrier.phase.parity` are erased by the
+    /// lowering).
     pub fn is_cpflow_only(self) -> bool {
         matches!(
             self,
-            Family::Copy | Family::Await | Family::MbarrierWait | Family::MbarrierPhase
+            Family::Copy
+                | Family::Await
+                | Family::MbarrierWait
+                | Family::MbarrierPhase
+                | Family::MbarrierPhaseParity
         )
     }
 
@@ -1540,6 +1549,20 @@ pub static VARIANTS: &[Variant] = &[
         operands: &[
             operand("mbar", K::Mbarrier(Spaces::SHARED_OR_CLUSTER)),
             operand("index", K::I32),
+        ],
+        gate: gate(7, 0, 80),
+        source: Some(MBAR),
+        ..BASE
+    },
+    // cpflow: the phase of a barrier named by its parity bit (`parity & 1`),
+    // as real kernels keep it: at each use, the most recent phase of that
+    // parity (the current phase, or the one before it).
+    Variant {
+        family: Family::MbarrierPhaseParity,
+        form: "phase.parity",
+        operands: &[
+            operand("mbar", K::Mbarrier(Spaces::SHARED_OR_CLUSTER)),
+            operand("parity", K::I32),
         ],
         gate: gate(7, 0, 80),
         source: Some(MBAR),

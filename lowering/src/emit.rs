@@ -663,7 +663,9 @@ impl<'a> KernelEmitter<'a> {
                 let b = self.arg(data.args[0], "!llvm.ptr<3>");
                 self.line(&format!("nvvm.mbarrier.inval {} : {}", b.name, b.ty));
             }
-            Family::MbarrierPhase => {
+            // A phase lowers to its barrier and parity: `index & 1`, or the
+            // parity bit's low bit.
+            Family::MbarrierPhase | Family::MbarrierPhaseParity => {
                 let b = self.arg(data.args[0], "!llvm.ptr<3>");
                 let idx = self.arg(data.args[1], "i32");
                 let one = self.constant(1, "i32");

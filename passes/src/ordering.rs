@@ -418,6 +418,10 @@ fn analyse(
     out.extend(report.reads_after_exit());
     out.extend(report.invalidated());
     out.extend(report.races(&syms.bounds)?);
+    // A wait nothing feeds, where nothing else explains the hang.
+    if out.is_empty() {
+        out = report.starved_waits();
+    }
     Ok(out)
 }
 
@@ -2064,6 +2068,54 @@ impl Report<'_> {
         out.into_values().map(|(_, d)| d).collect()
     }
 
+    /// E1010 for each blocking wait on a phase (at or after the first)
+    /// that no arrival, `cp.async.mbarrier.arrive` or copy of any thread
+    /// names: it never completes, and the wait never returns.
+    fn starved_waits(&self) -> Vec<Diagnostic> {
+        let mut out: BTreeMap<Inst, Diagnostic> = BTreeMap::new();
+        // Phases are chained (each completes after the one before): only
+        // an arrival or a completion feeds one.
+        let fed = |n: Option<&NodeIndex>| {
+            n.is_some_and(|&n| {
+                self.g
+                    .g
+                    .neighbors_directed(n, Direction::Incoming)
+                    .any(|m| !matches!(self.g.g[m], Node::Phase))
+            })
+        };
+        for (r, (_, events)) in self.roles.iter().enumerate() {
+            for (i, e) in events.iter().enumerate() {
+                let Step::Wait {
+                    bar,
+                    phase,
+                    blocking: true,
+                    ..
+                } = e.step
+                else {
+                    continue;
+                };
+                if phase < 0
+                    || out.contains_key(&e.inst)
+                    || self.known.contains(&self.span(r, i).start)
+                    || fed(self.g.phases.get(&(bar, phase)))
+                    || fed(self.g.remote.get(&(bar, phase)))
+                {
+                    continue;
+                }
+                let d = Diagnostic::error(
+                    "E1010",
+                    format!("waits on phase {phase}, which no arrival or copy names: a deadlock"),
+                    self.span(r, i),
+                )
+                .with_label(format!("phase {phase} of this barrier never completes"))
+                .with_help("wait on a phase the other threads arrive on: check the phase (or parity bit) each side starts from and how it advances")
+                .with_note(format!("for example {}", self.instance(r, i)));
+                out.insert(e.inst, d);
+            }
+        }
+        out.into_values().collect()
+    }
+
     /// E1010 for each wait on phase `q` of a barrier by a thread that
     /// waited on a later phase of it before: the barrier is then two or
     /// more phases past `q`, where a parity wait names another phase
@@ -2492,6 +2544,23 @@ impl Report<'_> {
                     _ => continue,
                 };
                 for (bar, q, node) in acts {
+                    if q < 0 && !out.contains_key(&e.inst) {
+                        let what = if matches!(e.step, Step::Async { .. }) {
+                            "the copy's complete_tx"
+                        } else {
+                            "this arrival"
+                        };
+                        let d = Diagnostic::error(
+                            "E1011",
+                            format!("{what} names phase {q}, before the barrier's first phase"),
+                            self.span(r, i),
+                        )
+                        .with_label("phase -1 completed at init: it lands in phase 0 (or later) and completes it early")
+                        .with_help("name the phase the barrier is in when this lands: a ring's consumers arrive on the phase they waited for, a producer starting on the opposite phase arms the phase after the one it waited for")
+                        .with_note(format!("an instance: {}", self.instance(r, i)));
+                        out.insert(e.inst, d);
+                        continue;
+                    }
                     let Some(&prev) = self.g.phases.get(&(bar, q - 1)) else {
                         continue;
                     };

@@ -56,6 +56,9 @@ pub struct Syms {
     pub tid_dependent: Vec<bool>,
     /// Ranges of loop induction variables and thread ids.
     pub bounds: Bounds,
+    /// For a loop-carried parity bit recognised by [`Syms::wraps`], the
+    /// index of the phase it names in each iteration.
+    parity_index: Vec<Option<Affine>>,
 }
 
 /// Is `a` defined by `sreg reg`?
@@ -111,7 +114,14 @@ pub fn mapa_of(k: &Kernel, a: Arg) -> Option<&InstData> {
         let data = &k.insts[k.def_inst(v)?];
         match &data.op {
             Op::Ptx(p) if p.family == Family::Mapa => return Some(data),
-            Op::Ptx(p) if p.family == Family::MbarrierPhase => v = data.args.first()?.value()?,
+            Op::Ptx(p)
+                if matches!(
+                    p.family,
+                    Family::MbarrierPhase | Family::MbarrierPhaseParity
+                ) =>
+            {
+                v = data.args.first()?.value()?
+            }
             Op::PtrAdd => v = data.args.first()?.value()?,
             _ => return None,
         }
@@ -164,6 +174,7 @@ impl Syms {
             thread_dependent: vec![false; n],
             tid_dependent: vec![false; n],
             bounds: Bounds::default(),
+            parity_index: vec![None; n],
         };
         for (i, &p) in k.params.iter().enumerate() {
             s.vals[p.index()] = match k.ty(p) {
@@ -207,7 +218,8 @@ impl Syms {
                 }
                 self.region(k, body, loops);
                 let carried = self.inductions(k, inst);
-                if !carried.is_empty() {
+                let wrapped = self.wraps(k, inst);
+                if !carried.is_empty() || wrapped {
                     self.region(k, body, loops);
                 }
                 loops.pop();
@@ -271,6 +283,164 @@ impl Syms {
             out.push((i - 1, init, per));
         }
         out
+    }
+
+    /// The carried values of loop `l` that real pipelines keep as ring
+    /// state (CUTLASS's `PipelineState`), each given its closed form in
+    /// iteration `n = (iv - lo) / step`:
+    ///
+    /// * a slot counter, `s' = s + 1 == S ? 0 : s + 1` (any `select` of a
+    ///   comparison of `s + 1` with `S`, or `rem.u (s + 1), S`), from a
+    ///   constant `c` in `0..S`: `(c + n) mod S`;
+    /// * a parity bit flipped every iteration, `p' = p xor 1`, from a
+    ///   constant `p0` in `{0, 1}`: `(p0 + n) mod 2`, naming phase
+    ///   `n - p0` (a bit starting at 1 names phase -1 first, the phase
+    ///   before the barrier's first, complete at init);
+    /// * a parity bit flipped when a slot counter wraps,
+    ///   `p' = s + 1 == S ? p xor 1 : p`: `(p0 + (c + n) div S) mod 2`,
+    ///   naming phase `(c + n) div S - p0`;
+    /// * a parity bit yielded unchanged: `p0`, naming phase `p0`.
+    ///
+    /// The phases the bits name go to `parity_index`, for
+    /// `mbarrier.phase.parity`. Returns whether any value was recognised.
+    fn wraps(&mut self, k: &Kernel, l: Inst) -> bool {
+        let data = &k.insts[l];
+        let body = data.regions[0];
+        let args = &k.regions[body].args;
+        let yields = cpflow_ir::facts::yield_args(k, body);
+        let cst = |i: usize| data.args.get(i).and_then(|a| k.const_int(*a));
+        let (Some(lo), Some(step)) = (cst(0), cst(2).filter(|s| *s > 0)) else {
+            return false;
+        };
+        let n = Affine::atom(Atom::Iv(l))
+            .sub(&Affine::constant(lo))
+            .div(step);
+        let init = |i: usize| data.args.get(2 + i).and_then(|a| k.const_int(*a));
+        // Slot counters first: parity bits refer to them.
+        let mut counters: Vec<(Value, i64, i64)> = Vec::new();
+        for (i, &a) in args.iter().enumerate().skip(1) {
+            let (Some(y), Some(c)) = (yields.get(i - 1).and_then(|y| y.value()), init(i)) else {
+                continue;
+            };
+            let Some(size) = self.wrap_counter(k, y, a) else {
+                continue;
+            };
+            if (0..size).contains(&c) {
+                self.vals[a.index()] = Sym::Int(n.add(&Affine::constant(c)).modulo(size));
+                counters.push((a, c, size));
+            }
+        }
+        let mut found = !counters.is_empty();
+        for (i, &a) in args.iter().enumerate().skip(1) {
+            let (Some(y), Some(p0)) = (
+                yields.get(i - 1).and_then(|y| y.value()),
+                init(i).filter(|p| (0..=1).contains(p)),
+            ) else {
+                continue;
+            };
+            let rounds = if y == a {
+                // Never flipped: the same phase every iteration.
+                Some(Affine::constant(2 * p0))
+            } else if self.flip_of(k, y, a) {
+                Some(n.clone())
+            } else {
+                counters.iter().find_map(|&(s, c, size)| {
+                    self.flip_on_wrap(k, y, a, s, size)
+                        .then(|| n.add(&Affine::constant(c)).div(size))
+                })
+            };
+            if let Some(rounds) = rounds {
+                self.vals[a.index()] = Sym::Int(rounds.add(&Affine::constant(p0)).modulo(2));
+                self.parity_index[a.index()] = Some(rounds.sub(&Affine::constant(p0)));
+                found = true;
+            }
+        }
+        found
+    }
+
+    /// Whether `v` is `a + 1`.
+    fn is_next(&self, v: Arg, a: Value) -> bool {
+        self.int(v) == Some(Affine::atom(Atom::Opaque(a)).add(&Affine::constant(1)))
+    }
+
+    /// `S` when `y` (the yield of carried `a`) is `(a + 1) mod S`, written
+    /// `rem.u (a + 1), S` or as a `select` of a comparison of `a + 1`
+    /// with `S` between `a + 1` and 0.
+    fn wrap_counter(&self, k: &Kernel, y: Value, a: Value) -> Option<i64> {
+        let d = &k.insts[k.def_inst(y)?];
+        match d.op {
+            Op::Binary(BinaryOp::RemU) if self.is_next(d.args[0], a) => {
+                k.const_int(d.args[1]).filter(|s| *s > 0)
+            }
+            Op::Select => {
+                let (size, wrapped) = self.wrap_test(k, d.args[0].value()?, a)?;
+                let (on_wrap, otherwise) = if wrapped {
+                    (d.args[1], d.args[2])
+                } else {
+                    (d.args[2], d.args[1])
+                };
+                (k.const_int(on_wrap) == Some(0) && self.is_next(otherwise, a)).then_some(size)
+            }
+            _ => None,
+        }
+    }
+
+    /// `(S, true)` when `w` is true exactly when `a + 1` reached `S`
+    /// (`cmp.eq`, `cmp.uge`, `cmp.sge` of `a + 1` and `S`), `(S, false)`
+    /// when exactly when it did not (`cmp.ne`, `cmp.ult`, `cmp.slt`).
+    fn wrap_test(&self, k: &Kernel, w: Value, a: Value) -> Option<(i64, bool)> {
+        let d = &k.insts[k.def_inst(w)?];
+        let Op::Cmp(pred, _) = d.op else {
+            return None;
+        };
+        if !self.is_next(d.args[0], a) {
+            return None;
+        }
+        let size = k.const_int(d.args[1]).filter(|s| *s > 0)?;
+        match pred {
+            CmpPred::Eq | CmpPred::Uge | CmpPred::Sge => Some((size, true)),
+            CmpPred::Ne | CmpPred::Ult | CmpPred::Slt => Some((size, false)),
+            _ => None,
+        }
+    }
+
+    /// Whether `y` is `a xor 1` (or `1 - a`).
+    fn flip_of(&self, k: &Kernel, y: Value, a: Value) -> bool {
+        let Some(d) = k.def_inst(y).map(|i| &k.insts[i]) else {
+            return false;
+        };
+        let is_a = |x: Arg| x.value() == Some(a);
+        let one = |x: Arg| k.const_int(x) == Some(1);
+        match d.op {
+            Op::Binary(BinaryOp::Xor) => {
+                (is_a(d.args[0]) && one(d.args[1])) || (one(d.args[0]) && is_a(d.args[1]))
+            }
+            Op::Binary(BinaryOp::Sub) => one(d.args[0]) && is_a(d.args[1]),
+            _ => false,
+        }
+    }
+
+    /// Whether `y` is `a` flipped when counter `s` wraps at `size`:
+    /// `select w, a xor 1, a` with `w` "s + 1 reached size" (or the
+    /// arms swapped under the opposite test).
+    fn flip_on_wrap(&self, k: &Kernel, y: Value, a: Value, s: Value, size: i64) -> bool {
+        let Some(d) = k.def_inst(y).map(|i| &k.insts[i]) else {
+            return false;
+        };
+        if d.op != Op::Select {
+            return false;
+        }
+        let Some((at, wrapped)) = d.args[0].value().and_then(|w| self.wrap_test(k, w, s)) else {
+            return false;
+        };
+        let (on_wrap, otherwise) = if wrapped {
+            (d.args[1], d.args[2])
+        } else {
+            (d.args[2], d.args[1])
+        };
+        at == size
+            && otherwise.value() == Some(a)
+            && on_wrap.value().is_some_and(|f| self.flip_of(k, f, a))
     }
 
     /// The results of loop `l` that are carried inductions with a constant
@@ -383,6 +553,21 @@ impl Syms {
                         .map(|c| x.modulo(c + 1)),
                     _ => None,
                 };
+                // `p xor 1` of a parity bit names the phase after p's.
+                if *b == BinaryOp::Xor {
+                    let bit = |i: usize| {
+                        data.args[i]
+                            .value()
+                            .and_then(|v| self.parity_index[v.index()].clone())
+                    };
+                    let one = |i: usize| k.const_int(data.args[i]) == Some(1);
+                    let next = match (bit(0), bit(1)) {
+                        (Some(idx), _) if one(1) => Some(idx),
+                        (_, Some(idx)) if one(0) => Some(idx),
+                        _ => None,
+                    };
+                    self.parity_index[res.index()] = next.map(|idx| idx.add(&Affine::constant(1)));
+                }
                 Sym::Int(r.unwrap_or_else(|| Affine::atom(Atom::Opaque(res))))
             }
             Op::Cast(CastOp::Zext | CastOp::Sext | CastOp::Trunc, _) => {
@@ -410,6 +595,25 @@ impl Syms {
             Op::Ptx(p) if p.family == Family::MbarrierPhase => {
                 let bar = data.args.first().map_or(Sym::Unknown, |a| self.arg(*a));
                 let idx = int(1).unwrap_or_else(|| Affine::atom(Atom::Opaque(res)));
+                Sym::Phase {
+                    bar: Box::new(bar),
+                    idx,
+                }
+            }
+            // A parity bit names the phase its closed form says it tracks
+            // (`wraps`); a constant bit names phase 0 or 1.
+            Op::Ptx(p) if p.family == Family::MbarrierPhaseParity => {
+                let bar = data.args.first().map_or(Sym::Unknown, |a| self.arg(*a));
+                let bit = data.args.get(1).copied();
+                let idx = bit
+                    .and_then(|b| b.value())
+                    .and_then(|v| self.parity_index[v.index()].clone())
+                    .or_else(|| {
+                        int(1)
+                            .and_then(|x| x.as_const())
+                            .map(|c| Affine::constant(c & 1))
+                    })
+                    .unwrap_or_else(|| Affine::atom(Atom::Opaque(res)));
                 Sym::Phase {
                     bar: Box::new(bar),
                     idx,

@@ -53,9 +53,10 @@ pub fn case_report(path: &Path, text: &str, diags: &[Diagnostic], what: &str) ->
 }
 
 /// Runs every `// run:` line of `text` on `before` and on `after` (the
-/// same program transformed) under each schedule: neither has undefined
-/// behaviour and `after` leaves the same buffers as `before`
-/// ([`cpflow::validate::same_runs`]).
+/// same program transformed) under each schedule: `after` has no undefined
+/// behaviour and leaves the same buffers as `before`
+/// ([`cpflow::validate::same_runs`]; the input may race where the
+/// transform orders it).
 // Each test crate compiles this module; only the transform drivers use it.
 #[allow(dead_code)]
 pub fn assert_same_runs(
@@ -67,7 +68,13 @@ pub fn assert_same_runs(
 ) {
     let lines = runline::parse_all(text).unwrap_or_else(|e| panic!("{name}: {}", e.message));
     assert!(!lines.is_empty(), "{name}: needs a // run: line");
-    if let Err(d) = cpflow::validate::same_runs(before, after, &lines, schedules) {
+    if let Err(d) = cpflow::validate::same_runs(
+        before,
+        after,
+        &lines,
+        schedules,
+        cpflow::validate::InputUb::Compare,
+    ) {
         panic!("{name}, run line {}: {d}", d.line + 1);
     }
 }

@@ -298,7 +298,7 @@ impl Machine<'_> {
                 return Ok(self.wait_groups(g, inst, bulk, read, upto));
             }
             SyncEffect::AsyncArrive => {
-                let Some(Val::Phase(a, ph)) = self.operand(inst, "mbar").map(|x| self.val(g, x))
+                let Some(Val::Phase(a, name)) = self.operand(inst, "mbar").map(|x| self.val(g, x))
                 else {
                     return Err(self.limit(Some(inst), "bad mbarrier operand".into()));
                 };
@@ -308,6 +308,7 @@ impl Machine<'_> {
                 if !self.mbar_use(g, inst, slot) {
                     return Ok(Flow::Next);
                 }
+                let ph = self.named_phase(slot, name);
                 let noinc = p.has(Qual::Noinc);
                 if !noinc {
                     let m = &mut self.mbars[slot as usize];
@@ -427,17 +428,20 @@ impl Machine<'_> {
                 }
             }
             SyncEffect::Phase => {
-                let (Some(Val::Mbar(a)), Some(i)) = (
-                    self.operand(inst, "mbar").map(|x| self.val(g, x)),
-                    self.operand(inst, "index"),
-                ) else {
+                let Some(Val::Mbar(a)) = self.operand(inst, "mbar").map(|x| self.val(g, x)) else {
                     return Err(self.limit(Some(inst), "bad mbarrier.phase operands".into()));
                 };
-                let index = self.u32_of(g, i) as i32;
-                self.set_res(g, res, Val::Phase(a, index));
+                let name = match (self.operand(inst, "index"), self.operand(inst, "parity")) {
+                    (Some(i), _) => PhaseName::Index(self.u32_of(g, i) as i32),
+                    (None, Some(b)) => PhaseName::Parity(self.u32_of(g, b) & 1),
+                    (None, None) => {
+                        return Err(self.limit(Some(inst), "bad mbarrier.phase operands".into()))
+                    }
+                };
+                self.set_res(g, res, Val::Phase(a, name));
             }
             SyncEffect::Arrive { .. } | SyncEffect::ExpectTx => {
-                let Some(Val::Phase(a, ph)) = self.operand(inst, "addr").map(|x| self.val(g, x))
+                let Some(Val::Phase(a, name)) = self.operand(inst, "addr").map(|x| self.val(g, x))
                 else {
                     return Err(self.limit(Some(inst), "bad mbarrier operand".into()));
                 };
@@ -447,6 +451,7 @@ impl Machine<'_> {
                 if !self.mbar_use(g, inst, slot) {
                     return Ok(Flow::Next);
                 }
+                let ph = self.named_phase(slot, name);
                 if let Some(tx) = self.operand(inst, "txCount") {
                     let n = i64::from(self.u32_of(g, tx));
                     self.expect_tx(g, inst, slot, n);
@@ -466,7 +471,7 @@ impl Machine<'_> {
                     return Ok(Flow::Yield);
                 }
                 self.threads[g as usize].resumed = false;
-                let Some(Val::Phase(a, ph)) = self.operand(inst, "addr").map(|x| self.val(g, x))
+                let Some(Val::Phase(a, name)) = self.operand(inst, "addr").map(|x| self.val(g, x))
                 else {
                     return Err(self.limit(Some(inst), "bad mbarrier operand".into()));
                 };
@@ -474,6 +479,7 @@ impl Machine<'_> {
                     self.set_res(g, res, Val::Int(1));
                     return Ok(Flow::Next);
                 };
+                let ph = self.named_phase(slot, name);
                 let relevant = self.chooser.replaying()
                     && self.inflight.iter().any(|&id| {
                         self.ops[id as usize]
@@ -826,9 +832,9 @@ impl Machine<'_> {
             .map(|d| d.variant.completion);
         let mbar = self.operand(inst, "mbar").map(|x| self.val(g, x));
         let mut bar = None;
-        if let Some(Val::Phase(a, ph)) = mbar {
+        if let Some(Val::Phase(a, name)) = mbar {
             if let Some(slot) = self.slot(g, inst, a) {
-                bar = Some((a, slot, ph));
+                bar = Some((a, slot, self.named_phase(slot, name)));
             }
         }
         let mut dsts = Vec::new();
@@ -948,7 +954,7 @@ impl Machine<'_> {
                     vec![format!("{}: the destination and mbarrier must belong to a CTA other than the executing one", cite::RED_ASYNC)],
                 );
             }
-            if let Some(Val::Phase(m, ph)) = self.operand(inst, "mbar").map(|x| self.val(g, x)) {
+            if let Some(Val::Phase(m, name)) = self.operand(inst, "mbar").map(|x| self.val(g, x)) {
                 if m.cta() != a.cta() {
                     self.report(
                         "U0305",
@@ -963,7 +969,9 @@ impl Machine<'_> {
                         )],
                     );
                 }
-                bar = self.slot(g, inst, m).map(|s| (s, ph));
+                bar = self
+                    .slot(g, inst, m)
+                    .map(|s| (s, self.named_phase(s, name)));
             }
             Mech::Mbarrier
         };
