@@ -308,13 +308,20 @@ impl Syms {
         let body = data.regions[0];
         let args = &k.regions[body].args;
         let yields = cpflow_ir::facts::yield_args(k, body);
-        let cst = |i: usize| data.args.get(i).and_then(|a| k.const_int(*a));
-        let (Some(lo), Some(step)) = (cst(0), cst(2).filter(|s| *s > 0)) else {
+        let lo = data
+            .args
+            .first()
+            .and_then(|a| self.int(*a))
+            .filter(|e| self.fixed(e));
+        let step = data
+            .args
+            .get(2)
+            .and_then(|a| k.const_int(*a))
+            .filter(|s| *s > 0);
+        let (Some(lo), Some(step)) = (lo, step) else {
             return false;
         };
-        let n = Affine::atom(Atom::Iv(l))
-            .sub(&Affine::constant(lo))
-            .div(step);
+        let n = Affine::atom(Atom::Iv(l)).sub(&lo).div(step);
         let init = |i: usize| data.args.get(2 + i).and_then(|a| k.const_int(*a));
         // Slot counters first: parity bits refer to them.
         let mut counters: Vec<(Value, i64, i64)> = Vec::new();

@@ -7,7 +7,11 @@
 //!   kernel's threads, `%tid.x` unchanged), warp `x / 32` the producer.
 //! * Its `elect.sync` lane initialises `full[0..S-1]` (count 1) and
 //!   `empty[0..S-1]` (count `x`), fences the inits, and a `barrier.cta` of
-//!   every thread publishes them. In iteration `k` (`n = k - lo`, slot
+//!   every thread publishes them. Each role carries CUTLASS's
+//!   `PipelineState`, a slot and a phase bit (the slot advances by one and
+//!   goes back to 0 at S, flipping the bit), and names phases by parity
+//!   (`mbarrier.phase.parity`): the producer from bit 1, the consumers
+//!   from bit 0. In iteration `k` (`n = k - lo`, slot
 //!   `n mod S`, round `n div S`) it waits phase `round - 1` of
 //!   `empty[slot]` (phase -1, before the init, has completed: the first
 //!   round passes at once), arms phase `round` of `full[slot]` with the
@@ -43,8 +47,8 @@ use std::collections::{HashMap, HashSet};
 use cpflow_ir::build::{imm, ptx, val, Builder};
 use cpflow_ir::facts::Facts;
 use cpflow_ir::ir::{
-    Arg, BinaryOp, CmpPred, Constant, EntityId, Inst, Kernel, Op, SharedId, SharedKind, SpecialReg,
-    Value, ValueDef,
+    Arg, BinaryOp, CmpPred, Constant, EntityId, Inst, Kernel, Op, Operand, SharedId, SharedKind,
+    SpecialReg, Value, ValueData, ValueDef,
 };
 use cpflow_ir::spec::{Family, Qual};
 use cpflow_ir::types::{Scalar, Space, Type};
@@ -434,23 +438,59 @@ fn clone_for_producer(
     map[&v]
 }
 
-/// `n = iv - lo` (folded for `lo = 0`), slot `n mod s` and round `n div s`.
-fn slot_round(b: &mut Builder, iv: Value, lo: Arg, s: u32) -> (Value, Value) {
-    let int = |b: &mut Builder, op, args: Vec<Arg>, name: &str| {
-        b.inst1(Op::Binary(op), args, Type::I32, name).1
-    };
-    let n = match lo.imm() {
-        Some(0) => iv,
-        _ => int(b, BinaryOp::Sub, vec![val(iv), lo], "n"),
-    };
-    let s = imm(i64::from(s));
-    let slot = int(b, BinaryOp::RemU, vec![val(n), s], "slot");
-    let round = int(b, BinaryOp::DivU, vec![val(n), s], "round");
-    (slot, round)
+/// A new `i32` constant, unplaced.
+fn konst(b: &mut Builder, c: i64, name: &str) -> (Inst, Value) {
+    b.inst1(Op::Const(Constant::Int(c)), vec![], Type::I32, name)
 }
 
-/// `%name = mbarrier.phase @bars[slot], round`.
-fn phase(b: &mut Builder, bars: SharedId, slot: Value, round: Value, name: &str) -> Value {
+/// CUTLASS's `PipelineState::operator++`: the slot advanced by one,
+/// wrapping at `s`, and the phase bit flipped when it wraps.
+fn advance(b: &mut Builder, slot: Value, bit: Value, s: u32) -> (Value, Value) {
+    let next = b
+        .inst1(
+            Op::Binary(BinaryOp::Add),
+            vec![val(slot), imm(1)],
+            Type::I32,
+            "next_slot",
+        )
+        .1;
+    let wrap = b
+        .inst1(
+            Op::Cmp(CmpPred::Eq, Scalar::I32),
+            vec![val(next), imm(i64::from(s))],
+            Type::I1,
+            "wrap",
+        )
+        .1;
+    let slot2 = b
+        .inst1(
+            Op::Select,
+            vec![val(wrap), imm(0), val(next)],
+            Type::I32,
+            "slot",
+        )
+        .1;
+    let flipped = b
+        .inst1(
+            Op::Binary(BinaryOp::Xor),
+            vec![val(bit), imm(1)],
+            Type::I32,
+            "flipped",
+        )
+        .1;
+    let bit2 = b
+        .inst1(
+            Op::Select,
+            vec![val(wrap), val(flipped), val(bit)],
+            Type::I32,
+            "phase",
+        )
+        .1;
+    (slot2, bit2)
+}
+
+/// `%name = mbarrier.phase.parity @bars[slot], bit`.
+fn phase(b: &mut Builder, bars: SharedId, slot: Value, bit: Value, name: &str) -> Value {
     let bar = b
         .inst1(
             Op::Addr(bars),
@@ -460,12 +500,46 @@ fn phase(b: &mut Builder, bars: SharedId, slot: Value, round: Value, name: &str)
         )
         .1;
     b.inst1(
-        ptx(Family::MbarrierPhase, &[]),
-        vec![val(bar), val(round)],
+        ptx(Family::MbarrierPhaseParity, &[]),
+        vec![val(bar), val(bit)],
         Type::Phase(Space::Shared),
         name,
     )
     .1
+}
+
+/// Adds an `i32` value carried by loop `lp`, from `init`: its region
+/// argument and its result (the body's yield must still pass it).
+fn carry(b: &mut Builder, lp: Inst, init: Value, name: &str) -> Value {
+    let body = b.k.insts[lp].regions[0];
+    let span = b.k.insts[lp].span;
+    let at = b.k.regions[body].args.len();
+    let arg_name = b.fresh(name);
+    let arg = b.k.values.push(ValueData {
+        ty: Type::I32,
+        name: arg_name,
+        def: ValueDef::RegionArg(body, at),
+        span,
+        align: None,
+        noalias: false,
+    });
+    b.k.regions[body].args.push(arg);
+    b.k.insts[lp].args.push(Arg {
+        operand: Operand::Value(init),
+        span,
+    });
+    let res_at = b.k.insts[lp].results.len();
+    let res_name = b.fresh(name);
+    let res = b.k.values.push(ValueData {
+        ty: Type::I32,
+        name: res_name,
+        def: ValueDef::Result(lp, res_at),
+        span,
+        align: None,
+        noalias: false,
+    });
+    b.k.insts[lp].results.push(res);
+    arg
 }
 
 /// Rewrites the checked loop into the warp-specialised form (see the
@@ -510,22 +584,29 @@ pub(super) fn rewrite(k: &mut Kernel, p: &Plan, ws: &Ws, s: u32, why: String) ->
     b.k.regions[top].insts.splice(0..0, [tid_i, cons_i]);
     guard_top_level(&mut b, consumer, lp, &[tid_i, cons_i]);
 
-    // The producer's loop, from the copies as the input has them.
+    // The producer's loop, from the copies as the input has them; its ring
+    // state starts at slot 0 with phase bit 1 (its first empty waits
+    // name the phase before the first, complete at init).
     b.cursor = None;
-    let ring = b.for_loop(lo, hi, imm(1), &[]);
+    let (pzero_i, pzero) = konst(&mut b, 0, "ws_slot0");
+    let (pone_i, pone) = konst(&mut b, 1, "ws_phase1");
+    let ring = b.for_loop(lo, hi, imm(1), &[val(pzero), val(pone)]);
     b.cursor = Some(ring.body);
-    let (pslot, pround) = slot_round(&mut b, ring.index, lo, s);
-    let prev = b
+    let (pslot, pbit) = (ring.carried[0], ring.carried[1]);
+    for (v, name) in [(pslot, "ws_slot"), (pbit, "ws_phase")] {
+        b.k.values[v].name = b.fresh(name);
+    }
+    let free = phase(&mut b, empty, pslot, pbit, "free");
+    b.inst(ptx(Family::MbarrierWait, &[]), vec![val(free)], &[]);
+    let armed = b
         .inst1(
-            Op::Binary(BinaryOp::Sub),
-            vec![val(pround), imm(1)],
+            Op::Binary(BinaryOp::Xor),
+            vec![val(pbit), imm(1)],
             Type::I32,
-            "prev",
+            "armed",
         )
         .1;
-    let free = phase(&mut b, empty, pslot, prev, "free");
-    b.inst(ptx(Family::MbarrierWait, &[]), vec![val(free)], &[]);
-    let loaded = phase(&mut b, full, pslot, pround, "loaded");
+    let loaded = phase(&mut b, full, pslot, armed, "loaded");
     let total: i64 = ws.tiles.iter().sum();
     b.inst(
         ptx(Family::MbarrierArriveExpectTx, &[Qual::Release, Qual::Cta]),
@@ -561,7 +642,8 @@ pub(super) fn rewrite(k: &mut Kernel, p: &Plan, ws: &Ws, s: u32, why: String) ->
             "issued",
         );
     }
-    b.yield_(Vec::new());
+    let (pslot2, pbit2) = advance(&mut b, pslot, pbit, s);
+    b.yield_(vec![val(pslot2), val(pbit2)]);
     b.cursor = None;
 
     // The consumer loop: the old loop, edited in place.
@@ -576,9 +658,13 @@ pub(super) fn rewrite(k: &mut Kernel, p: &Plan, ws: &Ws, s: u32, why: String) ->
         .filter(|&i| matches!(b.k.insts[i].op, Op::Addr(a) if p.allocs.contains(&a)))
         .collect();
     let mut head = hoisted.clone();
+    // The consumers' ring state: slot 0, phase bit 0.
+    b.cursor = None;
+    let (czero_i, czero) = konst(&mut b, 0, "ws_start");
+    let slot = carry(&mut b, lp, czero, "slot");
+    let bit = carry(&mut b, lp, czero, "phase");
     b.cursor = Some(body);
-    let (slot, round) = slot_round(&mut b, iv, lo, s);
-    let ready = phase(&mut b, full, slot, round, "ready");
+    let ready = phase(&mut b, full, slot, bit, "ready");
     head.append(&mut b.k.regions[body].insts);
     let mut kept = 0;
     let mut dropped = 0;
@@ -602,7 +688,7 @@ pub(super) fn rewrite(k: &mut Kernel, p: &Plan, ws: &Ws, s: u32, why: String) ->
         b.cursor = Some(body);
         b.span = b.k.insts[i].span;
         if Some(n) == last_barrier {
-            let released = phase(&mut b, empty, slot, round, "released");
+            let released = phase(&mut b, empty, slot, bit, "released");
             b.inst(
                 ptx(Family::MbarrierArrive, &[Qual::Release, Qual::Cta]),
                 vec![val(released)],
@@ -659,6 +745,28 @@ pub(super) fn rewrite(k: &mut Kernel, p: &Plan, ws: &Ws, s: u32, why: String) ->
     head.append(&mut b.k.regions[body].insts);
     substitute(b.k, &rest, &here);
     head.extend(rest);
+    // The state advances where the iteration ends, and is carried on.
+    let end = head
+        .iter()
+        .rposition(|&i| b.k.insts[i].op == Op::Yield)
+        .unwrap_or(head.len());
+    b.cursor = Some(body);
+    let (slot2, bit2) = advance(&mut b, slot, bit, s);
+    let step = std::mem::take(&mut b.k.regions[body].insts);
+    match head.get(end).copied() {
+        Some(y) => {
+            let span = b.k.insts[y].span;
+            b.k.insts[y].args.extend([slot2, bit2].map(|v| Arg {
+                operand: Operand::Value(v),
+                span,
+            }));
+        }
+        None => {
+            b.yield_(vec![val(slot2), val(bit2)]);
+            head.append(&mut b.k.regions[body].insts);
+        }
+    }
+    head.splice(end..end, step);
     b.k.regions[body].insts = head;
     drop_dead(b.k, body);
 
@@ -706,9 +814,9 @@ pub(super) fn rewrite(k: &mut Kernel, p: &Plan, ws: &Ws, s: u32, why: String) ->
     let lane = if_then(&mut b, elected, init);
     let warp = if_then(&mut b, producer, vec![lane]);
     let (bar, _) = b.inst(ptx(Family::BarrierCta, &[]), vec![], &[]);
-    let issue = if_then(&mut b, elected, vec![ring.inst]);
+    let issue = if_then(&mut b, elected, vec![pzero_i, pone_i, ring.inst]);
     let issuer = if_then(&mut b, producer, vec![issue]);
-    let (consumers, results) = if_or_zeros(&mut b, consumer, vec![lp], &old_results);
+    let (consumers, results) = if_or_zeros(&mut b, consumer, vec![czero_i, lp], &old_results);
     b.k.regions[top]
         .insts
         .splice(pos..=pos, [elect_i, prod_i, warp, bar, issuer, consumers]);
@@ -753,8 +861,9 @@ pub(super) fn rewrite(k: &mut Kernel, p: &Plan, ws: &Ws, s: u32, why: String) ->
             x + 31
         ),
         format!("barriers: @{full_name}: mbarrier[{s}], count 1 (arrive.expect_tx {total} bytes); @{empty_name}: mbarrier[{s}], count {x} (one arrive per consumer)"),
-        format!("producer, iteration k: wait @{empty_name}[{slot_text}] phase {round_text} - 1; arrive.expect_tx @{full_name}[{slot_text}] phase {round_text}; bulk copies into slot {slot_text}"),
-        format!("consumers, iteration k: wait @{full_name}[{slot_text}] phase {round_text}; read slot {slot_text}; arrive @{empty_name}[{slot_text}] phase {round_text}"),
+        format!("ring state (CUTLASS's PipelineState): a slot s and a phase bit p, carried; each iteration advances s by one, back to 0 at {s}, and flips p when it goes back; in iteration k, s = {slot_text}"),
+        format!("producer, from s = 0, p = 1: wait @{empty_name}[s] parity p (phase {round_text} - 1); arrive.expect_tx @{full_name}[s] parity p xor 1 (phase {round_text}); bulk copies into slot s"),
+        format!("consumers, from s = 0, p = 0: wait @{full_name}[s] parity p (phase {round_text}); read slot s; arrive @{empty_name}[s] parity p"),
         barriers,
     ];
     let shared_bytes = b.k.shared.iter().map(|(_, a)| a.size_bytes()).sum();
