@@ -15,9 +15,7 @@ use std::rc::Rc;
 use cpflow_ir::diag::{Diagnostic, Span};
 use cpflow_ir::ir::*;
 use cpflow_ir::sem::{self, Scope};
-use cpflow_ir::spec::{
-    AccessKind, Completion, Family, GroupKind, Proxy, Qual, SyncEffect, WaitKind,
-};
+use cpflow_ir::spec::{AccessKind, Completion, GroupKind, Proxy, Qual, SyncEffect, WaitKind};
 use cpflow_ir::types::{Scalar, Type};
 
 use crate::affine::{disjoint, Affine, Atom};
@@ -1657,8 +1655,9 @@ impl<'a> Engine<'a> {
         let relaxed = sem::ordering(p).is_none();
         let first = data.args.first().map(|a| self.syms.arg(*a));
         let effect = p.family.sync();
-        match (effect, p.family) {
-            (SyncEffect::Issue, Family::CpAsync) => {
+        // An issue's data flow follows its completion mechanism.
+        match (effect, variant.completion) {
+            (SyncEffect::Issue, Completion::AsyncGroup) => {
                 let dst = first
                     .as_ref()
                     .and_then(|s| Mem::of(s, data.args.get(2).and_then(|a| k.const_int(*a))));
@@ -1670,7 +1669,7 @@ impl<'a> Engine<'a> {
             }
             (
                 SyncEffect::Issue,
-                Family::CpAsyncBulk | Family::CpReduceAsyncBulk | Family::RedAsync,
+                Completion::BulkGroup | Completion::Mbarrier | Completion::EndOfCta,
             ) => {
                 if let Some(a) = data.args.first().filter(|a| own_rank_mapa(k, **a)) {
                     let what = cpflow_ir::spec::peer_destination_rule(p.family);
@@ -1689,7 +1688,13 @@ impl<'a> Engine<'a> {
                 }
                 let n = data.args.get(2).and_then(|a| k.const_int(*a));
                 let dst = first.as_ref().and_then(|s| Mem::of(s, n));
-                let src = if p.family == Family::RedAsync {
+                // An op that takes a value, not a source address
+                // (`red.async`), reads no memory.
+                let takes_value = matches!(
+                    data.args.get(1).and_then(|a| k.arg_ty(*a)),
+                    Some(Type::Scalar(_))
+                );
+                let src = if takes_value {
                     None
                 } else {
                     data.args
@@ -1727,7 +1732,7 @@ impl<'a> Engine<'a> {
                         .is_some_and(|a| a.proxy == Proxy::Async && a.kind == AccessKind::Write);
                 self.issue(st, inst, kind, dst, src, phase, async_src, async_dst);
             }
-            (SyncEffect::Issue, Family::Copy) => {
+            (SyncEffect::Issue, Completion::Abstract) => {
                 let n = data.args.get(2).and_then(|a| k.const_int(*a));
                 let dst = first.as_ref().and_then(|s| Mem::of(s, n));
                 let src = data

@@ -66,7 +66,7 @@ use petgraph::Direction;
 use cpflow_ir::diag::{Diagnostic, Span};
 use cpflow_ir::ir::*;
 use cpflow_ir::sem::{self, Scope};
-use cpflow_ir::spec::{Completion, Family, Proxy, Qual, Variant};
+use cpflow_ir::spec::{Completion, GroupKind, Proxy, Qual, SyncEffect, Variant, WaitKind};
 use cpflow_ir::types::{Scalar, Type};
 
 use crate::affine::{disjoint, Affine, Atom, Bounds};
@@ -937,58 +937,57 @@ impl<'a> Tracer<'a> {
                 .copied()
                 .ok_or(GiveUp::Unknown(OPERAND, None))
         };
-        let step = match p.family {
-            Family::CpAsync | Family::Copy => {
-                let n = data.args.get(2).and_then(|a| self.val(*a));
-                let group = if p.family == Family::Copy {
-                    Group::Abstract
-                } else {
-                    Group::NonBulk
-                };
-                Step::Async {
-                    writes: self.bytes(first()?, n).into_iter().collect(),
-                    reads: data
-                        .args
-                        .get(1)
-                        .and_then(|a| self.bytes(*a, n))
-                        .into_iter()
-                        .collect(),
-                    reduce: p.variant().is_some_and(Variant::reduces),
-                    async_proxy: p.variant().is_some_and(|v| v.reads_through(Proxy::Async)),
-                    async_write: p.variant().is_some_and(|v| v.writes_through(Proxy::Async)),
-                    done: Done::Group(group),
+        let group = |kind: GroupKind| match kind {
+            GroupKind::NonBulk => Group::NonBulk,
+            GroupKind::Bulk => Group::Bulk,
+        };
+        // The spec's effect of the instruction decides its step.
+        let step = match p.family.sync() {
+            SyncEffect::Issue => match p.variant().map(|v| v.completion) {
+                Some(c @ (Completion::AsyncGroup | Completion::Abstract)) => {
+                    let n = data.args.get(2).and_then(|a| self.val(*a));
+                    let group = if c == Completion::Abstract {
+                        Group::Abstract
+                    } else {
+                        Group::NonBulk
+                    };
+                    Step::Async {
+                        writes: self.bytes(first()?, n).into_iter().collect(),
+                        reads: data
+                            .args
+                            .get(1)
+                            .and_then(|a| self.bytes(*a, n))
+                            .into_iter()
+                            .collect(),
+                        reduce: p.variant().is_some_and(Variant::reduces),
+                        async_proxy: p.variant().is_some_and(|v| v.reads_through(Proxy::Async)),
+                        async_write: p.variant().is_some_and(|v| v.writes_through(Proxy::Async)),
+                        done: Done::Group(group),
+                    }
                 }
-            }
-            Family::CpAsyncBulk | Family::CpReduceAsyncBulk | Family::RedAsync => {
-                self.bulk(p, data)?
-            }
-            Family::Await => Step::GroupWait(Group::Abstract, None),
-            Family::CpAsyncCommitGroup => Step::Commit(Group::NonBulk),
-            Family::CpAsyncBulkCommitGroup => Step::Commit(Group::Bulk),
-            Family::CpAsyncWaitAll => {
+                _ => self.bulk(p, data)?,
+            },
+            SyncEffect::Await => Step::GroupWait(Group::Abstract, None),
+            SyncEffect::Commit(kind) => Step::Commit(group(kind)),
+            SyncEffect::WaitAll => {
                 // `wait_all` commits, then waits for every group.
                 self.push(inst, Step::Commit(Group::NonBulk));
                 Step::GroupWait(Group::NonBulk, Some(0))
             }
-            Family::CpAsyncWaitGroup | Family::CpAsyncBulkWaitGroup => {
-                let kind = if p.family == Family::CpAsyncWaitGroup {
-                    Group::NonBulk
-                } else {
-                    Group::Bulk
-                };
+            SyncEffect::WaitGroup(kind) => {
                 // A wait on a group value: taken as a wait for all.
                 let keep = data
                     .args
                     .first()
                     .and_then(|a| a.imm())
                     .and_then(|n| usize::try_from(n).ok());
-                Step::GroupWait(kind, keep)
+                Step::GroupWait(group(kind), keep)
             }
-            Family::CpAsyncMbarrierArrive => {
+            SyncEffect::AsyncArrive => {
                 let (bar, phase) = self.phase(first()?)?;
                 Step::AsyncArrive { bar, phase }
             }
-            Family::MbarrierInit => {
+            SyncEffect::Init => {
                 let a = first()?;
                 let bar = self.bar(a, &self.syms.arg(a))?;
                 let n = self.inits.entry(bar.place()).or_default();
@@ -998,11 +997,11 @@ impl<'a> Tracer<'a> {
                     ..bar
                 })
             }
-            Family::MbarrierInval => {
+            SyncEffect::Inval => {
                 let a = first()?;
                 Step::Inval(self.bar(a, &self.syms.arg(a))?)
             }
-            Family::MbarrierArrive | Family::MbarrierArriveExpectTx => {
+            SyncEffect::Arrive { .. } => {
                 let (bar, phase) = self.phase(first()?)?;
                 Step::Arrive {
                     bar,
@@ -1011,11 +1010,9 @@ impl<'a> Tracer<'a> {
                     cluster,
                 }
             }
-            Family::MbarrierWait
-            | Family::MbarrierTestWaitParity
-            | Family::MbarrierTryWaitParity => {
+            SyncEffect::PhaseWait(kind) => {
                 let (bar, phase) = self.phase(first()?)?;
-                let blocking = p.family == Family::MbarrierWait;
+                let blocking = kind == WaitKind::Blocking;
                 self.push(
                     inst,
                     Step::Wait {
@@ -1028,23 +1025,23 @@ impl<'a> Tracer<'a> {
                 );
                 return Ok((!blocking).then_some(1));
             }
-            Family::FenceProxyAsync if !p.has(Qual::Global) => Step::ProxyFence,
-            Family::BarrierCta => Step::CtaBarrier {
+            SyncEffect::ProxyFence if !p.has(Qual::Global) => Step::ProxyFence,
+            SyncEffect::CtaBarrier { named: false, .. } => Step::CtaBarrier {
                 id: 0,
                 count: None,
                 wait: true,
             },
-            Family::BarSync | Family::BarArrive => Step::CtaBarrier {
+            SyncEffect::CtaBarrier { named: true, waits } => Step::CtaBarrier {
                 id: self.val(first()?).ok_or(GiveUp::Unknown(OPERAND, None))?,
                 count: match data.args.get(1) {
                     Some(a) => Some(self.val(*a).ok_or(GiveUp::Unknown(OPERAND, None))?),
                     None => None,
                 },
-                wait: p.family == Family::BarSync,
+                wait: waits,
             },
-            Family::BarrierClusterArrive => Step::ClusterArrive { release: !relaxed },
-            Family::BarrierClusterWait => Step::ClusterWait,
-            Family::ElectSync => {
+            SyncEffect::ClusterArrive => Step::ClusterArrive { release: !relaxed },
+            SyncEffect::ClusterWait => Step::ClusterWait,
+            SyncEffect::Elect => {
                 let mask = match data.args.first() {
                     Some(a) => self.val(*a).ok_or(GiveUp::Unknown(OPERAND, None))?,
                     None => i64::from(u32::MAX),
@@ -1053,7 +1050,15 @@ impl<'a> Tracer<'a> {
                     self.th.tid % 32 == i64::from(elected_lane(mask)),
                 )));
             }
-            _ => return Ok(None),
+            // No step of their own: hints, expect_tx (the phase accounting
+            // counts bytes), phase names, init fences (published by the
+            // barrier after them), addresses.
+            SyncEffect::Hint
+            | SyncEffect::ExpectTx
+            | SyncEffect::Phase
+            | SyncEffect::ProxyFence
+            | SyncEffect::InitFence
+            | SyncEffect::Address => return Ok(None),
         };
         self.push(inst, step);
         Ok(None)
@@ -1069,13 +1074,15 @@ impl<'a> Tracer<'a> {
                 .and_then(|i| data.args.get(i))
                 .copied()
         };
-        let size = if p.family == Family::RedAsync {
-            match data.args.get(1).and_then(|a| self.k.arg_ty(*a)) {
-                Some(Type::Scalar(s)) => Some(i64::from(s.bits() / 8)),
-                _ => None,
-            }
-        } else {
-            data.args.get(2).and_then(|a| self.val(*a))
+        // An op that takes a value rather than a source address
+        // (`red.async`) moves that value's bytes and reads no memory.
+        let value = match data.args.get(1).and_then(|a| self.k.arg_ty(*a)) {
+            Some(Type::Scalar(s)) => Some(i64::from(s.bits() / 8)),
+            _ => None,
+        };
+        let size = match value {
+            Some(bytes) => Some(bytes),
+            None => data.args.get(2).and_then(|a| self.val(*a)),
         };
         let dst = data.args.first().ok_or(GiveUp::Unknown(OPERAND, None))?;
         let mut writes: Vec<Bytes> = self.bytes(*dst, size).into_iter().collect();
@@ -1093,7 +1100,7 @@ impl<'a> Tracer<'a> {
                 .map(|&cta| Bytes { cta, ..w.clone() })
                 .collect();
         }
-        let reads = if p.family == Family::RedAsync {
+        let reads = if value.is_some() {
             Vec::new()
         } else {
             data.args
