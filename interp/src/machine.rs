@@ -12,9 +12,7 @@ use cpflow_ir::ir::{
     Value,
 };
 use cpflow_ir::sem::{self, PhaseWindow, Scope, SrcSize};
-use cpflow_ir::spec::{
-    Completion, Family, GroupKind, Proxy, Qual, Role, SyncEffect, Variant, WaitKind,
-};
+use cpflow_ir::spec::{Completion, GroupKind, Proxy, Qual, Role, SyncEffect, Variant, WaitKind};
 use cpflow_ir::types::{Scalar, Space, Type};
 use cpflow_ir::Diagnostic;
 

@@ -839,6 +839,14 @@ impl Variant {
         self.accesses.iter().any(|a| a.kind == AccessKind::Reduce)
     }
 
+    /// Whether it takes the value it moves as an operand (`red.async`)
+    /// rather than reading a source in memory.
+    pub fn takes_value(&self) -> bool {
+        self.operands
+            .iter()
+            .any(|o| o.kind == OperandKind::RedValue)
+    }
+
     /// The qualifier spelling this variant would print, in PTX order.
     pub fn describe_syntax(&self) -> String {
         let mut s = self.family.mnemonic().to_string();

@@ -1688,13 +1688,8 @@ impl<'a> Engine<'a> {
                 }
                 let n = data.args.get(2).and_then(|a| k.const_int(*a));
                 let dst = first.as_ref().and_then(|s| Mem::of(s, n));
-                // An op that takes a value, not a source address
-                // (`red.async`), reads no memory.
-                let takes_value = matches!(
-                    data.args.get(1).and_then(|a| k.arg_ty(*a)),
-                    Some(Type::Scalar(_))
-                );
-                let src = if takes_value {
+                // An op that takes its value as an operand reads no memory.
+                let src = if variant.takes_value() {
                     None
                 } else {
                     data.args

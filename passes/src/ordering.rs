@@ -1074,15 +1074,15 @@ impl<'a> Tracer<'a> {
                 .and_then(|i| data.args.get(i))
                 .copied()
         };
-        // An op that takes a value rather than a source address
-        // (`red.async`) moves that value's bytes and reads no memory.
-        let value = match data.args.get(1).and_then(|a| self.k.arg_ty(*a)) {
-            Some(Type::Scalar(s)) => Some(i64::from(s.bits() / 8)),
-            _ => None,
-        };
-        let size = match value {
-            Some(bytes) => Some(bytes),
-            None => data.args.get(2).and_then(|a| self.val(*a)),
+        // An op that takes its value as an operand (`red.async`) moves
+        // that value's bytes and reads no memory.
+        let size = if variant.takes_value() {
+            match data.args.get(1).and_then(|a| self.k.arg_ty(*a)) {
+                Some(Type::Scalar(s)) => Some(i64::from(s.bits() / 8)),
+                _ => None,
+            }
+        } else {
+            data.args.get(2).and_then(|a| self.val(*a))
         };
         let dst = data.args.first().ok_or(GiveUp::Unknown(OPERAND, None))?;
         let mut writes: Vec<Bytes> = self.bytes(*dst, size).into_iter().collect();
@@ -1100,7 +1100,7 @@ impl<'a> Tracer<'a> {
                 .map(|&cta| Bytes { cta, ..w.clone() })
                 .collect();
         }
-        let reads = if value.is_some() {
+        let reads = if variant.takes_value() {
             Vec::new()
         } else {
             data.args

@@ -598,7 +598,7 @@ impl Machine<'_> {
     }
 
     /// The operations whose effect is their own: issuing an async operation
-    /// (its operands and completion differ per family), a hint, an address
+    /// (its operands follow its completion mechanism), a hint, an address
     /// or an election.
     fn operation(
         &mut self,
@@ -608,8 +608,10 @@ impl Machine<'_> {
         res: Option<Value>,
     ) -> Result<Flow, Stop> {
         let k = self.k;
-        match p.family {
-            Family::CpAsync => {
+        let completion = p.variant().map(|v| v.completion);
+        let takes_value = p.variant().is_some_and(Variant::takes_value);
+        match (p.family.sync(), completion) {
+            (SyncEffect::Issue, Some(Completion::AsyncGroup)) => {
                 let (Some(dst), Some(src)) =
                     (self.addr_of(g, inst, "dst"), self.addr_of(g, inst, "src"))
                 else {
@@ -667,11 +669,13 @@ impl Machine<'_> {
                 self.set_res(g, res, Val::Token(id));
                 self.issue_point();
             }
-            Family::CpAsyncBulk | Family::CpReduceAsyncBulk => {
-                self.bulk(g, inst, p)?;
+            (SyncEffect::Issue, Some(Completion::Abstract)) => {
+                self.abstract_copy(g, inst, p, res)?
             }
-            Family::CpAsyncBulkPrefetch => {}
-            Family::ElectSync => {
+            (SyncEffect::Issue, _) if takes_value => self.red_async(g, inst, p)?,
+            (SyncEffect::Issue, _) => self.bulk(g, inst, p)?,
+            (SyncEffect::Hint, _) => {}
+            (SyncEffect::Elect, _) => {
                 let mask = self
                     .operand(inst, "membermask")
                     .map_or(u32::MAX, |a| self.u32_of(g, a));
@@ -698,8 +702,7 @@ impl Machine<'_> {
                 let leader = (mask & present).trailing_zeros();
                 self.set_res(g, res, Val::Int(u64::from(lane == leader)));
             }
-            Family::RedAsync => self.red_async(g, inst, p)?,
-            Family::Mapa => {
+            (SyncEffect::Address, _) => {
                 let a = self.operand(inst, "a").map(|x| self.val(g, x));
                 let rank = self.operand(inst, "rank").map_or(0, |r| self.u32_of(g, r));
                 let me = self.threads[g as usize].cta;
@@ -737,39 +740,48 @@ impl Machine<'_> {
                 };
                 self.set_res(g, res, v);
             }
-            Family::Copy => {
-                let (Some(dst), Some(src)) =
-                    (self.addr_of(g, inst, "dst"), self.addr_of(g, inst, "src"))
-                else {
-                    return Err(self.limit(Some(inst), "bad copy operands".into()));
-                };
-                let size = self.operand(inst, "size").map_or(0, |a| self.u32_of(g, a)) as u64;
-                let reduce = p.qual(Role::RedOp).zip(p.qual(Role::Type));
-                let id = self.issue(
-                    g,
-                    inst,
-                    Issue {
-                        mech: Mech::Abstract,
-                        proxy: self.data_proxy(inst),
-                        src: Some((src, size)),
-                        dsts: vec![Dst {
-                            addr: dst,
-                            bar: None,
-                        }],
-                        len: size,
-                        reduce,
-                        byte_mask: None,
-                        data: Vec::new(),
-                        seq: 0,
-                        align: 1,
-                    },
-                );
-                self.set_res(g, res, Val::Token(id));
-            }
-            // The other families are run by their effect (`ptx`).
+            // The other effects are run by `ptx`.
             _ => {}
         }
         Ok(Flow::Next)
+    }
+
+    /// cpflow's abstract `copy` (and `copy.reduce`): one op of the whole
+    /// size, completing when awaited.
+    fn abstract_copy(
+        &mut self,
+        g: u32,
+        inst: Inst,
+        p: &PtxOp,
+        res: Option<Value>,
+    ) -> Result<(), Stop> {
+        let (Some(dst), Some(src)) = (self.addr_of(g, inst, "dst"), self.addr_of(g, inst, "src"))
+        else {
+            return Err(self.limit(Some(inst), "bad copy operands".into()));
+        };
+        let size = self.operand(inst, "size").map_or(0, |a| self.u32_of(g, a)) as u64;
+        let reduce = p.qual(Role::RedOp).zip(p.qual(Role::Type));
+        let id = self.issue(
+            g,
+            inst,
+            Issue {
+                mech: Mech::Abstract,
+                proxy: self.data_proxy(inst),
+                src: Some((src, size)),
+                dsts: vec![Dst {
+                    addr: dst,
+                    bar: None,
+                }],
+                len: size,
+                reduce,
+                byte_mask: None,
+                data: Vec::new(),
+                seq: 0,
+                align: 1,
+            },
+        );
+        self.set_res(g, res, Val::Token(id));
+        Ok(())
     }
 
     fn set_res(&mut self, g: u32, res: Option<Value>, v: Val) {
@@ -812,7 +824,7 @@ impl Machine<'_> {
         if dst_q == Some(Qual::SharedCluster)
             && src_q == Some(Qual::SharedCta)
             && dst.cta() == Some(me)
-            && p.family == Family::CpAsyncBulk
+            && !p.variant().is_some_and(Variant::reduces)
         {
             self.report(
                 "U0305",
@@ -899,7 +911,7 @@ impl Machine<'_> {
         } else {
             None
         };
-        let reduce = if p.family == Family::CpReduceAsyncBulk {
+        let reduce = if p.variant().is_some_and(Variant::reduces) {
             p.qual(Role::RedOp).zip(p.qual(Role::Type))
         } else {
             None
