@@ -10,8 +10,9 @@
 //! * it compiles to PTX through MLIR for its target;
 //! * it contains the text of every `// output contains:` line (the
 //!   mechanism the ring must be lowered to);
-//! * under `Schedule::standard()` and two more random seeds, for every
-//!   `// run:` line (trip counts 0, 1, 2, 3, 4, 5 and 7: 0, 1, S-1, S,
+//! * under the eager and lazy schedules, 20 seeded random ones and a
+//!   bounded exhaustive search (`cpflow::validate::thorough`, what
+//!   `cpflow opt --validate` runs), for every `// run:` line (trip counts 0, 1, 2, 3, 4, 5 and 7: 0, 1, S-1, S,
 //!   S+1 and 2S+1 for S = 2 and 3, 0 to S+1 for S = 4), the interpreter
 //!   gives bit-identical global buffers before and after, with no
 //!   undefined behaviour before or after.
@@ -104,9 +105,7 @@ fn validate(
         );
     }
     common::assert_checks_and_compiles(name, text, &after, mlir);
-    let mut schedules = Schedule::standard();
-    schedules.extend([Schedule::Random(11), Schedule::Random(12)]);
-    common::assert_same_runs(name, text, before, &after, &schedules);
+    common::assert_same_runs(name, text, before, &after, &cpflow::validate::thorough());
     (after, report)
 }
 
