@@ -17,6 +17,7 @@ const THREADS: usize = 4;
 /// Times `Mlir::new()`, then `THREADS` threads that each create a context
 /// and compile `module` `RUNS` times.
 fn contexts(module: &cpflow::ir::Module) {
+    let (module, _) = cpflow::ir::verified(module).expect("the example verifies");
     let start = Instant::now();
     for _ in 0..CONTEXTS {
         drop(Mlir::new());
@@ -63,7 +64,8 @@ fn main() {
         let (mut ours, mut theirs) = (Duration::ZERO, Duration::ZERO);
         let mut lines = 0;
         for _ in 0..RUNS {
-            match compile(&mlir, &module) {
+            let compiled = cpflow::ir::verified(&module).and_then(|(m, _)| compile(&mlir, m));
+            match compiled {
                 Ok(c) => {
                     ours += c.cpflow_time;
                     theirs += c.mlir_time;

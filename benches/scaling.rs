@@ -161,7 +161,9 @@ fn lower(text: &str) {
         if transform::has_abstract(&m) && transform::optimize(&mut m).is_err() {
             return;
         }
-        let _ = std::hint::black_box(cpflow::lowering::lower(&m));
+        if let Ok((m, _)) = cpflow::ir::verified(&m) {
+            let _ = std::hint::black_box(cpflow::lowering::lower(m));
+        }
     }
 }
 

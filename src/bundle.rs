@@ -149,7 +149,9 @@ fn bundle_file(
                 k.cluster = Some([c, 1, 1]);
             }
         }
-        let compiled = cpflow::lowering::compile(mlir, &m).map_err(|d| file.render(&d))?;
+        let compiled = cpflow::ir::verified(&m)
+            .and_then(|(v, _)| cpflow::lowering::compile(mlir, v))
+            .map_err(|d| file.render(&d))?;
         let ptx_name = format!("{tag}.ptx");
         std::fs::write(out.join(&ptx_name), &compiled.ptx).map_err(|e| e.to_string())?;
         launches.push(bundle_launch(&m, rl, &tag, &ptx_name, out)?);

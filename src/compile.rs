@@ -56,12 +56,14 @@ pub fn run(args: CompileArgs, rep: &mut Reporter) -> ExitCode {
     if let Err(diags) = crate::opt::lower_abstract(&mut module, &source.text, args.transform) {
         return fail(&source, diags, "compile", rep);
     }
-    let result = match args.emit {
-        Emit::Mlir => cpflow::lowering::lower(&module),
+    // The lowering takes the verifier's handle: the module as the passes
+    // left it (their output verifies, or they refuse with T0004).
+    let result = cpflow::ir::verified(&module).and_then(|(module, _)| match args.emit {
+        Emit::Mlir => cpflow::lowering::lower(module),
         Emit::Ptx => {
-            cpflow::lowering::compile(&cpflow::lowering::Mlir::new(), &module).map(|c| c.ptx)
+            cpflow::lowering::compile(&cpflow::lowering::Mlir::new(), module).map(|c| c.ptx)
         }
-    };
+    });
     let out = match result {
         Ok(out) => out,
         Err(diags) => return fail(&source, with_spans(diags), "compile", rep),

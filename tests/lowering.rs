@@ -82,13 +82,21 @@ fn header(ptx: &str) -> (String, String) {
     (find(".version"), find(".target"))
 }
 
+/// The verifier's handle, then the lowering.
+fn verified_compile(
+    mlir: &Mlir,
+    module: &cpflow::ir::Module,
+) -> Result<cpflow::lowering::Compiled, Vec<cpflow::ir::Diagnostic>> {
+    cpflow::ir::verified(module).and_then(|(m, _)| compile(mlir, m))
+}
+
 #[test]
 fn examples_compile_and_assemble() {
     let mlir = Mlir::new();
     insta::glob!("../examples", "*.cpf", |path| {
         let (text, module) = load(path);
         if uses_abstract_ops(&module) {
-            let err = compile(&mlir, &module).expect_err("abstract ops must be refused");
+            let err = verified_compile(&mlir, &module).expect_err("abstract ops must be refused");
             assert!(
                 err.iter().all(|d| d.code == "L0002"),
                 "{}",
@@ -96,8 +104,8 @@ fn examples_compile_and_assemble() {
             );
             return;
         }
-        let compiled =
-            compile(&mlir, &module).unwrap_or_else(|e| panic!("{}", render(path, &text, &e)));
+        let compiled = verified_compile(&mlir, &module)
+            .unwrap_or_else(|e| panic!("{}", render(path, &text, &e)));
         let (version, target) = header(&compiled.ptx);
         assert_eq!(
             version,
@@ -121,7 +129,7 @@ fn examples_compile_and_assemble() {
             let mut m = module.clone();
             m.target.sm = sm;
             m.target.ptx = m.target.ptx.max(sm.min_ptx());
-            let c = compile(&mlir, &m)
+            let c = verified_compile(&mlir, &m)
                 .unwrap_or_else(|e| panic!("{newer}: {}", render(path, &text, &e)));
             assemble(&c.ptx, newer, &path.display().to_string());
         }
@@ -133,7 +141,7 @@ fn focused_cases_compile_and_assemble() {
     let mlir = Mlir::new();
     insta::glob!("lowering", "*.cpf", |path| {
         let (text, module) = load(path);
-        match compile(&mlir, &module) {
+        match verified_compile(&mlir, &module) {
             Ok(compiled) => {
                 let (_, target) = header(&compiled.ptx);
                 assemble(&compiled.ptx, &target, &path.display().to_string());
@@ -164,7 +172,7 @@ kernel @k(%out: ptr<global> align 16, %x: f32) {
 }
 ";
     let module = parse(text).unwrap();
-    let ptx = compile(&Mlir::new(), &module).unwrap().ptx;
+    let ptx = verified_compile(&Mlir::new(), &module).unwrap().ptx;
     let pos = |needle: &str| {
         ptx.find(needle)
             .unwrap_or_else(|| panic!("no `{needle}` in\n{ptx}"))

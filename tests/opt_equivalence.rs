@@ -336,7 +336,9 @@ fn check(text: &str, mlir: &Mlir, counts: &mut Counts) -> Result<(), String> {
             checked.diagnostics
         ));
     }
-    if let Err(d) = compile(mlir, &after) {
+    let (verified, _) = cpflow::ir::verified(&after)
+        .map_err(|d| format!("output does not verify: {d:#?}\n{out}"))?;
+    if let Err(d) = compile(mlir, verified) {
         return Err(format!("output does not compile: {d:#?}\n{out}"));
     }
     for (s, b) in Schedule::standard().into_iter().zip(reference) {

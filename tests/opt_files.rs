@@ -154,7 +154,9 @@ fn barrier_inserted_when_others_read() {
             "{:#?}\n{out}",
             checked.diagnostics
         );
-        compile(&mlir, &after).unwrap_or_else(|d| panic!("{d:#?}\n{out}"));
+        let (verified, _) =
+            cpflow::ir::verified(&after).unwrap_or_else(|d| panic!("{d:#?}\n{out}"));
+        compile(&mlir, verified).unwrap_or_else(|d| panic!("{d:#?}\n{out}"));
         let line = "@k 1x32 %src=u32:512:9 %dst=zero:512";
         let launch = runline::parse_all(&format!("// run: {line}\n{input}")).unwrap();
         for schedule in [Schedule::Eager, Schedule::Lazy, Schedule::Random(3)] {

@@ -237,6 +237,8 @@ pub fn lower(text: &str) -> Result<(), String> {
     if transform::has_abstract(&m) && transform::optimize(&mut m).is_err() {
         return Ok(());
     }
-    let _ = cpflow::lowering::lower(&m);
+    if let Ok((m, _)) = cpflow::ir::verified(&m) {
+        let _ = cpflow::lowering::lower(m);
+    }
     Ok(())
 }

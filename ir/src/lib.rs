@@ -32,4 +32,4 @@ pub use diag::{Diagnostic, Locator, Severity, SourceFile, Span};
 pub use ir::{Kernel, Module};
 pub use parser::parse;
 pub use printer::print;
-pub use verify::verify;
+pub use verify::{verified, verify, Verified};

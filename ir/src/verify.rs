@@ -122,6 +122,46 @@ pub fn verify(module: &Module) -> Vec<Diagnostic> {
     diags
 }
 
+/// A module the verifier found no error in. Only [`verified`] makes one,
+/// so what takes a `Verified` (the lowering) needs not verify again.
+#[derive(Clone, Copy, Debug)]
+pub struct Verified<'m> {
+    module: &'m Module,
+}
+
+impl<'m> Verified<'m> {
+    /// The module.
+    pub fn module(self) -> &'m Module {
+        self.module
+    }
+}
+
+impl std::ops::Deref for Verified<'_> {
+    type Target = Module;
+
+    fn deref(&self) -> &Module {
+        self.module
+    }
+}
+
+/// Verifies `module`: the handle and the verifier's warnings, or every
+/// finding when one is an error.
+///
+/// ```
+/// let module = cpflow_ir::parse("module @m target sm_80 ptx 8.0\nkernel @k() {\n}\n")
+///     .expect("it parses");
+/// let (checked, warnings) = cpflow_ir::verified(&module).expect("it verifies");
+/// assert!(warnings.is_empty());
+/// assert_eq!(checked.kernels.len(), 1);
+/// ```
+pub fn verified(module: &Module) -> Result<(Verified<'_>, Vec<Diagnostic>), Vec<Diagnostic>> {
+    let diags = verify(module);
+    if diags.iter().any(Diagnostic::is_error) {
+        return Err(diags);
+    }
+    Ok((Verified { module }, diags))
+}
+
 /// The module-level findings: whether the PTX ISA version exists and is
 /// new enough for the `sm_` target.
 pub fn verify_target(module: &Module) -> Vec<Diagnostic> {

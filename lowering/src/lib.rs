@@ -4,7 +4,8 @@
 //! Depends on cpflow-ir and, with the default feature `mlir`, melior (LLVM
 //! and MLIR 22); never on passes. Without `mlir`, [`lower`] still emits the
 //! MLIR text, for a host that runs [`PIPELINE`] in its own MLIR. Input must verify
-//! clean: [`compile`] re-verifies and refuses otherwise. The lowering erases
+//! clean: [`compile`] and [`lower`] take a [`Verified`] module, the
+//! verifier's handle, and never verify again. The lowering erases
 //! tokens, groups and phases while keeping their meaning: `wait_group %g`
 //! gets the N derived from the explicit groups ([`waits`]), a phase wait
 //! becomes a `try_wait.parity` loop on the phase's parity, and abstract
@@ -21,7 +22,7 @@ pub use cpflow_ir::waits;
 use std::time::{Duration, Instant};
 
 use cpflow_ir::diag::Diagnostic;
-use cpflow_ir::ir::Module;
+use cpflow_ir::Verified;
 
 pub use emit::emit;
 #[cfg(feature = "mlir")]
@@ -40,7 +41,7 @@ pub struct Compiled {
     pub mlir: String,
     /// The PTX it produced.
     pub ptx: String,
-    /// Time spent in cpflow (verify, wait derivation, emission).
+    /// Time spent in cpflow (wait derivation, emission).
     pub cpflow_time: Duration,
     /// Time spent in MLIR (parse, passes, PTX generation).
     pub mlir_time: Duration,
@@ -62,13 +63,14 @@ pub struct Compiled {
 /// )
 /// .expect("it parses");
 /// let mlir = cpflow_lowering::Mlir::new(); // one per thread: it is `!Send`
-/// let compiled = cpflow_lowering::compile(&mlir, &module).expect("it compiles");
+/// let (module, _) = cpflow_ir::verified(&module).expect("it verifies");
+/// let compiled = cpflow_lowering::compile(&mlir, module).expect("it compiles");
 /// // The lowering derives N of `wait_group %g`: no younger group is pending.
 /// let ptx = compiled.ptx.split_whitespace().collect::<Vec<_>>().join(" ");
 /// assert!(ptx.contains("cp.async.wait_group 0;"), "{ptx}");
 /// ```
 #[cfg(feature = "mlir")]
-pub fn compile(mlir: &Mlir, module: &Module) -> Result<Compiled, Vec<Diagnostic>> {
+pub fn compile(mlir: &Mlir, module: Verified) -> Result<Compiled, Vec<Diagnostic>> {
     let start = Instant::now();
     let text = lower(module)?;
     let cpflow_time = start.elapsed();
@@ -87,7 +89,7 @@ pub fn compile(mlir: &Mlir, module: &Module) -> Result<Compiled, Vec<Diagnostic>
 /// thread of a pool gets one, and its cost (about one compile) is paid once
 /// per thread.
 #[cfg(feature = "mlir")]
-pub fn compile_on_this_thread(module: &Module) -> Result<Compiled, Vec<Diagnostic>> {
+pub fn compile_on_this_thread(module: Verified) -> Result<Compiled, Vec<Diagnostic>> {
     thread_local! {
         static MLIR: Mlir = Mlir::new();
     }
@@ -118,15 +120,9 @@ const LLVM_PTX_VERSIONS: &[(u8, u8)] = &[
     (9, 0),
 ];
 
-/// Verifies `module` and emits its MLIR, without running MLIR.
-pub fn lower(module: &Module) -> Result<String, Vec<Diagnostic>> {
-    let errors: Vec<Diagnostic> = cpflow_ir::verify(module)
-        .into_iter()
-        .filter(Diagnostic::is_error)
-        .collect();
-    if !errors.is_empty() {
-        return Err(errors);
-    }
+/// Emits the MLIR of a verified module, without running MLIR.
+pub fn lower(module: Verified) -> Result<String, Vec<Diagnostic>> {
+    let module = module.module();
     let ptx = module.target.ptx;
     if !LLVM_PTX_VERSIONS.contains(&(ptx.major, ptx.minor)) {
         return Err(vec![Diagnostic::error(

@@ -18,7 +18,8 @@ kernel @k(%src: ptr<global> align 16) {
 #[test]
 fn threads_compile_with_their_own_contexts() {
     let module = cpflow_ir::parse(PIPELINE).expect("it parses");
-    let alone = cpflow_lowering::compile_on_this_thread(&module)
+    let (module, _) = cpflow_ir::verified(&module).expect("it verifies");
+    let alone = cpflow_lowering::compile_on_this_thread(module)
         .expect("it compiles")
         .ptx;
     let ptxs: Vec<String> = std::thread::scope(|s| {
@@ -26,7 +27,7 @@ fn threads_compile_with_their_own_contexts() {
             .map(|_| {
                 s.spawn(|| {
                     (0..3)
-                        .map(|_| cpflow_lowering::compile_on_this_thread(&module))
+                        .map(|_| cpflow_lowering::compile_on_this_thread(module))
                         .map(|c| c.expect("it compiles").ptx)
                         .collect::<Vec<_>>()
                 })

@@ -102,6 +102,8 @@ pub fn assert_checks_and_compiles(name: &str, before: &str, after: &Module, mlir
         "{name}: output does not check clean: {:#?}\n{out}",
         checked.diagnostics
     );
+    let (after, _) = cpflow::ir::verified(after)
+        .unwrap_or_else(|d| panic!("{name}: output does not verify: {d:#?}\n{out}"));
     if let Err(d) = compile(mlir, after) {
         panic!("{name}: output does not compile: {d:#?}\n{out}");
     }

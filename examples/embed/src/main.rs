@@ -133,8 +133,10 @@ fn steps() -> Result<(), String> {
     // 5. With `lower`: MLIR's pipeline makes PTX.
     #[cfg(feature = "lower")]
     {
-        // One MLIR context per thread (it is `!Send`), made on first use.
-        let compiled = cpflow::lowering::compile_on_this_thread(&fixed)
+        // The lowering takes the verifier's handle; one MLIR context per
+        // thread (it is `!Send`), made on first use.
+        let compiled = cpflow::ir::verified(&fixed)
+            .and_then(|(verified, _)| cpflow::lowering::compile_on_this_thread(verified))
             .map_err(|d| render_located(&d, &map))?;
         let copies = compiled.ptx.matches("cp.async.cg.shared.global").count();
         println!(
