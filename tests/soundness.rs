@@ -1840,29 +1840,10 @@ fn sweep(seeds: std::ops::Range<u64>, verbose: bool, shape: Option<&str>) -> Cou
                         && lines(d).iter().any(|l| lines(u).contains(l))
                 })
             });
-            if explained {
-                c.explained += 1;
-            } else if verbose {
+            // Both sides' codes and lines, and the program.
+            let show = |tag: &str| {
                 eprintln!(
-                    "UNEXPLAINED seed {seed}: {}\n  interp: {:?}\n  checker: {:?}\n{}",
-                    p.what,
-                    ub.iter()
-                        .map(|d| (d.code, line(d.span.start)))
-                        .collect::<Vec<_>>(),
-                    checked
-                        .diagnostics
-                        .iter()
-                        .filter(|d| d.is_error())
-                        .map(|d| (d.code, line(d.span.start)))
-                        .collect::<Vec<_>>(),
-                    p.text,
-                );
-            }
-            if located {
-                c.located += 1;
-            } else if !flagged.is_empty() && verbose {
-                eprintln!(
-                    "ELSEWHERE seed {seed}: {}\n  interp: {:?}\n  checker: {:?}\n{}",
+                    "{tag} seed {seed}: {}\n  interp: {:?}\n  checker: {:?}\n{}",
                     p.what,
                     ub.iter()
                         .map(|d| (d.code, line(d.span.start)))
@@ -1874,7 +1855,17 @@ fn sweep(seeds: std::ops::Range<u64>, verbose: bool, shape: Option<&str>) -> Cou
                         .map(|d| (d.code, line(d.span.start)))
                         .collect::<Vec<_>>(),
                     p.text
-                );
+                )
+            };
+            if explained {
+                c.explained += 1;
+            } else if verbose {
+                show("UNEXPLAINED");
+            }
+            if located {
+                c.located += 1;
+            } else if !flagged.is_empty() && verbose {
+                show("ELSEWHERE");
             }
             if flagged.is_empty() {
                 row[2] += 1;

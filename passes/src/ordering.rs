@@ -2550,13 +2550,13 @@ impl Report<'_> {
                         .collect(),
                     _ => continue,
                 };
+                let what = if matches!(e.step, Step::Async { .. }) {
+                    "the copy's complete_tx"
+                } else {
+                    "this arrival"
+                };
                 for (bar, q, node) in acts {
                     if q < 0 && !out.contains_key(&e.inst) {
-                        let what = if matches!(e.step, Step::Async { .. }) {
-                            "the copy's complete_tx"
-                        } else {
-                            "this arrival"
-                        };
                         let d = Diagnostic::error(
                             "E1011",
                             format!("{what} names phase {q}, before the barrier's first phase"),
@@ -2583,11 +2583,6 @@ impl Report<'_> {
                     if set[node.index() / 64] >> (node.index() % 64) & 1 == 1 {
                         continue;
                     }
-                    let what = if matches!(e.step, Step::Async { .. }) {
-                        "the copy's complete_tx"
-                    } else {
-                        "this arrival"
-                    };
                     let d = Diagnostic::error(
                         "E1011",
                         format!("{what} names phase {q}, but nothing orders it after phase {} completes", q - 1),

@@ -446,46 +446,40 @@ fn konst(b: &mut Builder, c: i64, name: &str) -> (Inst, Value) {
 /// CUTLASS's `PipelineState::operator++`: the slot advanced by one,
 /// wrapping at `s`, and the phase bit flipped when it wraps.
 fn advance(b: &mut Builder, slot: Value, bit: Value, s: u32) -> (Value, Value) {
-    let next = b
-        .inst1(
-            Op::Binary(BinaryOp::Add),
-            vec![val(slot), imm(1)],
-            Type::I32,
-            "next_slot",
-        )
-        .1;
-    let wrap = b
-        .inst1(
-            Op::Cmp(CmpPred::Eq, Scalar::I32),
-            vec![val(next), imm(i64::from(s))],
-            Type::I1,
-            "wrap",
-        )
-        .1;
-    let slot2 = b
-        .inst1(
-            Op::Select,
-            vec![val(wrap), imm(0), val(next)],
-            Type::I32,
-            "slot",
-        )
-        .1;
-    let flipped = b
-        .inst1(
-            Op::Binary(BinaryOp::Xor),
-            vec![val(bit), imm(1)],
-            Type::I32,
-            "flipped",
-        )
-        .1;
-    let bit2 = b
-        .inst1(
-            Op::Select,
-            vec![val(wrap), val(flipped), val(bit)],
-            Type::I32,
-            "phase",
-        )
-        .1;
+    let op = |b: &mut Builder, op: Op, args: Vec<Arg>, ty: Type, name: &str| {
+        b.inst1(op, args, ty, name).1
+    };
+    let next = op(
+        b,
+        Op::Binary(BinaryOp::Add),
+        vec![val(slot), imm(1)],
+        Type::I32,
+        "next_slot",
+    );
+    let at_end = vec![val(next), imm(i64::from(s))];
+    let wrap = op(
+        b,
+        Op::Cmp(CmpPred::Eq, Scalar::I32),
+        at_end,
+        Type::I1,
+        "wrap",
+    );
+    let slot2 = op(
+        b,
+        Op::Select,
+        vec![val(wrap), imm(0), val(next)],
+        Type::I32,
+        "slot",
+    );
+    let flipped = op(
+        b,
+        Op::Binary(BinaryOp::Xor),
+        vec![val(bit), imm(1)],
+        Type::I32,
+        "flipped",
+    );
+    let arms = vec![val(wrap), val(flipped), val(bit)];
+    let bit2 = op(b, Op::Select, arms, Type::I32, "phase");
     (slot2, bit2)
 }
 
@@ -513,31 +507,24 @@ fn phase(b: &mut Builder, bars: SharedId, slot: Value, bit: Value, name: &str) -
 fn carry(b: &mut Builder, lp: Inst, init: Value, name: &str) -> Value {
     let body = b.k.insts[lp].regions[0];
     let span = b.k.insts[lp].span;
-    let at = b.k.regions[body].args.len();
-    let arg_name = b.fresh(name);
-    let arg = b.k.values.push(ValueData {
-        ty: Type::I32,
-        name: arg_name,
-        def: ValueDef::RegionArg(body, at),
-        span,
-        align: None,
-        noalias: false,
-    });
+    let value = |b: &mut Builder, def: ValueDef| {
+        let name = b.fresh(name);
+        b.k.values.push(ValueData {
+            ty: Type::I32,
+            name,
+            def,
+            span,
+            align: None,
+            noalias: false,
+        })
+    };
+    let arg = value(b, ValueDef::RegionArg(body, b.k.regions[body].args.len()));
     b.k.regions[body].args.push(arg);
     b.k.insts[lp].args.push(Arg {
         operand: Operand::Value(init),
         span,
     });
-    let res_at = b.k.insts[lp].results.len();
-    let res_name = b.fresh(name);
-    let res = b.k.values.push(ValueData {
-        ty: Type::I32,
-        name: res_name,
-        def: ValueDef::Result(lp, res_at),
-        span,
-        align: None,
-        noalias: false,
-    });
+    let res = value(b, ValueDef::Result(lp, b.k.insts[lp].results.len()));
     b.k.insts[lp].results.push(res);
     arg
 }
