@@ -113,12 +113,14 @@ pub fn check(text: &str) -> Checked {
 /// assert!(text.contains("--> kernels.py:4"), "{text}");
 /// ```
 pub fn check_module(module: &Module) -> Vec<Diagnostic> {
-    let mut diagnostics = cpflow_ir::verify(module);
-    if !diagnostics.iter().any(Diagnostic::is_error) {
-        diagnostics.extend(cpflow_passes::check(module));
-        diagnostics.sort_by_key(|d| (d.span.start, d.code));
+    match cpflow_ir::verified(module) {
+        Ok((verified, mut diagnostics)) => {
+            diagnostics.extend(cpflow_passes::check(verified));
+            diagnostics.sort_by_key(|d| (d.span.start, d.code));
+            diagnostics
+        }
+        Err(diagnostics) => diagnostics,
     }
-    diagnostics
 }
 
 /// Codes reported before the verifier runs (lexer, parser, file decoding).

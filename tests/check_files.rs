@@ -14,18 +14,24 @@ use std::path::Path;
 
 use common::{case_report, read, render};
 use cpflow::interp::{self, runline, Schedule};
-use cpflow::ir::{parse, verify};
+use cpflow::ir::parse;
 
 fn checked(path: &Path, text: &str) -> Vec<cpflow::ir::Diagnostic> {
     let module = parse(text).unwrap_or_else(|d| panic!("{}", render(path, text, &[d])));
-    let v = verify(&module);
+    let (verified, warnings) = cpflow::ir::verified(&module).unwrap_or_else(|v| {
+        panic!(
+            "{} should verify:\n{}",
+            path.display(),
+            render(path, text, &v)
+        )
+    });
     assert!(
-        v.is_empty(),
+        warnings.is_empty(),
         "{} should verify clean:\n{}",
         path.display(),
-        render(path, text, &v)
+        render(path, text, &warnings)
     );
-    cpflow::passes::check(&module)
+    cpflow::passes::check(verified)
 }
 
 #[test]

@@ -115,7 +115,7 @@ pub fn opt(text: &str) -> Result<(), String> {
     // Clean: no error, and no warning that an analysis proved nothing
     // (W1004 and W1007: a budget; W1006: a kernel the cross-thread
     // analysis cannot follow).
-    let found = cpflow::passes::check(&m);
+    let found = cpflow::check_module(&m);
     let clean = errors(&found).is_empty()
         && !found
             .iter()
@@ -153,7 +153,7 @@ pub fn opt(text: &str) -> Result<(), String> {
             ));
         }
         if clean && *passes == transform::DEFAULT_PIPELINE && !transform::has_abstract(&out) {
-            let found = errors(&cpflow::passes::check(&out));
+            let found = errors(&cpflow::check_module(&out));
             if !found.is_empty() {
                 return Err(format!(
                     "default pipeline output of a clean input does not check clean: {}",

@@ -87,7 +87,7 @@ fn main() {
     let direct = {
         let t = Instant::now();
         let m = cpflow_ir::parse(&texts[0]).expect("the module parses");
-        let _ = (cpflow_ir::verify(&m).len(), cpflow_passes::check(&m).len());
+        let _ = cpflow_ir::verified(&m).map(|(v, w)| (w.len(), cpflow_passes::check(v).len()));
         t.elapsed()
     };
     println!(

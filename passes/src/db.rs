@@ -198,12 +198,14 @@ pub fn check_file(db: &dyn salsa::Database, src: Source) -> Vec<Diagnostic> {
         Ok(m) => m,
         Err(d) => return vec![d.clone()],
     };
-    let mut out = cpflow_ir::verify(m);
-    if !out.iter().any(Diagnostic::is_error) {
-        out.extend(crate::check(m));
-        out.sort_by_key(|d| (d.span.start, d.code));
+    match cpflow_ir::verified(m) {
+        Ok((verified, mut out)) => {
+            out.extend(crate::check(verified));
+            out.sort_by_key(|d| (d.span.start, d.code));
+            out
+        }
+        Err(out) => out,
     }
-    out
 }
 
 /// Whether every kernel piece parsed to one kernel, under a header that

@@ -27,9 +27,9 @@ pub mod values;
 
 pub use codes::CODES;
 
-use cpflow_ir::{Diagnostic, Kernel, Module};
+use cpflow_ir::{Diagnostic, Kernel, Verified};
 
-/// Checks one kernel: every hazard the analyses find.
+/// Checks one kernel of a verified module: every hazard the analyses find.
 pub fn check_kernel(k: &Kernel) -> Vec<Diagnostic> {
     let syms = values::Syms::compute(k);
     let mut out = engine::Engine::new(k, &syms).run();
@@ -47,8 +47,9 @@ pub fn check_kernel(k: &Kernel) -> Vec<Diagnostic> {
     out
 }
 
-/// Checks every kernel of a module that verifies clean; diagnostics in source order.
-pub fn check(module: &Module) -> Vec<Diagnostic> {
+/// Checks every kernel of a verified module ([`cpflow_ir::verified`]);
+/// diagnostics in source order.
+pub fn check(module: Verified) -> Vec<Diagnostic> {
     let mut out: Vec<Diagnostic> = module.kernels.iter().flat_map(check_kernel).collect();
     out.sort_by_key(|d| (d.span.start, d.code));
     out

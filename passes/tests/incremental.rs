@@ -114,12 +114,14 @@ fn a_syntax_error_falls_back_to_the_whole_file() {
 /// The diagnostics of parsing the whole text at once.
 fn cpflow_passes_direct(text: &str) -> Vec<cpflow_ir::Diagnostic> {
     match cpflow_ir::parse(text) {
-        Ok(m) => {
-            let mut out = cpflow_ir::verify(&m);
-            out.extend(cpflow_passes::check(&m));
-            out.sort_by_key(|d| (d.span.start, d.code));
-            out
-        }
+        Ok(m) => match cpflow_ir::verified(&m) {
+            Ok((verified, mut out)) => {
+                out.extend(cpflow_passes::check(verified));
+                out.sort_by_key(|d| (d.span.start, d.code));
+                out
+            }
+            Err(out) => out,
+        },
         Err(d) => vec![d],
     }
 }

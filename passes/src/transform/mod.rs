@@ -203,11 +203,15 @@ pub fn run_with(
     if options.unproven_rings || !passes.iter().any(|p| matches!(p, Pass::Pipeline(_))) {
         return run_once(module, passes, per_loop, &[]);
     }
-    let errors = |m: &Module| {
-        crate::check(m)
-            .into_iter()
-            .filter(Diagnostic::is_error)
-            .count()
+    // The checker's errors on a module (its verifier's, where it has some).
+    let errors = |m: &Module| -> Vec<Diagnostic> {
+        match cpflow_ir::verified(m) {
+            Ok((verified, _)) => crate::check(verified),
+            Err(d) => d,
+        }
+        .into_iter()
+        .filter(Diagnostic::is_error)
+        .collect()
     };
     let mut out = module.clone();
     let report = run_once(&mut out, passes, per_loop, &[])?;
@@ -215,11 +219,8 @@ pub fn run_with(
         *module = out;
         return Ok(report);
     }
-    let after: Vec<Diagnostic> = crate::check(&out)
-        .into_iter()
-        .filter(Diagnostic::is_error)
-        .collect();
-    if after.len() <= errors(module) {
+    let after = errors(&out);
+    if after.len() <= errors(module).len() {
         *module = out;
         return Ok(report);
     }
