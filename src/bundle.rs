@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use cpflow::interp::{run, runline, Schedule};
 use cpflow::ir::spec::Sm;
 use cpflow::ir::types::{Scalar, Type};
-use cpflow::ir::{Module, SourceFile};
+use cpflow::ir::{SourceFile, Verified};
 use cpflow::passes::transform::{self, Pass};
 use serde_json::json;
 
@@ -149,18 +149,17 @@ fn bundle_file(
                 k.cluster = Some([c, 1, 1]);
             }
         }
-        let compiled = cpflow::ir::verified(&m)
-            .and_then(|(v, _)| cpflow::lowering::compile(mlir, v))
-            .map_err(|d| file.render(&d))?;
+        let (verified, _) = cpflow::ir::verified(&m).map_err(|d| file.render(&d))?;
+        let compiled = cpflow::lowering::compile(mlir, verified).map_err(|d| file.render(&d))?;
         let ptx_name = format!("{tag}.ptx");
         std::fs::write(out.join(&ptx_name), &compiled.ptx).map_err(|e| e.to_string())?;
-        launches.push(bundle_launch(&m, rl, &tag, &ptx_name, out)?);
+        launches.push(bundle_launch(verified, rl, &tag, &ptx_name, out)?);
     }
     Ok(launches)
 }
 
 fn bundle_launch(
-    module: &Module,
+    module: Verified,
     rl: &runline::RunLine,
     tag: &str,
     ptx_name: &str,

@@ -120,6 +120,9 @@ fn validate(before: &Module, after: &Module, text: &str) -> Result<(), Vec<Diagn
         )]);
     }
     let schedules = cpflow::validate::thorough();
+    // Both verify: the input before the passes, their output after.
+    let verified = |m| cpflow::ir::verified(m).map(|(v, _)| v);
+    let (before, after) = (verified(before)?, verified(after)?);
     let Err(d) = cpflow::validate::same_runs(
         before,
         after,

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use cpflow::ir::types::Scalar;
-use cpflow::ir::{Module, SourceFile};
+use cpflow::ir::{Module, SourceFile, Verified};
 use cpflow_interp::{runline, Inputs, Launch, ScalarArg, Schedule, Trace};
 
 use crate::input::{usage, Source};
@@ -121,14 +121,18 @@ pub fn run(a: RunArgs, rep: &mut Reporter) -> ExitCode {
         Err(code) => return code,
     };
     let file = source.file();
-    let diagnostics = cpflow::ir::verify(&module);
-    if rep.report(&file, diagnostics) {
+    let (verified, diagnostics) = match cpflow::ir::verified(&module) {
+        Ok((verified, warnings)) => (Some(verified), warnings),
+        Err(errors) => (None, errors),
+    };
+    let refused = rep.report(&file, diagnostics);
+    let Some(verified) = verified.filter(|_| !refused) else {
         rep.note(format!(
             "cpflow run: `{}` does not verify; the interpreter runs only verified kernels",
             file.name
         ));
         return ExitCode::from(1);
-    }
+    };
     let schedule = match a.schedule.as_deref().map(Schedule::parse).transpose() {
         Ok(s) => s,
         Err(e) => return usage(e),
@@ -139,7 +143,7 @@ pub fn run(a: RunArgs, rep: &mut Reporter) -> ExitCode {
     };
     let checker = Verdict::of(&module);
     let (Some(kernel), Some(grid)) = (&a.kernel, &a.grid) else {
-        return run_lines(&a, &file, &module, schedule.as_ref(), &checker, rep);
+        return run_lines(&a, &file, verified, schedule.as_ref(), &checker, rep);
     };
     let kernel = kernel.trim_start_matches('@');
     let Some((ctas, threads)) = grid.split_once(['x', 'X']) else {
@@ -215,7 +219,7 @@ pub fn run(a: RunArgs, rep: &mut Reporter) -> ExitCode {
     let code = execute(
         &a,
         &file,
-        &module,
+        verified,
         &launch,
         &inputs,
         schedule,
@@ -303,7 +307,7 @@ impl Verdict {
 fn run_lines(
     a: &RunArgs,
     file: &SourceFile,
-    module: &Module,
+    module: Verified,
     schedule: Option<&Schedule>,
     checker: &Verdict,
     rep: &mut Reporter,
@@ -396,7 +400,7 @@ fn with_progress<T>(rep: &Reporter, what: &str, work: impl FnOnce() -> T) -> T {
 fn execute(
     a: &RunArgs,
     file: &SourceFile,
-    module: &Module,
+    module: Verified,
     launch: &Launch,
     inputs: &Inputs,
     schedule: Schedule,

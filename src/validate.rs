@@ -22,14 +22,16 @@
 //! let mut after = before.clone();
 //! cpflow::passes::transform::optimize(&mut after).expect("it transforms");
 //! let lines = runline::parse_all(text).expect("its run line parses");
-//! assert!(validate::same_runs(&before, &after, &lines, &Schedule::standard(), validate::InputUb::Refuse).is_ok());
+//! let (before, _) = cpflow::ir::verified(&before).expect("it verifies");
+//! let (after, _) = cpflow::ir::verified(&after).expect("it verifies");
+//! assert!(validate::same_runs(before, after, &lines, &Schedule::standard(), validate::InputUb::Refuse).is_ok());
 //! ```
 
 use std::fmt;
 
 use cpflow_interp::runline::RunLine;
 use cpflow_interp::{run, Schedule};
-use cpflow_ir::Module;
+use cpflow_ir::Verified;
 
 /// The schedules `--validate` runs every line under: eager, lazy, 20
 /// seeded random ones and a bounded exhaustive search of 16 runs.
@@ -76,8 +78,8 @@ pub enum InputUb {
 /// declared block where it declares one (a transform may add a producer
 /// warp).
 pub fn same_runs(
-    before: &Module,
-    after: &Module,
+    before: Verified,
+    after: Verified,
     lines: &[RunLine],
     schedules: &[Schedule],
     input_ub: InputUb,
@@ -153,6 +155,12 @@ fn first_difference(before: &[(String, Vec<u8>)], after: &[(String, Vec<u8>)]) -
 mod tests {
     use super::*;
     use cpflow_interp::runline;
+    use cpflow_ir::Module;
+
+    /// The verifier's handle of a test program.
+    fn v(m: &Module) -> Verified<'_> {
+        cpflow_ir::verified(m).expect("it verifies").0
+    }
 
     /// A one-thread kernel storing a tile it copied in; `body` replaces
     /// the await and the store.
@@ -177,7 +185,7 @@ kernel @k(%src: ptr<global> align 16, %dst: ptr<global> align 16) {{
     #[test]
     fn equal_programs_agree_under_every_schedule() {
         let (before, lines) = kernel(GOOD);
-        assert!(same_runs(&before, &before, &lines, &thorough(), InputUb::Refuse).is_ok());
+        assert!(same_runs(v(&before), v(&before), &lines, &thorough(), InputUb::Refuse).is_ok());
     }
 
     #[test]
@@ -185,18 +193,18 @@ kernel @k(%src: ptr<global> align 16, %dst: ptr<global> align 16) {{
         let (before, lines) = kernel(GOOD);
         let (other, _) =
             kernel("  await %t\n  %x = ld %t0 : i32\n  %y = add %x, 1 : i32\n  st %dst, %y : i32");
-        let d = same_runs(&before, &other, &lines, &thorough(), InputUb::Refuse)
+        let d = same_runs(v(&before), v(&other), &lines, &thorough(), InputUb::Refuse)
             .expect_err("other bytes");
         assert!(!d.input);
         assert!(d.why.starts_with("buffer %dst differs at byte 0"), "{d}");
         let (racy, _) = kernel("  %x = ld %t0 : i32\n  await %t\n  st %dst, %x : i32");
-        let d =
-            same_runs(&before, &racy, &lines, &thorough(), InputUb::Refuse).expect_err("a race");
+        let d = same_runs(v(&before), v(&racy), &lines, &thorough(), InputUb::Refuse)
+            .expect_err("a race");
         assert!(
             !d.input && d.why.contains("the output has undefined behaviour"),
             "{d}"
         );
-        let d = same_runs(&racy, &before, &lines, &thorough(), InputUb::Refuse)
+        let d = same_runs(v(&racy), v(&before), &lines, &thorough(), InputUb::Refuse)
             .expect_err("a racy input");
         assert!(
             d.input && d.why.contains("the input has undefined behaviour"),
@@ -204,8 +212,14 @@ kernel @k(%src: ptr<global> align 16, %dst: ptr<global> align 16) {{
         );
         // Compared anyway, the racy read left other bytes than the
         // race-free output's.
-        let d = same_runs(&racy, &before, &lines, &[Schedule::Lazy], InputUb::Compare)
-            .expect_err("other bytes");
+        let d = same_runs(
+            v(&racy),
+            v(&before),
+            &lines,
+            &[Schedule::Lazy],
+            InputUb::Compare,
+        )
+        .expect_err("other bytes");
         assert!(!d.input && d.why.starts_with("buffer %dst differs"), "{d}");
     }
 }

@@ -54,11 +54,12 @@ fn correct_programs_check_clean() {
         let diags = checked(path, &text);
         assert!(diags.is_empty(), "{}", render(path, &text, &diags));
         let module = parse(&text).expect("parsed above");
+        let (module, _) = cpflow::ir::verified(&module).expect("verified above");
         let runs = runline::parse_all(&text).expect("run lines");
         assert!(!runs.is_empty(), "{}: no `// run:` line", path.display());
         for run in runs {
             for sched in Schedule::standard() {
-                let out = interp::run(&module, &run.launch, &run.inputs, sched)
+                let out = interp::run(module, &run.launch, &run.inputs, sched)
                     .unwrap_or_else(|d| panic!("{}: {d:?}", path.display()));
                 let ub: Vec<_> = out.findings.iter().filter(|d| d.is_error()).collect();
                 assert!(ub.is_empty(), "{}: {ub:?}", path.display());

@@ -115,6 +115,8 @@ fn interpret(case: &Case, module: &cpflow::ir::Module) -> Option<String> {
     assert!(!runs.is_empty(), "{}: no `// run:` line", case.file);
     let mut scheds = Schedule::standard();
     scheds.extend(EXTRA_SEEDS.map(Schedule::Random));
+    let (module, _) =
+        cpflow::ir::verified(module).unwrap_or_else(|d| panic!("{}: {d:?}", case.file));
     for run in &runs {
         for sched in &scheds {
             let out = interp::run(module, &run.launch, &run.inputs, sched.clone())

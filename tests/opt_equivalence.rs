@@ -287,15 +287,13 @@ struct Counts {
 /// Checks one program; `Err` describes the first failure.
 fn check(text: &str, mlir: &Mlir, counts: &mut Counts) -> Result<(), String> {
     let before = parse(text).map_err(|d| format!("parse: {d:?}"))?;
-    let v = verify(&before);
-    if v.iter().any(|d| d.is_error()) {
-        return Err(format!("input does not verify: {v:?}"));
-    }
+    let (input, _) =
+        cpflow::ir::verified(&before).map_err(|v| format!("input does not verify: {v:?}"))?;
     let lines = runline::parse_all(text).map_err(|e| e.message)?;
     let line = &lines[0];
     let mut reference = Vec::new();
     for s in Schedule::standard() {
-        let b = run(&before, &line.launch, &line.inputs, s.clone())
+        let b = run(input, &line.launch, &line.inputs, s.clone())
             .map_err(|d| format!("input under {s}: {d:?}"))?;
         if b.has_ub() {
             counts.skipped_ub += 1;
@@ -342,7 +340,7 @@ fn check(text: &str, mlir: &Mlir, counts: &mut Counts) -> Result<(), String> {
         return Err(format!("output does not compile: {d:#?}\n{out}"));
     }
     for (s, b) in Schedule::standard().into_iter().zip(reference) {
-        let a = run(&after, &line.launch, &line.inputs, s.clone())
+        let a = run(verified, &line.launch, &line.inputs, s.clone())
             .map_err(|d| format!("output under {s}: {d:?}\n{out}"))?;
         if a.has_ub() {
             return Err(format!("UB after under {s}: {:#?}\n{out}", a.findings));

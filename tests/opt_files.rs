@@ -159,10 +159,11 @@ fn barrier_inserted_when_others_read() {
         compile(&mlir, verified).unwrap_or_else(|d| panic!("{d:#?}\n{out}"));
         let line = "@k 1x32 %src=u32:512:9 %dst=zero:512";
         let launch = runline::parse_all(&format!("// run: {line}\n{input}")).unwrap();
+        let (reference, _) = cpflow::ir::verified(&reference).unwrap_or_else(|d| panic!("{d:?}"));
         for schedule in [Schedule::Eager, Schedule::Lazy, Schedule::Random(3)] {
             let l = &launch[0];
-            let b = run(&reference, &l.launch, &l.inputs, schedule.clone()).unwrap();
-            let a = run(&after, &l.launch, &l.inputs, schedule.clone()).unwrap();
+            let b = run(reference, &l.launch, &l.inputs, schedule.clone()).unwrap();
+            let a = run(verified, &l.launch, &l.inputs, schedule.clone()).unwrap();
             assert!(!a.has_ub(), "UB after: {:#?}", a.findings);
             assert!(b.buffers == a.buffers, "outputs differ under {schedule}");
         }

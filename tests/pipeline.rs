@@ -159,8 +159,9 @@ fn check_file(path: &Path, mlir: &Mlir) -> String {
         "{name}: needs run lines for 0, 1, S-1, S, S+1, 2S+1"
     );
     // The input itself is free of undefined behaviour on every line.
+    let (verified, _) = cpflow::ir::verified(&before).unwrap_or_else(|d| panic!("{name}: {d:?}"));
     for line in &lines {
-        let b = run(&before, &line.launch, &line.inputs, Schedule::Eager)
+        let b = run(verified, &line.launch, &line.inputs, Schedule::Eager)
             .unwrap_or_else(|d| panic!("{name}: {d:?}"));
         assert!(!b.has_ub(), "{name}: UB in the input: {:#?}", b.findings);
     }

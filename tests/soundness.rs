@@ -1755,7 +1755,7 @@ fn reports(u: &str, e: &str) -> bool {
 
 /// Runs one program under the schedules; the error findings of all of them
 /// (one schedule may meet a bug's consequence, another the bug itself).
-fn interpret(module: &cpflow::ir::Module, text: &str, seed: u64) -> Vec<Diagnostic> {
+fn interpret(module: cpflow::ir::Verified, text: &str, seed: u64) -> Vec<Diagnostic> {
     let runs = runline::parse_all(text).expect("run line");
     let mut found = Vec::new();
     for run in runs {
@@ -1795,16 +1795,16 @@ fn sweep(seeds: std::ops::Range<u64>, verbose: bool, shape: Option<&str>) -> Cou
                 checked.diagnostics, p.text
             );
         };
-        if cpflow::ir::verify(module).iter().any(|d| d.is_error()) {
-            c.skipped += 1;
-            if verbose {
-                eprintln!(
-                    "seed {seed}: skipped (verifier): {:?}",
-                    cpflow::ir::verify(module)
-                );
+        let module = match cpflow::ir::verified(module) {
+            Ok((verified, _)) => verified,
+            Err(found) => {
+                c.skipped += 1;
+                if verbose {
+                    eprintln!("seed {seed}: skipped (verifier): {found:?}");
+                }
+                continue;
             }
-            continue;
-        }
+        };
         c.programs += 1;
         let name = p.what.split(' ').next().unwrap_or_default().to_string();
         let row = c.shapes.entry(name).or_default();

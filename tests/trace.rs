@@ -16,10 +16,11 @@ fn timeline(path: &str, schedule: &str) -> Value {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(root.join(path)).expect("file reads");
     let module = cpflow::ir::parse(&text).expect("file parses");
+    let (module, _) = cpflow::ir::verified(&module).expect("file verifies");
     let mut runs = Vec::new();
     for line in runline::parse_all(&text).expect("run lines parse") {
         let schedule = Schedule::parse(schedule).expect("schedule parses");
-        let (_, trace) = cpflow::interp::run_traced(&module, &line.launch, &line.inputs, schedule)
+        let (_, trace) = cpflow::interp::run_traced(module, &line.launch, &line.inputs, schedule)
             .expect("the launch runs");
         runs.push((line.launch.kernel.clone(), trace));
     }

@@ -380,9 +380,14 @@ pub fn judge(l: &Loop, form: Form) -> Verdict {
         Err(e) => return Verdict::Failure(format!("run lines: {}", e.message)),
     };
     let schedules = [Schedule::Eager, Schedule::Lazy, Schedule::Random(7)];
+    let (Ok((before, _)), Ok((after, _))) =
+        (cpflow::ir::verified(&before), cpflow::ir::verified(&after))
+    else {
+        return Verdict::Failure("the input or the output does not verify".into());
+    };
     match cpflow::validate::same_runs(
-        &before,
-        &after,
+        before,
+        after,
         &lines,
         &schedules,
         cpflow::validate::InputUb::Refuse,

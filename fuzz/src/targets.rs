@@ -221,9 +221,12 @@ pub fn run_interp(text: &str) -> Result<(), String> {
     } else {
         lines.into_iter().map(|l| (l.launch, l.inputs)).collect()
     };
+    let Ok((m, _)) = cpflow::ir::verified(&m) else {
+        return Ok(());
+    };
     for (launch, inputs) in &launches {
         // Launch errors and limits are diagnostics: acceptable answers.
-        let _ = interp::run_with_limit(&m, launch, inputs, schedule(text), INTERP_STEPS);
+        let _ = interp::run_with_limit(m, launch, inputs, schedule(text), INTERP_STEPS);
     }
     Ok(())
 }

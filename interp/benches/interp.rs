@@ -30,12 +30,13 @@ fn bench(c: &mut Criterion) {
     inputs
         .scalars
         .insert("ntiles".into(), ScalarArg::Int(NTILES));
+    let (module, _) = cpflow_ir::verified(&module).expect("the example verifies");
     let mut group = c.benchmark_group("pipeline_4x128_150_tiles");
     group.sample_size(10);
     for s in [Schedule::Eager, Schedule::Lazy, Schedule::Random(1)] {
         group.bench_function(s.to_string(), |b| {
             b.iter(|| {
-                let out = run(&module, &launch, &inputs, s.clone()).expect("runs");
+                let out = run(module, &launch, &inputs, s.clone()).expect("runs");
                 assert!(out.findings.is_empty(), "{:?}", out.findings);
                 out
             })

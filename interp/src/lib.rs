@@ -28,7 +28,7 @@ mod value;
 use std::collections::BTreeMap;
 
 use cpflow_ir::types::{Scalar, Space, Type};
-use cpflow_ir::{Diagnostic, Module};
+use cpflow_ir::{Diagnostic, Module, Verified};
 
 pub use codes::CODES;
 pub use sched::Schedule;
@@ -173,7 +173,7 @@ fn state_bytes(kernel: &cpflow_ir::Kernel, ctas: u32, threads: u32, cluster: u32
     clocks.saturating_mul(clock_len).saturating_add(values)
 }
 
-/// Runs a verified kernel of `module` under `schedule`.
+/// Runs a kernel of `module`, verified (the handle of [`cpflow_ir::verified`]), under `schedule`.
 ///
 /// Errors are launch problems (unknown kernel, missing inputs, bad grid) and
 /// interpreter limits; undefined behaviour of the program is reported in
@@ -207,12 +207,13 @@ fn state_bytes(kernel: &cpflow_ir::Kernel, ctas: u32, threads: u32, cluster: u32
 /// inputs.buffers.insert("src".into(), vec![7; 64]);
 /// inputs.buffers.insert("dst".into(), vec![0; 64]);
 /// let launch = Launch { kernel: "k".into(), ctas: 1, threads: 4, cluster: None };
-/// let outcome = run(&module, &launch, &inputs, Schedule::Lazy).expect("it launches");
+/// let (module, _) = cpflow_ir::verified(&module).expect("it verifies");
+/// let outcome = run(module, &launch, &inputs, Schedule::Lazy).expect("it launches");
 /// assert!(outcome.has_ub());
 /// assert_eq!(outcome.findings[0].code, "U0101");
 /// ```
 pub fn run(
-    module: &Module,
+    module: Verified,
     launch: &Launch,
     inputs: &Inputs,
     schedule: Schedule,
@@ -222,23 +223,24 @@ pub fn run(
 
 /// [`run`] with an explicit step limit.
 pub fn run_with_limit(
-    module: &Module,
+    module: Verified,
     launch: &Launch,
     inputs: &Inputs,
     schedule: Schedule,
     max_steps: u64,
 ) -> Result<Outcome, Diagnostic> {
-    launch_run(module, launch, inputs, schedule, max_steps, false).map(|(o, _)| o)
+    launch_run(module.module(), launch, inputs, schedule, max_steps, false).map(|(o, _)| o)
 }
 
 /// [`run`], with the [`Trace`] of the reported run (in exhaustive mode, the
 /// search runs untraced and the reported schedule is replayed traced).
 pub fn run_traced(
-    module: &Module,
+    module: Verified,
     launch: &Launch,
     inputs: &Inputs,
     schedule: Schedule,
 ) -> Result<(Outcome, Trace), Diagnostic> {
+    let module = module.module();
     let (out, trace) = launch_run(module, launch, inputs, schedule, DEFAULT_STEP_LIMIT, true)?;
     Ok((out, trace.unwrap_or_default()))
 }

@@ -18,6 +18,11 @@ use std::path::{Path, PathBuf};
 use cpflow_interp::{run, runline, Outcome, Schedule};
 use cpflow_ir::{parse, verify, SourceFile};
 
+/// The verifier's handle of a test program.
+fn verified(m: &cpflow_ir::Module) -> cpflow_ir::Verified<'_> {
+    cpflow_ir::verified(m).expect("it verifies").0
+}
+
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
@@ -72,17 +77,18 @@ fn examples_run_clean_and_agree_across_schedules() {
         for rl in runs {
             let mut reference: Option<Vec<(String, Vec<u8>)>> = None;
             for s in Schedule::standard() {
-                let out = run(&module, &rl.launch, &rl.inputs, s.clone()).unwrap_or_else(|d| {
-                    panic!(
-                        "{name} @{} under {s}:\n{}",
-                        rl.launch.kernel,
-                        SourceFile {
-                            name: &name,
-                            text: &text
-                        }
-                        .render(&[d])
-                    )
-                });
+                let out =
+                    run(verified(&module), &rl.launch, &rl.inputs, s.clone()).unwrap_or_else(|d| {
+                        panic!(
+                            "{name} @{} under {s}:\n{}",
+                            rl.launch.kernel,
+                            SourceFile {
+                                name: &name,
+                                text: &text
+                            }
+                            .render(&[d])
+                        )
+                    });
                 assert!(
                     out.findings.is_empty(),
                     "{name} @{} should run clean under {s}:\n{}",
@@ -131,7 +137,7 @@ fn ub_cases_report_their_code_and_twins_run_clean() {
             all.push(rl.schedule.clone());
             all.push(Schedule::Exhaustive { limit: 100 });
             for s in all {
-                let out = run(&module, &rl.launch, &rl.inputs, s.clone())
+                let out = run(verified(&module), &rl.launch, &rl.inputs, s.clone())
                     .unwrap_or_else(|d| panic!("{file}: {}", d.message));
                 assert!(
                     out.findings.is_empty(),
@@ -142,8 +148,13 @@ fn ub_cases_report_their_code_and_twins_run_clean() {
             return;
         }
         let code = file.split('-').next().unwrap_or_default().to_string();
-        let out = run(&module, &rl.launch, &rl.inputs, rl.schedule.clone())
-            .unwrap_or_else(|d| panic!("{file}: {}", d.message));
+        let out = run(
+            verified(&module),
+            &rl.launch,
+            &rl.inputs,
+            rl.schedule.clone(),
+        )
+        .unwrap_or_else(|d| panic!("{file}: {}", d.message));
         assert!(
             out.findings.iter().any(|d| d.code == code),
             "{file} should report {code} under {}:\n{}",
@@ -172,7 +183,7 @@ fn exhaustive_mode_explores_and_replays() {
     let module = parse(&text).expect("parses");
     let rl = run_line(Path::new("U0101"), &text);
     let out = run(
-        &module,
+        verified(&module),
         &rl.launch,
         &rl.inputs,
         Schedule::Exhaustive { limit: 500 },
@@ -180,7 +191,7 @@ fn exhaustive_mode_explores_and_replays() {
     .expect("runs");
     assert!(out.has_ub(), "exhaustive search finds the in-flight read");
     let replay = Schedule::parse(&out.schedule).expect("replayable");
-    let again = run(&module, &rl.launch, &rl.inputs, replay).expect("runs");
+    let again = run(verified(&module), &rl.launch, &rl.inputs, replay).expect("runs");
     assert_eq!(
         again.findings.iter().map(|d| d.code).collect::<Vec<_>>(),
         out.findings.iter().map(|d| d.code).collect::<Vec<_>>()
@@ -188,7 +199,7 @@ fn exhaustive_mode_explores_and_replays() {
     let ok = read(&root().join("interp/tests/ub/U0101-load-in-flight.ok.cpf"));
     let module = parse(&ok).expect("parses");
     let out = run(
-        &module,
+        verified(&module),
         &rl.launch,
         &rl.inputs,
         Schedule::Exhaustive { limit: 500 },
@@ -258,7 +269,7 @@ kernel @ids(%dst: ptr<global> align 16) cluster(2, 2, 1) block(4, 2, 3) {
         threads,
         cluster: None,
     };
-    let out = run(&module, &launch(24), &inputs, Schedule::Eager).expect("runs");
+    let out = run(verified(&module), &launch(24), &inputs, Schedule::Eager).expect("runs");
     assert!(out.findings.is_empty(), "{:?}", out.findings);
     let words: Vec<u32> = out.buffers[0]
         .1
@@ -277,7 +288,7 @@ kernel @ids(%dst: ptr<global> align 16) cluster(2, 2, 1) block(4, 2, 3) {
             );
         }
     }
-    let refused = run(&module, &launch(32), &inputs, Schedule::Eager).unwrap_err();
+    let refused = run(verified(&module), &launch(32), &inputs, Schedule::Eager).unwrap_err();
     assert!(
         refused.message.contains("requires block(4, 2, 3)"),
         "{}",

@@ -68,9 +68,14 @@ pub fn assert_same_runs(
 ) {
     let lines = runline::parse_all(text).unwrap_or_else(|e| panic!("{name}: {}", e.message));
     assert!(!lines.is_empty(), "{name}: needs a // run: line");
+    let verified = |m| {
+        cpflow::ir::verified(m)
+            .unwrap_or_else(|d| panic!("{name}: does not verify: {d:?}"))
+            .0
+    };
     if let Err(d) = cpflow::validate::same_runs(
-        before,
-        after,
+        verified(before),
+        verified(after),
         &lines,
         schedules,
         cpflow::validate::InputUb::Compare,

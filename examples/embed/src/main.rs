@@ -109,7 +109,9 @@ fn steps() -> Result<(), String> {
         threads: THREADS,
         cluster: None,
     };
-    let outcome = cpflow::interp::run(&fixed, &launch, &inputs, Schedule::Lazy)
+    // The interpreter, like the lowering, takes the verifier's handle.
+    let (verified, _) = cpflow::ir::verified(&fixed).map_err(|d| render_located(&d, &map))?;
+    let outcome = cpflow::interp::run(verified, &launch, &inputs, Schedule::Lazy)
         .map_err(|d| render_located(&[d], &map))?;
     if outcome.has_ub() {
         return Err(render_located(&outcome.findings, &map));
@@ -133,10 +135,8 @@ fn steps() -> Result<(), String> {
     // 5. With `lower`: MLIR's pipeline makes PTX.
     #[cfg(feature = "lower")]
     {
-        // The lowering takes the verifier's handle; one MLIR context per
-        // thread (it is `!Send`), made on first use.
-        let compiled = cpflow::ir::verified(&fixed)
-            .and_then(|(verified, _)| cpflow::lowering::compile_on_this_thread(verified))
+        // One MLIR context per thread (it is `!Send`), made on first use.
+        let compiled = cpflow::lowering::compile_on_this_thread(verified)
             .map_err(|d| render_located(&d, &map))?;
         let copies = compiled.ptx.matches("cp.async.cg.shared.global").count();
         println!(
