@@ -113,14 +113,7 @@ pub fn check(text: &str) -> Checked {
 /// assert!(text.contains("--> kernels.py:4"), "{text}");
 /// ```
 pub fn check_module(module: &Module) -> Vec<Diagnostic> {
-    match cpflow_ir::verified(module) {
-        Ok((verified, mut diagnostics)) => {
-            diagnostics.extend(cpflow_passes::check(verified));
-            diagnostics.sort_by_key(|d| (d.span.start, d.code));
-            diagnostics
-        }
-        Err(diagnostics) => diagnostics,
-    }
+    cpflow_passes::verify_and_check(module)
 }
 
 /// Codes reported before the verifier runs (lexer, parser, file decoding).

@@ -198,14 +198,7 @@ pub fn check_file(db: &dyn salsa::Database, src: Source) -> Vec<Diagnostic> {
         Ok(m) => m,
         Err(d) => return vec![d.clone()],
     };
-    match cpflow_ir::verified(m) {
-        Ok((verified, mut out)) => {
-            out.extend(crate::check(verified));
-            out.sort_by_key(|d| (d.span.start, d.code));
-            out
-        }
-        Err(out) => out,
-    }
+    crate::verify_and_check(m)
 }
 
 /// Whether every kernel piece parsed to one kernel, under a header that

@@ -47,6 +47,19 @@ pub fn check_kernel(k: &Kernel) -> Vec<Diagnostic> {
     out
 }
 
+/// The verifier's findings on `module` and, when it has no error, the
+/// checker's too; in source order.
+pub fn verify_and_check(module: &cpflow_ir::Module) -> Vec<Diagnostic> {
+    match cpflow_ir::verified(module) {
+        Ok((verified, mut out)) => {
+            out.extend(check(verified));
+            out.sort_by_key(|d| (d.span.start, d.code));
+            out
+        }
+        Err(out) => out,
+    }
+}
+
 /// Checks every kernel of a verified module ([`cpflow_ir::verified`]);
 /// diagnostics in source order.
 pub fn check(module: Verified) -> Vec<Diagnostic> {

@@ -114,14 +114,7 @@ fn a_syntax_error_falls_back_to_the_whole_file() {
 /// The diagnostics of parsing the whole text at once.
 fn cpflow_passes_direct(text: &str) -> Vec<cpflow_ir::Diagnostic> {
     match cpflow_ir::parse(text) {
-        Ok(m) => match cpflow_ir::verified(&m) {
-            Ok((verified, mut out)) => {
-                out.extend(cpflow_passes::check(verified));
-                out.sort_by_key(|d| (d.span.start, d.code));
-                out
-            }
-            Err(out) => out,
-        },
+        Ok(m) => cpflow_passes::verify_and_check(&m),
         Err(d) => vec![d],
     }
 }
