@@ -132,7 +132,7 @@ fn validate(before: &Module, after: &Module, text: &str) -> Result<(), Vec<Diagn
     ) else {
         return Ok(());
     };
-    let span = run_line_spans(text).nth(d.line).unwrap_or(Span::new(0, 0));
+    let span = lines.get(d.line).map_or(Span::new(0, 0), |l| l.span);
     let (message, label) = if d.input {
         (
             format!("cannot validate the transform on this run line: {d}"),
@@ -147,21 +147,6 @@ fn validate(before: &Module, after: &Module, text: &str) -> Result<(), Vec<Diagn
     Err(vec![Diagnostic::error("T0005", message, span)
         .with_label(label)
         .with_help("nothing was written; `cpflow run` on the input and on `cpflow opt` output shows both runs")])
-}
-
-/// The span of each `// run:` line of `text`, in order.
-fn run_line_spans(text: &str) -> impl Iterator<Item = Span> + '_ {
-    text.split_inclusive('\n')
-        .scan(0, |at, line| {
-            let start = *at;
-            *at += line.len();
-            Some((start, line))
-        })
-        .filter(|(_, line)| line.trim_start().starts_with("// run:"))
-        .map(|(start, line)| {
-            let lead = line.len() - line.trim_start().len();
-            Span::new(start + lead, start + line.trim_end().len())
-        })
 }
 
 /// The `--explain` text, as comments: each pipelined loop and each loop

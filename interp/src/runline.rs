@@ -66,6 +66,9 @@ pub struct RunLine {
     pub schedule: Schedule,
     /// Buffers marked floating point, with their element type.
     pub float_buffers: Vec<(String, Scalar)>,
+    /// The text after `// run:`, in the file [`parse_all`] read (in the
+    /// line, for [`parse_line`]).
+    pub span: Span,
 }
 
 /// Parses every `// run:` line of a program text; an error's span is in
@@ -181,6 +184,7 @@ fn parse_at(line: &str, base: usize) -> Result<RunLine, Diagnostic> {
         inputs: Inputs::default(),
         schedule: Schedule::Lazy,
         float_buffers: Vec::new(),
+        span: Span::new(base, base + line.trim_end().len()),
     };
     for w in words {
         let (k, v) = w.split_once('=').ok_or_else(|| {
@@ -257,11 +261,11 @@ mod tests {
 
     #[test]
     fn lines_parse() {
-        let runs = parse_all(
-            "// run: @k 2x128 cluster=2 %n=4 %x=1.5 %src=f32:64 %dst=zero:32:f32 %keys=u32:16:3 %raw=8b\nkernel\n// run: @k 1x32",
-        )
-        .unwrap();
+        let text = "// run: @k 2x128 cluster=2 %n=4 %x=1.5 %src=f32:64 %dst=zero:32:f32 %keys=u32:16:3 %raw=8b\nkernel\n// run: @k 1x32";
+        let runs = parse_all(text).unwrap();
         assert_eq!(runs.len(), 2);
+        // Each line's span is its text after `// run:`, in the file.
+        assert_eq!(&text[runs[1].span.range()], " @k 1x32");
         let r = &runs[0];
         assert_eq!(
             (r.launch.ctas, r.launch.threads, r.launch.cluster),

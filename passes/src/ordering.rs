@@ -2562,7 +2562,7 @@ impl Report<'_> {
                             format!("{what} names phase {q}, before the barrier's first phase"),
                             self.span(r, i),
                         )
-                        .with_label("phase -1 completed at init: it lands in phase 0 (or later) and completes it early")
+                        .with_label(format!("phase {q} completed at init: it lands in phase 0 (or later) and completes it early"))
                         .with_help("name the phase the barrier is in when this lands: a ring's consumers arrive on the phase they waited for, a producer starting on the opposite phase arms the phase after the one it waited for")
                         .with_note(format!("an instance: {}", self.instance(r, i)));
                         out.insert(e.inst, d);

@@ -128,6 +128,31 @@ pub fn mapa_of(k: &Kernel, a: Arg) -> Option<&InstData> {
     }
 }
 
+/// The operand `x` of `x xor 1` (in either order).
+fn xor_one(k: &Kernel, d: &InstData) -> Option<Arg> {
+    if d.op != Op::Binary(BinaryOp::Xor) {
+        return None;
+    }
+    let one = |i: usize| k.const_int(d.args[i]) == Some(1);
+    if one(1) {
+        Some(d.args[0])
+    } else if one(0) {
+        Some(d.args[1])
+    } else {
+        None
+    }
+}
+
+/// The arms of `select w, x, y` as (the value once a counter wrapped, the
+/// value otherwise), `wrapped` saying whether `w` is "it wrapped".
+fn wrap_arms(d: &InstData, wrapped: bool) -> (Arg, Arg) {
+    if wrapped {
+        (d.args[1], d.args[2])
+    } else {
+        (d.args[2], d.args[1])
+    }
+}
+
 impl Syms {
     /// Is `c` a `cmp.eq` of `%tid.x` (as the analysis sees it) and a
     /// constant, true in exactly one thread of the CTA?
@@ -381,11 +406,7 @@ impl Syms {
             }
             Op::Select => {
                 let (size, wrapped) = self.wrap_test(k, d.args[0].value()?, a)?;
-                let (on_wrap, otherwise) = if wrapped {
-                    (d.args[1], d.args[2])
-                } else {
-                    (d.args[2], d.args[1])
-                };
+                let (on_wrap, otherwise) = wrap_arms(d, wrapped);
                 (k.const_int(on_wrap) == Some(0) && self.is_next(otherwise, a)).then_some(size)
             }
             _ => None,
@@ -416,15 +437,11 @@ impl Syms {
         let Some(d) = k.def_inst(y).map(|i| &k.insts[i]) else {
             return false;
         };
-        let is_a = |x: Arg| x.value() == Some(a);
-        let one = |x: Arg| k.const_int(x) == Some(1);
-        match d.op {
-            Op::Binary(BinaryOp::Xor) => {
-                (is_a(d.args[0]) && one(d.args[1])) || (one(d.args[0]) && is_a(d.args[1]))
-            }
-            Op::Binary(BinaryOp::Sub) => one(d.args[0]) && is_a(d.args[1]),
-            _ => false,
-        }
+        let flipped = match d.op {
+            Op::Binary(BinaryOp::Sub) if k.const_int(d.args[0]) == Some(1) => Some(d.args[1]),
+            _ => xor_one(k, d),
+        };
+        flipped.and_then(Arg::value) == Some(a)
     }
 
     /// Whether `y` is `a` flipped when counter `s` wraps at `size`:
@@ -440,11 +457,7 @@ impl Syms {
         let Some((at, wrapped)) = d.args[0].value().and_then(|w| self.wrap_test(k, w, s)) else {
             return false;
         };
-        let (on_wrap, otherwise) = if wrapped {
-            (d.args[1], d.args[2])
-        } else {
-            (d.args[2], d.args[1])
-        };
+        let (on_wrap, otherwise) = wrap_arms(d, wrapped);
         at == size
             && otherwise.value() == Some(a)
             && on_wrap.value().is_some_and(|f| self.flip_of(k, f, a))
@@ -561,20 +574,10 @@ impl Syms {
                     _ => None,
                 };
                 // `p xor 1` of a parity bit names the phase after p's.
-                if *b == BinaryOp::Xor {
-                    let bit = |i: usize| {
-                        data.args[i]
-                            .value()
-                            .and_then(|v| self.parity_index[v.index()].clone())
-                    };
-                    let one = |i: usize| k.const_int(data.args[i]) == Some(1);
-                    let next = match (bit(0), bit(1)) {
-                        (Some(idx), _) if one(1) => Some(idx),
-                        (_, Some(idx)) if one(0) => Some(idx),
-                        _ => None,
-                    };
-                    self.parity_index[res.index()] = next.map(|idx| idx.add(&Affine::constant(1)));
-                }
+                self.parity_index[res.index()] = xor_one(k, data)
+                    .and_then(Arg::value)
+                    .and_then(|p| self.parity_index[p.index()].as_ref())
+                    .map(|idx| idx.add(&Affine::constant(1)));
                 Sym::Int(r.unwrap_or_else(|| Affine::atom(Atom::Opaque(res))))
             }
             Op::Cast(CastOp::Zext | CastOp::Sext | CastOp::Trunc, _) => {

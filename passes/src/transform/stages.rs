@@ -148,6 +148,14 @@ define_language! {
 
 type G = EGraph<Sched, ()>;
 
+/// The schedule of `form` with the stage count in class `stages`.
+fn term(form: Form, stages: Id) -> Sched {
+    match form {
+        Form::Ring => Sched::Ring([stages]),
+        Form::Ws => Sched::Ws([stages]),
+    }
+}
+
 /// The stage count of the term in class `id`, when it is a number.
 fn stages_in(g: &G, id: Id) -> Option<u32> {
     g[id].nodes.iter().find_map(|n| match n {
@@ -179,10 +187,7 @@ impl Applier<Sched, ()> for Deepen {
             return vec![];
         }
         let n = g.add(Sched::Num(i64::from(s) + 1));
-        let deeper = g.add(match self.form {
-            Form::Ring => Sched::Ring([n]),
-            Form::Ws => Sched::Ws([n]),
-        });
+        let deeper = g.add(term(self.form, n));
         if g.union(eclass, deeper) {
             vec![deeper]
         } else {
@@ -297,10 +302,7 @@ impl Choice {
 pub fn choose(lp: Loop, sm: u32) -> Choice {
     let mut g = G::default();
     let two = g.add(Sched::Num(2));
-    let root = g.add(match lp.form {
-        Form::Ring => Sched::Ring([two]),
-        Form::Ws => Sched::Ws([two]),
-    });
+    let root = g.add(term(lp.form, two));
     let rule = match lp.form {
         Form::Ring => rewrite!("deepen"; "(ring ?s)" => { deepen(lp) }),
         Form::Ws => rewrite!("deepen"; "(ws ?s)" => { deepen(lp) }),
@@ -311,11 +313,8 @@ pub fn choose(lp: Loop, sm: u32) -> Choice {
         .run(&[rule]);
     let g = runner.egraph;
     let root = g.find(root);
-    let model = Model {
-        g: &g,
-        machine: Machine::of(sm),
-        lp,
-    };
+    let machine = Machine::of(sm);
+    let model = Model { g: &g, machine, lp };
     let mut candidates: Vec<(u32, Cost)> = g[root]
         .nodes
         .iter()
@@ -342,7 +341,7 @@ pub fn choose(lp: Loop, sm: u32) -> Choice {
         stages,
         cost,
         candidates,
-        machine: Machine::of(sm),
+        machine,
         lp,
     }
 }
