@@ -25,8 +25,10 @@
 //!   except the one into a poll.
 //!
 //! It reports a cycle of progress dependencies through a wait (E1010: the
-//! phase's arrivals can only come after the wait), and a wait on a phase
-//! two behind one its thread saw complete (E1010); an arrival or
+//! phase's arrivals can only come after the wait), a wait on a phase
+//! two behind one its thread saw complete (E1010), and a blocking wait on
+//! a phase that nothing names (E1010; what can only come after it never
+//! happens, and races with nothing); an arrival or
 //! complete_tx on phase `q` that nothing puts after phase `q - 1` (E1011:
 //! it may land in `q - 1`); CTA barrier generations whose arrivals are not
 //! their count (E1018); a use of an mbarrier that nothing puts before
@@ -76,10 +78,12 @@ use crate::values::{elected_lane, lane_is_tid_x_mod_32, mapa_of, Base, Sym, Syms
 /// The value every integer kernel parameter takes: a trip count that runs
 /// a ring of up to 8 stages through two rounds.
 pub const PARAM_VALUE: i64 = 16;
-/// The CTAs of the grid along `x` (a multiple of the cluster's), of which
+/// The CTAs of the grid along `x` (rounded up to whole clusters), of which
 /// the representative threads run in the first cluster: a persistent tile
-/// loop `for %tile = %ctaid.x to %ntiles step %nctaid.x` runs two tiles.
-pub const GRID_X: i64 = PARAM_VALUE / 2;
+/// loop `for %tile = %ctaid.x to %ntiles step %nctaid.x` runs eight tiles
+/// outside clusters, enough for a ring of up to four stages carried across
+/// tiles to go round twice.
+pub const GRID_X: i64 = 2;
 /// The most instructions run over all representative threads.
 pub const MAX_STEPS: usize = 400_000;
 /// The most events (over all roles) that are analysed.
@@ -375,12 +379,13 @@ fn analyse(
         }
     }
     let g = Graph::build(&roles, &ranges, k.block)?;
-    let report = Report {
+    let mut report = Report {
         k,
         roles: &roles,
         ranges: &ranges,
         g: &g,
         known,
+        never: Vec::new(),
     };
     if !g.miscounts.is_empty() {
         // A hang the barrier run reached after an arrival that nothing
@@ -396,10 +401,18 @@ fn analyse(
         // Which arrivals meet is then unknown: nothing else is reliable.
         return Ok(report.miscounts());
     }
-    // A wait that sees another phase than it names (a fact of its thread's
-    // own order of waits): the graph's ordering through it is not the
-    // run's, a cycle through it included.
-    let stale = report.stale_waits();
+    // A wait that sees another phase than it names, or returns at once on
+    // one it saw complete (facts of its thread's own order of waits): the
+    // graph's ordering through it is not the run's, a cycle through it
+    // included.
+    let mut stale = report.stale_waits();
+    let lagging: BTreeSet<u32> = stale.iter().map(|d| d.span.start).collect();
+    stale.extend(
+        report
+            .repeated_waits()
+            .into_iter()
+            .filter(|d| !lagging.contains(&d.span.start)),
+    );
     if !stale.is_empty() {
         return Ok(stale);
     }
@@ -412,16 +425,17 @@ fn analyse(
         // succeed in turn: nothing else is proved.
         return Err(GiveUp::Unknown(UNEQUAL_BARRIERS, None));
     }
+    // A wait nothing feeds hangs its thread: what can only come after it
+    // never happens, and is not reported.
+    let (starved, never) = report.starved_waits();
+    report.never = never;
     let mut out = report.run_ahead();
     out.extend(report.barrier_run_ahead());
     out.extend(report.arrivals_after_exit());
     out.extend(report.reads_after_exit());
     out.extend(report.invalidated());
     out.extend(report.races(&syms.bounds)?);
-    // A wait nothing feeds, where nothing else explains the hang.
-    if out.is_empty() {
-        out = report.starved_waits();
-    }
+    out.extend(starved);
     Ok(out)
 }
 
@@ -1961,11 +1975,21 @@ struct Report<'a> {
     ranges: &'a [Vec<(i64, i64)>],
     g: &'a Graph,
     known: &'a BTreeSet<u32>,
+    /// The nodes that can only come after a wait that never returns (a
+    /// bitset): they never happen, and nothing is reported of them.
+    never: Vec<u64>,
 }
 
 impl Report<'_> {
     fn event(&self, role: usize, i: usize) -> &Event {
         &self.roles[role].1[i]
+    }
+
+    /// Whether `node` never happens (see [`Report::never`]).
+    fn never_happens(&self, node: NodeIndex) -> bool {
+        self.never
+            .get(node.index() / 64)
+            .is_some_and(|w| w >> (node.index() % 64) & 1 == 1)
     }
 
     fn span(&self, role: usize, i: usize) -> Span {
@@ -2077,9 +2101,12 @@ impl Report<'_> {
 
     /// E1010 for each blocking wait on a phase (at or after the first)
     /// that no arrival, `cp.async.mbarrier.arrive` or copy of any thread
-    /// names: it never completes, and the wait never returns.
-    fn starved_waits(&self) -> Vec<Diagnostic> {
+    /// names: it never completes, and the wait never returns. Also the
+    /// nodes that can only come after such a wait (a bitset): they never
+    /// happen.
+    fn starved_waits(&self) -> (Vec<Diagnostic>, Vec<u64>) {
         let mut out: BTreeMap<Inst, Diagnostic> = BTreeMap::new();
+        let mut never = vec![0u64; self.g.g.node_count().div_ceil(64)];
         // Phases are chained (each completes after the one before): only
         // an arrival or a completion feeds one.
         let fed = |n: Option<&NodeIndex>| {
@@ -2102,11 +2129,15 @@ impl Report<'_> {
                     continue;
                 };
                 if phase < 0
-                    || out.contains_key(&e.inst)
-                    || self.known.contains(&self.span(r, i).start)
                     || fed(self.g.phases.get(&(bar, phase)))
                     || fed(self.g.remote.get(&(bar, phase)))
                 {
+                    continue;
+                }
+                for (w, x) in never.iter_mut().zip(self.g.reach(self.g.at[r][i], true)) {
+                    *w |= x;
+                }
+                if out.contains_key(&e.inst) || self.known.contains(&self.span(r, i).start) {
                     continue;
                 }
                 let d = Diagnostic::error(
@@ -2120,7 +2151,7 @@ impl Report<'_> {
                 out.insert(e.inst, d);
             }
         }
-        out.into_values().collect()
+        (out.into_values().collect(), never)
     }
 
     /// E1010 for each wait on phase `q` of a barrier by a thread that
@@ -2160,6 +2191,79 @@ impl Report<'_> {
                 .with_help("wait on each phase in turn: keep one phase counter that every side of the protocol advances alike (not reset by one side only)")
                 .with_note(format!("for example {}", self.instance(r, i)))
                 .with_note("PTX ISA 9.7.13.15 (mbarrier.test_wait/try_wait): the parity names the current or the immediately preceding phase only");
+                out.insert(e.inst, d);
+            }
+        }
+        out.into_values().collect()
+    }
+
+    /// E1010 for each instance of a blocking wait that names the same
+    /// phase of a barrier as an earlier instance of the same wait in the
+    /// same thread, when something completes the next phase: the wait
+    /// returns at once on the phase it saw complete, one behind the phase
+    /// it stands for (a parity bit that does not flip on wrap-around, a
+    /// slot index that wraps early). Reported at the wait, with the
+    /// arrival or copy that completes the next phase.
+    fn repeated_waits(&self) -> Vec<Diagnostic> {
+        let mut out: BTreeMap<Inst, Diagnostic> = BTreeMap::new();
+        // What feeds a phase: the first arrival or completion on it,
+        // async ones first (the copy whose bytes the wait stands for).
+        let feeder = |bar: Bar, q: i64| {
+            let ph = *self.g.phases.get(&(bar, q))?;
+            let mut found: Vec<(bool, usize, usize)> = self
+                .g
+                .g
+                .neighbors_directed(ph, Direction::Incoming)
+                .filter_map(|n| match self.g.g[n] {
+                    Node::Done(r, i) => Some((false, r, i)),
+                    Node::Event(r, i) | Node::Fires(r, i) => Some((true, r, i)),
+                    _ => None,
+                })
+                .collect();
+            found.sort();
+            found.first().map(|&(_, r, i)| (r, i))
+        };
+        for (r, (_, events)) in self.roles.iter().enumerate() {
+            // The first instance of each (wait, barrier, phase).
+            let mut first: HashMap<(Inst, Bar, i64), usize> = HashMap::new();
+            for (i, e) in events.iter().enumerate() {
+                let Step::Wait {
+                    bar,
+                    phase,
+                    blocking: true,
+                    ..
+                } = e.step
+                else {
+                    continue;
+                };
+                let Some(&earlier) = first.get(&(e.inst, bar, phase)) else {
+                    first.insert((e.inst, bar, phase), i);
+                    continue;
+                };
+                if out.contains_key(&e.inst) || self.known.contains(&self.span(r, i).start) {
+                    continue;
+                }
+                let Some((fr, fi)) = feeder(bar, phase + 1) else {
+                    continue;
+                };
+                let next = phase + 1;
+                let d = Diagnostic::error(
+                    "E1010",
+                    format!("waits on phase {phase} again, which this wait saw complete before: it returns at once, ahead of phase {next}"),
+                    self.span(r, i),
+                )
+                .with_label(format!(
+                    "names phase {phase} (parity {}) again; phase {next} (parity {}) is the next to complete",
+                    phase & 1,
+                    next & 1
+                ))
+                .with_secondary(self.span(fr, fi), format!("completes phase {next}"))
+                .with_help("advance the phase with the slot: flip the parity bit each time the slot index wraps to 0, and wrap the index at the stage count")
+                .with_note(format!(
+                    "for example {}, after {}",
+                    self.instance(r, i),
+                    self.instance(r, earlier)
+                ));
                 out.insert(e.inst, d);
             }
         }
@@ -2319,6 +2423,7 @@ impl Report<'_> {
                     n == *prev || after[n.index() / 64] >> (n.index() % 64) & 1 == 1
                 });
                 if ordered
+                    || self.never_happens(self.g.at[r][i])
                     || out.contains_key(&e.inst)
                     || self.known.contains(&self.span(r, i).start)
                 {
@@ -2400,6 +2505,8 @@ impl Report<'_> {
                 for &(q, j, n) in list {
                     let u = self.event(q, j);
                     if before[n.index()]
+                        || self.never_happens(self.g.at[q][j])
+                        || self.never_happens(inval)
                         || out.contains_key(&u.inst)
                         || self.known.contains(&self.span(q, j).start)
                     {
@@ -2462,6 +2569,7 @@ impl Report<'_> {
                 let own = reads.iter().any(|b| b.cta == th.rank);
                 if !remote
                     || !own
+                    || self.never_happens(self.g.at[r][i])
                     || out.contains_key(&e.inst)
                     || self.known.contains(&self.span(r, i).start)
                 {
@@ -2501,6 +2609,7 @@ impl Report<'_> {
                     continue;
                 };
                 if bar.cta == th.rank
+                    || self.never_happens(self.g.at[r][i])
                     || out.contains_key(&e.inst)
                     || self.known.contains(&self.span(r, i).start)
                 {
@@ -2555,6 +2664,9 @@ impl Report<'_> {
                 } else {
                     "this arrival"
                 };
+                if self.never_happens(self.g.at[r][i]) {
+                    continue;
+                }
                 for (bar, q, node) in acts {
                     if q < 0 && !out.contains_key(&e.inst) {
                         let d = Diagnostic::error(
@@ -2650,14 +2762,16 @@ impl Report<'_> {
         out
     }
 
-    /// Each pair of conflicting accesses by two roles that nothing orders;
-    /// more than [`MAX_PAIRS`] pairs to compare is over budget.
+    /// Each pair of conflicting accesses by two roles that nothing orders,
+    /// of accesses that happen; more than [`MAX_PAIRS`] pairs to compare is
+    /// over budget.
     fn races(&self, bounds: &Bounds) -> Result<Vec<Diagnostic>, GiveUp> {
         let bounds = &Bounds {
             thread_pairs: Cell::new(0),
             ..bounds.clone()
         };
         let mut accesses = self.accesses();
+        accesses.retain(|a| !self.never_happens(a.start));
         if self.roles.len() == 1 {
             // One role: only pairs of its async ops can conflict here.
             accesses.retain(|a| a.what.is_async());
