@@ -151,15 +151,23 @@ fn check(text: &str) {
 }
 
 fn opt(text: &str) {
-    if let Ok(mut m) = cpflow::ir::parse(text) {
-        let _ = std::hint::black_box(transform::optimize(&mut m));
+    if let Ok(m) = cpflow::ir::parse(text) {
+        if let Ok((input, _)) = cpflow::ir::verified(&m) {
+            let _ = std::hint::black_box(transform::optimize(input));
+        }
     }
 }
 
 fn lower(text: &str) {
     if let Ok(mut m) = cpflow::ir::parse(text) {
-        if transform::has_abstract(&m) && transform::optimize(&mut m).is_err() {
-            return;
+        if transform::has_abstract(&m) {
+            let Ok((input, _)) = cpflow::ir::verified(&m) else {
+                return;
+            };
+            match transform::optimize(input) {
+                Ok((out, _)) => m = out,
+                Err(_) => return,
+            }
         }
         if let Ok((m, _)) = cpflow::ir::verified(&m) {
             let _ = std::hint::black_box(cpflow::lowering::lower(m));

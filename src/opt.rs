@@ -81,26 +81,25 @@ pub fn transform_verified(
     text: &str,
     args: TransformArgs,
 ) -> Result<Report, Vec<Diagnostic>> {
-    let errors: Vec<Diagnostic> = cpflow::ir::verify(module)
-        .into_iter()
-        .filter(Diagnostic::is_error)
-        .collect();
-    if !errors.is_empty() {
-        return Err(errors);
-    }
-    let before = args.validate.then(|| module.clone());
+    let (verified, _warnings) = cpflow::ir::verified(module).map_err(|found| {
+        found
+            .into_iter()
+            .filter(Diagnostic::is_error)
+            .collect::<Vec<_>>()
+    })?;
     let per_loop = transform::pipeline::loop_comments(text, module);
-    let report = transform::run_with(
-        module,
+    let (out, report) = transform::run_with(
+        verified,
         passes,
         transform::Options {
             per_loop: &per_loop,
             unproven_rings: args.unproven_rings,
         },
     )?;
-    if let Some(before) = before {
-        validate(&before, module, text)?;
+    if args.validate {
+        validate(module, &out, text)?;
     }
+    *module = out;
     Ok(report)
 }
 

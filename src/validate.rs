@@ -18,12 +18,11 @@
 //! }
 //! // run: @k 1x1 %src=16b %dst=zero:16
 //! ";
-//! let before = cpflow::ir::parse(text).expect("it parses");
-//! let mut after = before.clone();
-//! cpflow::passes::transform::optimize(&mut after).expect("it transforms");
+//! let module = cpflow::ir::parse(text).expect("it parses");
+//! let (before, _) = cpflow::ir::verified(&module).expect("it verifies");
+//! let (out, _) = cpflow::passes::transform::optimize(before).expect("it transforms");
 //! let lines = runline::parse_all(text).expect("its run line parses");
-//! let (before, _) = cpflow::ir::verified(&before).expect("it verifies");
-//! let (after, _) = cpflow::ir::verified(&after).expect("it verifies");
+//! let (after, _) = cpflow::ir::verified(&out).expect("it verifies");
 //! assert!(validate::same_runs(before, after, &lines, &Schedule::standard(), validate::InputUb::Refuse).is_ok());
 //! ```
 

@@ -301,8 +301,7 @@ fn check(text: &str, mlir: &Mlir, counts: &mut Counts) -> Result<(), String> {
         }
         reference.push(b.buffers);
     }
-    let mut after = before.clone();
-    let report = transform::optimize(&mut after).map_err(|d| format!("optimize: {d:?}"))?;
+    let (after, report) = transform::optimize(input).map_err(|d| format!("optimize: {d:?}"))?;
     for c in &report.choices {
         let head = c.form.trim_start_matches('(');
         let head = head.split([' ', ')']).next().unwrap_or("").to_string();

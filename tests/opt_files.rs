@@ -14,7 +14,7 @@
 use std::path::Path;
 
 use cpflow::interp::{run, runline, Schedule};
-use cpflow::ir::{parse, print, verify, Module};
+use cpflow::ir::{parse, print, verified, verify, Module};
 use cpflow::lowering::{compile, Mlir};
 use cpflow::passes::transform;
 
@@ -25,9 +25,9 @@ fn optimized(text: &str) -> (Module, transform::Report) {
 }
 
 fn optimized_with(text: &str, passes: &[transform::Pass]) -> (Module, transform::Report) {
-    let mut m = parse(text).unwrap_or_else(|d| panic!("{d:?}"));
-    let report = transform::run(&mut m, passes).unwrap_or_else(|d| panic!("{d:?}"));
-    (m, report)
+    let m = parse(text).unwrap_or_else(|d| panic!("{d:?}"));
+    let (input, _) = verified(&m).unwrap_or_else(|d| panic!("{d:?}"));
+    transform::run(input, passes).unwrap_or_else(|d| panic!("{d:?}"))
 }
 
 fn explain(report: &transform::Report) -> String {
@@ -112,9 +112,9 @@ fn abstract_copy_example() {
 #[test]
 fn no_legal_form_is_reported() {
     let text = "module @m target sm_80 ptx 7.8\n\nkernel @k(%dst: ptr<global> align 16) {\n  shared @s: bytes[512] align 16\n  %s = addr @s\n  %r = copy.reduce.add.u32 %dst, %s, 512\n  await %r\n}\n";
-    let mut m = parse(text).unwrap();
-    assert!(verify(&m).iter().all(|d| !d.is_error()));
-    let errs = transform::optimize(&mut m).expect_err("sm_80 has no bulk reduction");
+    let m = parse(text).unwrap();
+    let (input, _) = verified(&m).expect("it verifies");
+    let errs = transform::optimize(input).expect_err("sm_80 has no bulk reduction");
     assert_eq!(errs[0].code, "T0001");
     assert_eq!(
         &text[errs[0].span.start as usize..errs[0].span.end as usize],
@@ -267,8 +267,9 @@ fn coalesce_must_follow_select() {
             "{e}"
         );
     }
-    let mut m = parse("module @m target sm_80 ptx 7.8\n\nkernel @k() {\n}\n").unwrap();
-    let errs = transform::run(&mut m, &[Pass::Coalesce]).expect_err("coalesce alone");
+    let m = parse("module @m target sm_80 ptx 7.8\n\nkernel @k() {\n}\n").unwrap();
+    let (input, _) = verified(&m).expect("it verifies");
+    let errs = transform::run(input, &[Pass::Coalesce]).expect_err("coalesce alone");
     assert_eq!(errs[0].code, "T0003");
 }
 

@@ -28,7 +28,7 @@
 use std::path::Path;
 
 use cpflow::interp::{run, runline, Schedule};
-use cpflow::ir::{parse, print, verify, Module};
+use cpflow::ir::{parse, print, verified, verify, Module};
 use cpflow::lowering::Mlir;
 use cpflow::passes::transform::{self, pipeline, Pass};
 use pipeline::{Ask, Form};
@@ -72,10 +72,10 @@ fn validate(
     text: &str,
     mlir: &Mlir,
 ) -> (Module, transform::Report) {
-    let mut after = before.clone();
     let per_loop = pipeline::loop_comments(text, before);
-    let report = transform::run_with(
-        &mut after,
+    let (input, _) = verified(before).unwrap_or_else(|d| panic!("{name}: {d:?}"));
+    let (after, report) = transform::run_with(
+        input,
         passes,
         transform::Options {
             per_loop: &per_loop,
@@ -123,10 +123,10 @@ fn check_file(path: &Path, mlir: &Mlir) -> String {
         .find_map(|l| l.strip_prefix("// refused: "))
         .map(str::to_string);
     if let Some(reason) = refused {
-        let mut after = before.clone();
         let per_loop = pipeline::loop_comments(&text, &before);
-        let report = transform::run_with(
-            &mut after,
+        let (input, _) = verified(&before).unwrap_or_else(|d| panic!("{name}: {d:?}"));
+        let (after, report) = transform::run_with(
+            input,
             &passes(None),
             transform::Options {
                 per_loop: &per_loop,
@@ -144,8 +144,7 @@ fn check_file(path: &Path, mlir: &Mlir) -> String {
             d.message
         );
         // Left as it was: the output is the default pipeline's.
-        let mut plain = before.clone();
-        transform::optimize(&mut plain).unwrap_or_else(|d| panic!("{name}: {d:?}"));
+        let (plain, _) = transform::optimize(input).unwrap_or_else(|d| panic!("{name}: {d:?}"));
         assert_eq!(
             print(&after),
             print(&plain),
@@ -244,11 +243,12 @@ fn malformed_loop_comment_refuses_the_loop() {
             "  %total = for",
             &format!("  // pipeline: {bad}\n  %total = for"),
         );
-        let mut module = parse(&text).expect("it parses");
+        let module = parse(&text).expect("it parses");
         let per_loop = pipeline::loop_comments(&text, &module);
         assert_eq!(per_loop.len(), 1, "{bad}");
-        let report = transform::run_with(
-            &mut module,
+        let (input, _) = verified(&module).expect("it verifies");
+        let (_, report) = transform::run_with(
+            input,
             &passes(None),
             transform::Options {
                 per_loop: &per_loop,

@@ -23,7 +23,7 @@
 //! [`Verdict::Failure`].
 
 use cpflow::interp::{runline, Schedule};
-use cpflow::ir::{parse, print, verify};
+use cpflow::ir::{parse, print};
 use cpflow::passes::transform::{self, pipeline, Pass};
 use pipeline::{Ask, Form};
 
@@ -323,9 +323,10 @@ pub fn judge(l: &Loop, form: Form) -> Verdict {
         Ok(m) => m,
         Err(d) => return Verdict::Failure(format!("generated text does not parse: {d:?}")),
     };
-    if let Some(d) = verify(&before).into_iter().find(|d| d.is_error()) {
-        return Verdict::Failure(format!("generated text does not verify: {d:?}"));
-    }
+    let input = match cpflow::ir::verified(&before) {
+        Ok((input, _)) => input,
+        Err(d) => return Verdict::Failure(format!("generated text does not verify: {d:?}")),
+    };
     let ask = match l.comment {
         true => Ask::default(),
         false => Ask {
@@ -337,9 +338,8 @@ pub fn judge(l: &Loop, form: Form) -> Verdict {
         .chain(transform::DEFAULT_PIPELINE[1..].iter().copied())
         .collect();
     let per_loop = pipeline::loop_comments(&text, &before);
-    let mut after = before.clone();
-    let report = match transform::run_with(
-        &mut after,
+    let (after, report) = match transform::run_with(
+        input,
         &passes,
         transform::Options {
             per_loop: &per_loop,
@@ -380,14 +380,12 @@ pub fn judge(l: &Loop, form: Form) -> Verdict {
         Err(e) => return Verdict::Failure(format!("run lines: {}", e.message)),
     };
     let schedules = [Schedule::Eager, Schedule::Lazy, Schedule::Random(7)];
-    let (Ok((before, _)), Ok((after, _))) =
-        (cpflow::ir::verified(&before), cpflow::ir::verified(&after))
-    else {
-        return Verdict::Failure("the input or the output does not verify".into());
+    let Ok((output, _)) = cpflow::ir::verified(&after) else {
+        return Verdict::Failure("the output does not verify".into());
     };
     match cpflow::validate::same_runs(
-        before,
-        after,
+        input,
+        output,
         &lines,
         &schedules,
         cpflow::validate::InputUb::Refuse,

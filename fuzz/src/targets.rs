@@ -120,11 +120,13 @@ pub fn opt(text: &str) -> Result<(), String> {
         && !found
             .iter()
             .any(|d| matches!(d.code, "W1004" | "W1006" | "W1007"));
+    let Ok((input, _)) = cpflow::ir::verified(&m) else {
+        return Ok(());
+    };
     for passes in PIPELINES {
-        let mut out = m.clone();
         let name: Vec<&str> = passes.iter().map(|p| p.name()).collect();
-        match transform::run(&mut out, passes) {
-            Ok(_) => {}
+        let out = match transform::run(input, passes) {
+            Ok((out, _)) => out,
             // The driver caught output that does not verify: a pass's fault.
             Err(ds) if ds.iter().any(|d| d.code == "T0004") => {
                 let notes: Vec<&str> = ds
@@ -139,7 +141,7 @@ pub fn opt(text: &str) -> Result<(), String> {
                 ));
             }
             Err(_) => continue,
-        }
+        };
         let printed = cpflow::ir::print(&out);
         let bad = match cpflow::ir::parse(&printed) {
             Ok(back) => errors(&cpflow::ir::verify(&back)),
@@ -234,14 +236,22 @@ pub fn run_interp(text: &str) -> Result<(), String> {
 /// Lowering to MLIR text (no GPU, no MLIR run): the verified module, and
 /// the default pipeline's output when the module has abstract operations.
 pub fn lower(text: &str) -> Result<(), String> {
-    let Some(mut m) = verified(text) else {
+    let Some(m) = verified(text) else {
         return Ok(());
     };
-    if transform::has_abstract(&m) && transform::optimize(&mut m).is_err() {
+    let Ok((input, _)) = cpflow::ir::verified(&m) else {
         return Ok(());
-    }
-    if let Ok((m, _)) = cpflow::ir::verified(&m) {
-        let _ = cpflow::lowering::lower(m);
+    };
+    let out = if transform::has_abstract(&m) {
+        match transform::optimize(input) {
+            Ok((out, _)) => out,
+            Err(_) => return Ok(()),
+        }
+    } else {
+        m.clone()
+    };
+    if let Ok((out, _)) = cpflow::ir::verified(&out) {
+        let _ = cpflow::lowering::lower(out);
     }
     Ok(())
 }

@@ -84,14 +84,16 @@ fn steps() -> Result<(), String> {
     }
 
     // 2. The fixed kernel checks clean.
-    let mut fixed = module(scale_kernel(&mut map, false))?;
+    let fixed = module(scale_kernel(&mut map, false))?;
     let found = cpflow::check_module(&fixed);
     if !found.is_empty() {
         return Err(render_located(&found, &map));
     }
 
     // 3. The transforms choose the copy's form and write its wait.
-    cpflow::passes::transform::optimize(&mut fixed).map_err(|d| render_located(&d, &map))?;
+    let (verified, _) = cpflow::ir::verified(&fixed).map_err(|d| render_located(&d, &map))?;
+    let (fixed, _) =
+        cpflow::passes::transform::optimize(verified).map_err(|d| render_located(&d, &map))?;
     println!("{}", cpflow::ir::print(&fixed));
 
     // 4. The interpreter runs it under an adversarial schedule.

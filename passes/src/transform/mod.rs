@@ -42,7 +42,7 @@ mod warpspec;
 
 use cpflow_ir::diag::Span;
 use cpflow_ir::spec::Family;
-use cpflow_ir::{Diagnostic, Module};
+use cpflow_ir::{Diagnostic, Module, Verified};
 
 use cpflow_ir::ir::Op;
 
@@ -167,7 +167,8 @@ pub fn has_abstract(module: &Module) -> bool {
     })
 }
 
-/// Runs `passes` in order on a module that verifies clean; a pipeline that
+/// Runs `passes` in order on a verified module and returns the transformed
+/// copy, which verifies too (else error `T0004`); a pipeline that
 /// [`check_pipeline`] rejects is error `T0003`.
 ///
 /// With [`Pass::Pipeline`] and passes that lower every abstract op after
@@ -177,8 +178,8 @@ pub fn has_abstract(module: &Module) -> bool {
 /// the checker cannot prove never reaches the output. (Abstract rings are
 /// not judged: the checker cannot yet tell `rem.u` slots of abstract
 /// copies apart.)
-pub fn run(module: &mut Module, passes: &[Pass]) -> Result<Report, Vec<Diagnostic>> {
-    run_with(module, passes, Options::default())
+pub fn run(input: Verified<'_>, passes: &[Pass]) -> Result<(Module, Report), Vec<Diagnostic>> {
+    run_with(input, passes, Options::default())
 }
 
 /// What [`run_with`] takes beyond the passes.
@@ -194,36 +195,34 @@ pub struct Options<'a> {
 
 /// [`run`], with [`Options`].
 pub fn run_with(
-    module: &mut Module,
+    input: Verified<'_>,
     passes: &[Pass],
     options: Options,
-) -> Result<Report, Vec<Diagnostic>> {
+) -> Result<(Module, Report), Vec<Diagnostic>> {
     let per_loop = options.per_loop;
     check_pipeline(passes).map_err(|e| vec![Diagnostic::error("T0003", e, Span::new(0, 0))])?;
-    if options.unproven_rings || !passes.iter().any(|p| matches!(p, Pass::Pipeline(_))) {
-        return run_once(module, passes, per_loop, &[]);
-    }
-    // The checker's errors on a module (its verifier's, where it has some).
-    let errors = |m: &Module| -> Vec<Diagnostic> {
-        match cpflow_ir::verified(m) {
-            Ok((verified, _)) => crate::check(verified),
-            Err(d) => d,
-        }
-        .into_iter()
-        .filter(Diagnostic::is_error)
-        .collect()
+    let once = |skip: &[(Span, String)]| {
+        let mut out = input.module().clone();
+        run_once(&mut out, passes, per_loop, skip).map(|report| (out, report))
     };
-    let mut out = module.clone();
-    let report = run_once(&mut out, passes, per_loop, &[])?;
+    if options.unproven_rings || !passes.iter().any(|p| matches!(p, Pass::Pipeline(_))) {
+        return once(&[]);
+    }
+    let errors =
+        |found: Vec<Diagnostic>| -> usize { found.iter().filter(|d| d.is_error()).count() };
+    let (out, report) = once(&[])?;
     if report.pipelined.is_empty() || has_abstract(&out) {
-        *module = out;
-        return Ok(report);
+        return Ok((out, report));
     }
-    let after = errors(&out);
-    if after.len() <= errors(module).len() {
-        *module = out;
-        return Ok(report);
+    // The output verifies (`run_once` refuses it otherwise).
+    let after = match cpflow_ir::verified(&out) {
+        Ok((verified, _)) => crate::check(verified),
+        Err(d) => d,
+    };
+    if errors(after.clone()) <= errors(crate::check(input)) {
+        return Ok((out, report));
     }
+    let after: Vec<Diagnostic> = after.into_iter().filter(Diagnostic::is_error).collect();
     let reason = format!(
         "the checker cannot prove the lowered ring safe ({}: {})",
         after[0].code, after[0].message
@@ -233,7 +232,7 @@ pub fn run_with(
         .iter()
         .map(|p| (p.span, reason.clone()))
         .collect();
-    run_once(module, passes, per_loop, &skip)
+    once(&skip)
 }
 
 /// One run of `passes`; `pipeline` leaves the loops of `skip` alone.
@@ -301,7 +300,7 @@ fn refuse_unverified(module: &Module, passes: &[Pass]) -> Result<(), Vec<Diagnos
 /// ```
 /// // An abstract copy and its await become `cp.async`, its group and the
 /// // wait on it.
-/// let mut module = cpflow_ir::parse(
+/// let module = cpflow_ir::parse(
 ///     "module @m target sm_80 ptx 8.0
 /// kernel @k(%src: ptr<global> align 16) {
 ///   shared @tile: bytes[16] align 16
@@ -313,11 +312,12 @@ fn refuse_unverified(module: &Module, passes: &[Pass]) -> Result<(), Vec<Diagnos
 /// ",
 /// )
 /// .expect("it parses");
-/// cpflow_passes::transform::optimize(&mut module).expect("it transforms");
-/// let text = cpflow_ir::print(&module);
+/// let (verified, _warnings) = cpflow_ir::verified(&module).expect("it verifies");
+/// let (out, _report) = cpflow_passes::transform::optimize(verified).expect("it transforms");
+/// let text = cpflow_ir::print(&out);
 /// assert!(text.contains("cp.async.cg.shared.global"), "{text}");
 /// assert!(text.contains("cp.async.wait_group"), "{text}");
 /// ```
-pub fn optimize(module: &mut Module) -> Result<Report, Vec<Diagnostic>> {
-    run(module, DEFAULT_PIPELINE)
+pub fn optimize(input: Verified<'_>) -> Result<(Module, Report), Vec<Diagnostic>> {
+    run(input, DEFAULT_PIPELINE)
 }
