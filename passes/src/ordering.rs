@@ -51,7 +51,7 @@
 //! or [`MAX_PAIRS`] pairs of accesses to compare) it stops with warning
 //! W1004. Both name what is not proved. Integer kernel parameters are
 //! taken to be [`PARAM_VALUE`] (as trip counts), the CTAs to be the first
-//! cluster of a grid of [`GRID_X`] CTAs (so a persistent tile loop from
+//! cluster of a grid of [`GRIDS_X`] CTAs (so a persistent tile loop from
 //! `%ctaid.x` step `%nctaid.x` runs more than once), and polls to succeed.
 //! Where it cannot tell which wait completes an async-group (a wait on a
 //! group value), it assumes the wait completes every group, which only
@@ -79,11 +79,12 @@ use crate::values::{elected_lane, lane_is_tid_x_mod_32, mapa_of, Base, Sym, Syms
 /// a ring of up to 8 stages through two rounds.
 pub const PARAM_VALUE: i64 = 16;
 /// The CTAs of the grid along `x` (rounded up to whole clusters), of which
-/// the representative threads run in the first cluster: a persistent tile
+/// the representative threads run in the first cluster, tried in turn
+/// until the analysis stays within its budget: with 2, a persistent tile
 /// loop `for %tile = %ctaid.x to %ntiles step %nctaid.x` runs eight tiles
 /// outside clusters, enough for a ring of up to four stages carried across
-/// tiles to go round twice.
-pub const GRID_X: i64 = 2;
+/// tiles to go round twice; with 8, two.
+pub const GRIDS_X: [i64; 2] = [2, 8];
 /// The most instructions run over all representative threads.
 pub const MAX_STEPS: usize = 400_000;
 /// The most events (over all roles) that are analysed.
@@ -269,7 +270,14 @@ const UNEQUAL_BARRIERS: &str =
 /// reported at an instruction whose span starts at an offset in `known`
 /// (where another analysis reports an error) and deadlocks through one.
 pub fn check(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Vec<Diagnostic> {
-    match both_ways(k, syms, known) {
+    let mut result = Err(GiveUp::Budget);
+    for grid_x in GRIDS_X {
+        result = both_ways(k, syms, known, grid_x);
+        if !matches!(result, Err(GiveUp::Budget)) {
+            break;
+        }
+    }
+    match result {
         Ok(found) => found,
         Err(GiveUp::Unknown(why, at)) => vec![Diagnostic::warning(
             "W1006",
@@ -298,7 +306,12 @@ pub fn check(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Vec<Diagnostic> 
 /// first run takes each branch as the assumed values give it, and each
 /// branch a run meets first is taken the other way in a further run, with
 /// the branches met before it fixed. The diagnostics of all runs, once each.
-fn both_ways(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Result<Vec<Diagnostic>, GiveUp> {
+fn both_ways(
+    k: &Kernel,
+    syms: &Syms,
+    known: &BTreeSet<u32>,
+    grid_x: i64,
+) -> Result<Vec<Diagnostic>, GiveUp> {
     let mut todo = vec![BTreeMap::new()];
     let mut out: Vec<Diagnostic> = Vec::new();
     let mut runs = 0;
@@ -308,7 +321,7 @@ fn both_ways(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Result<Vec<Diagn
             return Err(GiveUp::Unknown(ASSUMED_BRANCHES, None));
         }
         let mut met = BTreeMap::new();
-        for d in analyse(k, syms, known, &forced, &mut met)? {
+        for d in analyse(k, syms, known, grid_x, &forced, &mut met)? {
             let seen = out
                 .iter()
                 .any(|o| o.code == d.code && o.span == d.span && o.message == d.message);
@@ -337,6 +350,7 @@ fn analyse(
     k: &Kernel,
     syms: &Syms,
     known: &BTreeSet<u32>,
+    grid_x: i64,
     forced: &BTreeMap<Inst, bool>,
     met: &mut BTreeMap<Inst, bool>,
 ) -> Result<Vec<Diagnostic>, GiveUp> {
@@ -356,7 +370,19 @@ fn analyse(
     for rank in 0..ctas {
         for (n, &tid) in tids.iter().enumerate() {
             let th = Thread { rank, tid };
-            let (events, left) = Tracer::new(k, syms, th, dims, budget, forced, met).run()?;
+            let (events, left) = Tracer::new(
+                k,
+                syms,
+                th,
+                Launch {
+                    cluster: dims,
+                    grid_x,
+                },
+                budget,
+                forced,
+                met,
+            )
+            .run()?;
             budget = left;
             total += events.len();
             if total > MAX_NODES {
@@ -575,12 +601,21 @@ fn quotient_boundaries(inner: &Affine, d: i64, last: i64) -> Vec<i64> {
         .collect()
 }
 
+/// The launch the representative threads run in.
+#[derive(Clone, Copy)]
+struct Launch {
+    /// The cluster's shape.
+    cluster: [i64; 3],
+    /// The CTAs of the grid along `x` (see [`GRIDS_X`]).
+    grid_x: i64,
+}
+
 /// Unrolls one thread's run into its events.
 struct Tracer<'a> {
     k: &'a Kernel,
     syms: &'a Syms,
     th: Thread,
-    dims: [i64; 3],
+    launch: Launch,
     /// The value of each SSA value in the current iteration, when known.
     vals: Vec<Option<i64>>,
     /// Values computed from a kernel parameter (whose value is assumed)
@@ -608,7 +643,7 @@ impl<'a> Tracer<'a> {
         k: &'a Kernel,
         syms: &'a Syms,
         th: Thread,
-        dims: [i64; 3],
+        launch: Launch,
         budget: usize,
         forced: &'a BTreeMap<Inst, bool>,
         met: &'a mut BTreeMap<Inst, bool>,
@@ -625,7 +660,7 @@ impl<'a> Tracer<'a> {
             k,
             syms,
             th,
-            dims,
+            launch,
             vals,
             assumed,
             varying: vec![false; k.values.len()],
@@ -805,7 +840,7 @@ impl<'a> Tracer<'a> {
     }
 
     fn sreg(&self, r: SpecialReg) -> Option<i64> {
-        let [x, y, z] = self.dims;
+        let [x, y, z] = self.launch.cluster;
         let rank = self.th.rank;
         match r {
             SpecialReg::TidX => Some(self.th.tid),
@@ -821,12 +856,12 @@ impl<'a> Tracer<'a> {
             SpecialReg::ClusterNctaidX => Some(x),
             SpecialReg::ClusterNctaidY => Some(y),
             SpecialReg::ClusterNctaidZ => Some(z),
-            // The first cluster of a grid of `GRID_X` CTAs along `x`
-            // (rounded to whole clusters) and one cluster along `y`, `z`.
+            // The first cluster of a grid of `grid_x` CTAs along `x`
+            // (rounded up to whole clusters) and one cluster along `y`, `z`.
             SpecialReg::CtaidX => Some(rank % x),
             SpecialReg::CtaidY => Some(rank / x % y),
             SpecialReg::CtaidZ => Some(rank / (x * y)),
-            SpecialReg::NctaidX => Some(GRID_X.max(x) / x * x),
+            SpecialReg::NctaidX => Some(self.launch.grid_x.max(x) / x * x),
             SpecialReg::NctaidY => Some(y),
             SpecialReg::NctaidZ => Some(z),
             SpecialReg::ClusteridX | SpecialReg::ClusteridY | SpecialReg::ClusteridZ => Some(0),
