@@ -613,15 +613,32 @@ MY_ROWS = [
 
 def store_row_sum(out, ind, N, row, row_lines):
     """tid 0, after `barrier.cta`: adds the N threads' sums in @part and
-    stores the total at %dst[row] (`row_lines` compute `row` first)."""
+    stores the total at %dst[row] (`row_lines` compute `row` first). Eight
+    running sums over eight words a step keep eight loads in flight (one
+    sum would make each load wait for the add before it)."""
+    lanes = range(8)
     out += [
-        f"{ind}%tot = for %q = 0 to {N} step 1 iter(%sb = %zero) {{",
-        f"{ind}  %qo = mul %q, 4 : i32",
+        f"{ind}%s0_, %s1_, %s2_, %s3_, %s4_, %s5_, %s6_, %s7_ = for %q = 0 to {N // 8} step 1 iter("
+        + ", ".join(f"%sb{e} = %zero" for e in lanes) + ") {",
+        f"{ind}  %qo = mul %q, 32 : i32",
         f"{ind}  %qp = ptr.add %part, %qo",
-        f"{ind}  %y = ld %qp : f32",
-        f"{ind}  %sb2 = fadd %sb, %y : f32",
-        f"{ind}  yield %sb2",
+    ]
+    for e in lanes:
+        out += [
+            f"{ind}  %qp{e} = ptr.add %qp, {4 * e}",
+            f"{ind}  %y{e} = ld %qp{e} : f32",
+            f"{ind}  %sc{e} = fadd %sb{e}, %y{e} : f32",
+        ]
+    out += [
+        f"{ind}  yield " + ", ".join(f"%sc{e}" for e in lanes),
         f"{ind}}}",
+        f"{ind}%h0 = fadd %s0_, %s1_ : f32",
+        f"{ind}%h1 = fadd %s2_, %s3_ : f32",
+        f"{ind}%h2 = fadd %s4_, %s5_ : f32",
+        f"{ind}%h3 = fadd %s6_, %s7_ : f32",
+        f"{ind}%h4 = fadd %h0, %h1 : f32",
+        f"{ind}%h5 = fadd %h2, %h3 : f32",
+        f"{ind}%tot = fadd %h4, %h5 : f32",
     ] + [ind + l for l in row_lines] + [
         f"{ind}%orow4 = mul {row}, 4 : i32",
         f"{ind}%orow64 = zext %orow4 : i32 to i64",

@@ -1901,8 +1901,30 @@ impl<'a> Engine<'a> {
                     .and_then(|a| a.value())
                     .is_some_and(|v| self.syms.tid_dependent[v.index()]);
             }
-            (SyncEffect::ClusterArrive, _) => st.cluster_release = !relaxed,
-            (SyncEffect::ClusterWait, _) => self.barrier(st, true),
+            (SyncEffect::ClusterArrive, _) => {
+                if st.cluster_arrived.1 {
+                    self.emit(
+                        Diagnostic::error("E1018", "arrives at the cluster barrier again before waiting on it", self.span(inst))
+                            .with_label("this thread already arrived in this phase of the cluster barrier (on some path)")
+                            .with_help("arrive once per phase: `barrier.cluster.arrive`, then `barrier.cluster.wait`, before arriving again")
+                            .with_note("PTX ISA 9.7.15.3 (barrier.cluster): a thread arriving twice in one phase is undefined"),
+                    );
+                }
+                st.cluster_release = !relaxed;
+                st.cluster_arrived = (true, true);
+            }
+            (SyncEffect::ClusterWait, _) => {
+                if !st.cluster_arrived.0 {
+                    self.emit(
+                        Diagnostic::error("E1018", "waits at the cluster barrier without arriving on it first", self.span(inst))
+                            .with_label("no `barrier.cluster.arrive` of this thread since its last cluster wait (on some path): the wait waits for this thread's own arrival, which never comes")
+                            .with_help("arrive first: `barrier.cluster.arrive` (`.relaxed` where nothing needs releasing), then `barrier.cluster.wait`")
+                            .with_note("PTX ISA 9.7.15.3 (barrier.cluster): the wait returns once every non-exited thread of the cluster has arrived"),
+                    );
+                }
+                st.cluster_arrived = (false, false);
+                self.barrier(st, true);
+            }
             // Hints, addresses, elections, phases, invalidation and
             // `bar.arrive` (the cross-thread analysis pairs it) change nothing
             // this analysis tracks.

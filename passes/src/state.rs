@@ -190,6 +190,9 @@ pub struct State {
     /// wait then publishes this thread's inits to the cluster, fence or not
     /// (docs/readings.md #21).
     pub cluster_release: bool,
+    /// A `barrier.cluster.arrive` since the last cluster wait: on every
+    /// path, and on some path.
+    pub cluster_arrived: (bool, bool),
     /// Generic accesses of a peer CTA's shared memory (through `mapa`)
     /// that no cluster barrier has followed since: the peer may exit first.
     pub remote_access: BTreeSet<Inst>,
@@ -265,6 +268,10 @@ impl State {
         }
         out.fence_useful = then.fence_useful || els.fence_useful;
         out.cluster_release = then.cluster_release && els.cluster_release;
+        out.cluster_arrived = (
+            then.cluster_arrived.0 && els.cluster_arrived.0,
+            then.cluster_arrived.1 || els.cluster_arrived.1,
+        );
         out.remote_access = then
             .remote_access
             .union(&els.remote_access)

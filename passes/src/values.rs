@@ -904,6 +904,10 @@ impl Syms {
                 out.extend(intersect(runners, &[(m.saturating_add(1), TID_INF)]));
             }
         };
+        // The most threads a block can have: an async copy into shared
+        // memory of `c · %ntid.x` bytes (a CTA-wide copy one thread issues
+        // for all) stays within its allocation only for blocks that small.
+        let mut block_cap: Option<i64> = None;
         let mut insts = Vec::new();
         self.runners(k, k.body, &vec![(0, TID_INF)], &mut insts);
         for (inst, runners) in insts {
@@ -930,14 +934,66 @@ impl Syms {
                         visit(&self.arg(*d), sz, &runners, self);
                     }
                 }
+                Op::Ptx(p) if p.family == Family::CpAsyncBulk => {
+                    if let (Some(d), Some(sz)) = (data.args.first(), data.args.get(2)) {
+                        if let Some(cap) = self.block_cap(k, &self.arg(*d), *sz, &runners) {
+                            block_cap = Some(block_cap.map_or(cap, |c| c.min(cap)));
+                        }
+                    }
+                }
                 _ => {}
             }
+        }
+        if let Some(cap) = block_cap {
+            out.push((cap, TID_INF));
         }
         // The largest `%tid.x` not ruled out, if all above it are.
         self.bounds.max_tid = complement(&union(out))
             .last()
             .filter(|&&(_, hi)| hi < TID_INF)
             .map(|&(_, hi)| hi);
+    }
+}
+
+impl Syms {
+    /// The most threads a block can have for a copy of `size` bytes to
+    /// `dst`, issued by the threads of `runners`, to stay within its shared
+    /// allocation, where `size` is `c · %ntid.x` (`c > 0`) and the offset
+    /// of `dst` has a known upper bound over the runners: `(allocation −
+    /// offset) / c`.
+    fn block_cap(&self, k: &Kernel, dst: &Sym, size: Arg, runners: &TidSet) -> Option<i64> {
+        let Sym::Ptr(Base::Shared(id), off) = dst else {
+            return None;
+        };
+        let size = self.int(size)?;
+        if size.c != 0 || size.terms.len() != 1 {
+            return None;
+        }
+        let (atom, &c) = size.terms.iter().next()?;
+        let Atom::Opaque(v) = atom else {
+            return None;
+        };
+        let is_ntid_x = match k.values[*v].def {
+            ValueDef::Result(i, _) => k.insts[i].op == Op::Sreg(SpecialReg::NtidX),
+            _ => false,
+        };
+        // The offset at each end of the runners' range (it is affine in
+        // `%tid.x` where the interval is known).
+        let (&(lo_tid, _), &(_, hi_tid)) = (runners.first()?, runners.last()?);
+        if hi_tid >= TID_INF && off.mentions(&|a| matches!(a, Atom::Tid(_))) {
+            return None;
+        }
+        let at = |t: i64| {
+            self.bounds
+                .interval(&off.subst(&Atom::Tid(0), &Affine::constant(t)))
+                .map(|(_, hi)| hi)
+        };
+        let hi = at(lo_tid)?.max(at(hi_tid)?);
+        let total = i64::try_from(k.shared[*id].size_bytes()).ok()?;
+        // A copy no block keeps in bounds is a bug of its own (E1019).
+        (is_ntid_x && c > 0)
+            .then(|| total.saturating_sub(hi).div_euclid(c))
+            .filter(|&cap| cap >= 1)
     }
 }
 
