@@ -980,7 +980,7 @@ impl Syms {
         // The offset at each end of the runners' range (it is affine in
         // `%tid.x` where the interval is known).
         let (&(lo_tid, _), &(_, hi_tid)) = (runners.first()?, runners.last()?);
-        if hi_tid >= TID_INF && off.mentions(&|a| matches!(a, Atom::Tid(_))) {
+        if hi_tid == TID_INF && off.mentions(&|a| matches!(a, Atom::Tid(_))) {
             return None;
         }
         let at = |t: i64| {
