@@ -38,9 +38,12 @@ mod common;
 /// The default pipeline with `pipeline:N` (`None`: the cost model's stage
 /// count) first.
 fn passes(stages: Option<u32>) -> Vec<Pass> {
-    std::iter::once(Pass::Pipeline(Ask { stages, form: None }))
-        .chain(transform::DEFAULT_PIPELINE[1..].iter().copied())
-        .collect()
+    std::iter::once(Pass::Pipeline(Ask {
+        stages,
+        ..Ask::default()
+    }))
+    .chain(transform::DEFAULT_PIPELINE[1..].iter().copied())
+    .collect()
 }
 
 fn schedule_text(report: &transform::Report) -> String {
@@ -198,7 +201,13 @@ fn pipeline_files() {
 /// a word twice is not a pass name.
 #[test]
 fn stage_count_and_form_are_pass_options() {
-    let ask = |stages, form| Some(Pass::Pipeline(Ask { stages, form }));
+    let ask = |stages, form| {
+        Some(Pass::Pipeline(Ask {
+            stages,
+            form,
+            ctas_per_sm: None,
+        }))
+    };
     assert_eq!(Pass::from_name("pipeline:4"), ask(Some(4), None));
     assert_eq!(Pass::from_name("pipeline"), ask(None, None));
     assert_eq!(Pass::from_name("pipeline:ws"), ask(None, Some(Form::Ws)));
@@ -225,9 +234,9 @@ fn stage_count_and_form_are_pass_options() {
     );
 }
 
-/// A `// pipeline:` comment that asks for neither `stages=N` with N >= 2
-/// nor `form=ring|ws` leaves its loop alone with `W2001`, whose secondary
-/// label points at the word it cannot read.
+/// A `// pipeline:` comment that asks for none of `stages=N` with N >= 2,
+/// `form=ring|ws` and `ctas_per_sm=N` with N >= 1 leaves its loop alone
+/// with `W2001`, whose secondary label points at the word it cannot read.
 #[test]
 fn malformed_loop_comment_refuses_the_loop() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/pipeline/one_tile_sm80.cpf");
@@ -237,6 +246,8 @@ fn malformed_loop_comment_refuses_the_loop() {
         ("depth=3", "depth=3", "stages=N"),
         ("form=warp", "form=warp", "form=ring|ws"),
         ("stages=3 stages=4", "stages=4", "twice"),
+        ("ctas_per_sm=0", "ctas_per_sm=0", "ctas_per_sm=N"),
+        ("ctas_per_sm=2 ctas_per_sm=3", "ctas_per_sm=3", "twice"),
         ("", "", "asks for nothing"),
     ] {
         let text = common::read(&path).replace(

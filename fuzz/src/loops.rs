@@ -332,6 +332,7 @@ pub fn judge(l: &Loop, form: Form) -> Verdict {
         false => Ask {
             stages: Some(l.stages),
             form: Some(form),
+            ctas_per_sm: None,
         },
     };
     let passes: Vec<Pass> = std::iter::once(Pass::Pipeline(ask))

@@ -71,6 +71,7 @@ impl Pass {
         Pass::Pipeline(pipeline::Ask {
             stages: None,
             form: None,
+            ctas_per_sm: None,
         }),
         Pass::Select,
         Pass::Coalesce,

@@ -87,6 +87,10 @@ pub struct Ask {
     pub stages: Option<u32>,
     /// The output form.
     pub form: Option<Form>,
+    /// The CTAs per SM the launch keeps resident (a persistent launch of
+    /// fewer CTAs than fit), for the cost model, which otherwise counts as
+    /// many as the SM's shared memory, threads and CTA slots allow.
+    pub ctas_per_sm: Option<u32>,
 }
 
 impl Ask {
@@ -111,7 +115,7 @@ impl Ask {
     /// word's span and what is wrong.
     fn from_comment(at: usize, words: &[(usize, &str)]) -> Result<Ask, (Span, String)> {
         let mut ask = Ask::default();
-        let expected = "`stages=N` (N >= 2) or `form=ring|ws`";
+        let expected = "`stages=N` (N >= 2), `form=ring|ws` or `ctas_per_sm=N` (N >= 1)";
         for &(at, w) in words {
             let bad = |why: String| Err((Span::new(at, at + w.len()), why));
             if let Some(n) = w.strip_prefix("stages=") {
@@ -119,6 +123,18 @@ impl Ask {
                     Ok(n) if n >= 2 && ask.stages.is_none() => ask.stages = Some(n),
                     Ok(_) if ask.stages.is_some() => {
                         return bad("its `// pipeline:` comment says `stages=N` twice".into())
+                    }
+                    _ => {
+                        return bad(format!(
+                            "its `// pipeline:` comment has `{w}`, not {expected}"
+                        ))
+                    }
+                }
+            } else if let Some(n) = w.strip_prefix("ctas_per_sm=") {
+                match n.parse::<u32>() {
+                    Ok(n) if n >= 1 && ask.ctas_per_sm.is_none() => ask.ctas_per_sm = Some(n),
+                    Ok(_) if ask.ctas_per_sm.is_some() => {
+                        return bad("its `// pipeline:` comment says `ctas_per_sm=N` twice".into())
                     }
                     _ => {
                         return bad(format!(
@@ -295,7 +311,7 @@ pub fn pipeline(
                     let stages = match (own.stages, ask.stages) {
                         (Some(n), _) => Asked::Loop(n),
                         (None, Some(n)) => Asked::Pass(n),
-                        (None, None) => Asked::Model,
+                        (None, None) => Asked::Model(own.ctas_per_sm),
                     };
                     let p = plan(k, region, lp)?;
                     let ws = match form {
@@ -565,8 +581,9 @@ fn plan(k: &Kernel, region: Region, lp: Inst) -> Result<Plan, String> {
 /// Where a loop's stage count comes from.
 #[derive(Clone, Copy)]
 enum Asked {
-    /// Nothing asked: the cost model ([`stages`]).
-    Model,
+    /// No stage count asked: the cost model ([`stages`]), with the CTAs
+    /// per SM the loop's comment gives.
+    Model(Option<u32>),
     /// `pipeline:N`, for every loop.
     Pass(u32),
     /// The loop's `// pipeline: stages=N` comment.
@@ -606,12 +623,13 @@ fn choose_stages(
         ));
     }
     let wanted = match asked {
-        Asked::Model => {
+        Asked::Model(ctas_per_sm) => {
             let lp = stages::Loop {
                 form,
                 per_stage,
                 others,
                 threads: k.block.map(|b| b[0] * b[1] * b[2]),
+                ctas_per_sm,
                 max: fit.min(useful).min(u64::from(stages::MAX_STAGES)) as u32,
             };
             let c = stages::choose(lp, sm);
@@ -982,7 +1000,10 @@ kernel @k(%src: ptr<global> align 16, %idx: ptr<global> align 16, %n: i32) {{
     }
 
     fn stages_of(mut m: Module, stages: Option<u32>) -> Result<u32, String> {
-        let ask = Ask { stages, form: None };
+        let ask = Ask {
+            stages,
+            ..Ask::default()
+        };
         let out = pipeline(&mut m, ask, &[], &[]);
         match (out.schedules.first(), out.refused.first()) {
             (Some(s), None) => Ok(s.stages),

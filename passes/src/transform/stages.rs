@@ -102,6 +102,9 @@ pub struct Loop {
     pub others: u64,
     /// Threads of the kernel's block, when it declares one.
     pub threads: Option<u32>,
+    /// The CTAs per SM the launch keeps resident, when it says (at most
+    /// as many as fit).
+    pub ctas_per_sm: Option<u32>,
     /// The most stages that fit and are useful (at least 2).
     pub max: u32,
 }
@@ -219,6 +222,7 @@ impl Model<'_> {
         let ctas = (m.shared_per_sm / shared.max(1))
             .min(m.threads_per_sm / threads)
             .min(m.ctas_per_sm)
+            .min(self.lp.ctas_per_sm.map_or(u64::MAX, u64::from))
             .max(1);
         let in_flight = ctas * u64::from(s.saturating_sub(1)) * b;
         let needed = m.needed_in_flight();
@@ -364,8 +368,33 @@ mod tests {
             per_stage,
             others: 0,
             threads: Some(threads),
+            ctas_per_sm: None,
             max,
         }
+    }
+
+    #[test]
+    fn a_launch_of_fewer_ctas_per_sm_needs_more_stages() {
+        // 4 KiB stages, 256 threads: 8 CTAs fit and 3 stages cover the
+        // latency; a persistent launch of 3 CTAs per SM needs 3 x 4 x 4 KiB
+        // = 48 KiB in flight, 5 stages.
+        let persistent = Loop {
+            ctas_per_sm: Some(3),
+            ..lp(4096, 256, 8)
+        };
+        assert_eq!(choose(persistent, 90).stages, 5);
+        // 2 KiB stages at 3 CTAs per SM: 7 stages ahead, 8 in all.
+        let small = Loop {
+            ctas_per_sm: Some(3),
+            ..lp(2048, 128, 8)
+        };
+        assert_eq!(choose(small, 90).stages, 8);
+        // More CTAs asked for than fit count as those that fit.
+        let many = Loop {
+            ctas_per_sm: Some(64),
+            ..lp(4096, 256, 8)
+        };
+        assert_eq!(choose(many, 90).stages, 3);
     }
 
     #[test]

@@ -913,8 +913,8 @@ kernel @k(%src: ptr<global> align 16, %cfg: ptr<global> align 16, %n: i32){block
 
     fn ws(mut m: cpflow_ir::Module) -> Result<(), String> {
         let ask = Ask {
-            stages: None,
             form: Some(Form::Ws),
+            ..Ask::default()
         };
         let out = pipeline(&mut m, ask, &[], &[]);
         match out.refused.first() {
@@ -932,8 +932,8 @@ kernel @k(%src: ptr<global> align 16, %cfg: ptr<global> align 16, %n: i32){block
     /// The last line of the schedule: what became of the body's barriers.
     fn barriers(mut m: cpflow_ir::Module) -> String {
         let ask = Ask {
-            stages: None,
             form: Some(Form::Ws),
+            ..Ask::default()
         };
         let out = pipeline(&mut m, ask, &[], &[]);
         assert!(out.refused.is_empty(), "{:?}", out.refused);
