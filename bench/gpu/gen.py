@@ -1065,13 +1065,13 @@ def sweep():
     # copy and scale written single-buffered, pipelined by cpflow (S stages)
     for job in ("copy", "scale"):
         for N in (128, 256, 512, 1024):
-            for S in (2, 3, 4, 6, 8):
+            for S in range(2, 9):
                 if S * (16 * N + 8) <= SMEM_LIMIT:
                     cfgs.append(Cfg(job, "pipe", S, 16 * N, N))
     # row sums written single-buffered, pipelined by cpflow (S stages; each
     # thread copies T/N bytes of a tile)
     for T, N in [(4096, 256), (2048, 128), (8192, 512), (8192, 256), (8192, 128), (16384, 256)]:
-        for S in (2, 3, 4, 6, 8):
+        for S in range(2, 9):
             if S * (T + 8) + 4 * N <= SMEM_LIMIT:
                 cfgs.append(Cfg("rowsum", "pipe", S, T, N))
     # 5-point stencil: column strips of T bytes, input rows through a ring
