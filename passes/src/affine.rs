@@ -225,6 +225,20 @@ impl Affine {
         })
     }
 
+    /// `self` with loop `l` exited after `trips` iterations, `next` the
+    /// value its induction variable would take in the iteration after the
+    /// last (as on its back edge): the induction variable becomes `next`,
+    /// and its carried steps `trips · per`.
+    pub fn at_exit(&self, l: Inst, next: i64, trips: i64) -> Affine {
+        let mut atoms = Vec::new();
+        self.atoms(&mut atoms);
+        let e = self.subst(&Atom::Iv(l), &Affine::constant(next));
+        atoms.into_iter().fold(e, |e, a| match &a {
+            Atom::Steps(m, per, false) if *m == l => e.subst(&a, &per.scale(trips)),
+            _ => e,
+        })
+    }
+
     /// `self` with loop `l` exited: its induction variable and carried
     /// steps become those of some iteration.
     pub fn exist(&self, l: Inst) -> Affine {

@@ -604,6 +604,8 @@ impl<'a> Engine<'a> {
                 "cp.async.wait_group"
             };
             let n = self.wait_n.get(&w).copied();
+            // This read needed the group: the wait is too weak, not too strong.
+            self.effect(Effect::Demand(w, depth));
             self.emit(
                 Diagnostic::error("E1002", format!("`{kind}` is too weak for this read: the copy's group is still pending"), self.span(at))
                     .with_label("cannot prove this read's group is complete: the wait may leave it pending")
@@ -1416,7 +1418,7 @@ impl<'a> Engine<'a> {
         if matches!((lo, hi), (Some(lo), Some(hi)) if hi <= lo) {
             let mut s = st.clone();
             rename(&mut s, &inits, &args[1.min(args.len())..]);
-            self.leave_loop(inst, s, st);
+            self.leave_loop(inst, s, st, None);
             return;
         }
         let mut entry = st.clone();
@@ -1468,7 +1470,8 @@ impl<'a> Engine<'a> {
             self.region(body, &mut s);
             self.loops.pop();
             rename(&mut s, &yielded, &args[1.min(args.len())..]);
-            self.leave_loop(inst, s, st);
+            // No back edge: the induction variable is still `lo`.
+            self.leave_loop(inst, s, st, lo.map(|lo| (lo, 0)));
             return;
         }
         // Guards follow the iterations a prologue's groups can stay pending
@@ -1509,10 +1512,15 @@ impl<'a> Engine<'a> {
             self.region(body, &mut s);
         }
         self.loops.pop();
+        // Leaving a loop of constant bounds from the back edge of its last
+        // iteration, the induction variable there is the value after the
+        // last: each instance of the body's ops is known by its iteration.
+        let mut last = None;
         if let Some(back) = exit {
             head = back;
+            last = lo.zip(trips).map(|(lo, t)| (lo + t * step1, t));
         }
-        self.leave_loop(inst, head, st);
+        self.leave_loop(inst, head, st, last);
     }
 
     /// The fixed point of loop `inst` from `entry`: its head state, and the
@@ -1630,8 +1638,10 @@ impl<'a> Engine<'a> {
     }
 
     /// `st` becomes `head`, the state at the exit of loop `inst`, with the
-    /// loop's carried values renamed to its results.
-    fn leave_loop(&self, inst: Inst, mut head: State, st: &mut State) {
+    /// loop's carried values renamed to its results; with `last`, the
+    /// value of the induction variable in `head` and the iterations run
+    /// (see [`State::exit_after`]), else some iteration.
+    fn leave_loop(&self, inst: Inst, mut head: State, st: &mut State, last: Option<(i64, i64)>) {
         let data = &self.k.insts[inst];
         let args = &self.k.regions[data.regions[0]].args;
         rename(
@@ -1642,7 +1652,10 @@ impl<'a> Engine<'a> {
                 .collect::<Vec<_>>(),
             &data.results,
         );
-        head.exit_loop(inst);
+        match last {
+            Some((next, trips)) => head.exit_after(inst, next, trips),
+            None => head.exit_loop(inst),
+        }
         *st = head;
     }
 

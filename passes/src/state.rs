@@ -427,6 +427,25 @@ impl State {
         self.preds = preds;
     }
 
+    /// Leaves loop `l` of constant bounds after its last iteration: the
+    /// facts of its back edge, where the induction variable is `next` (the
+    /// value after the last) and `trips` iterations ran (see
+    /// [`Affine::at_exit`]). A record present in one iteration only (its
+    /// guard) stays if that is the one.
+    pub fn exit_after(&mut self, l: Inst, next: i64, trips: i64) {
+        self.map_exprs(&|e: &Affine| Some(e.at_exit(l, next, trips)));
+        self.ops = std::mem::take(&mut self.ops)
+            .into_iter()
+            .filter_map(|mut r| match r.guard {
+                Some((gl, c)) if gl == l => (c == next).then(|| {
+                    r.guard = None;
+                    r
+                }),
+                _ => Some(r),
+            })
+            .collect();
+    }
+
     /// Leaves loop `l`: its induction variable becomes "some iteration".
     pub fn exit_loop(&mut self, l: Inst) {
         self.map_exprs(&|e: &Affine| Some(e.exist(l)));
