@@ -591,7 +591,7 @@ impl<'a> Engine<'a> {
                 st.fence_useful = true;
             }
         } else if matches!(m.base, Base::Shared(_)) {
-            st.reads.insert((m.clone(), at));
+            st.reads.insert((m.clone(), at, None));
         }
     }
 
@@ -745,12 +745,12 @@ impl<'a> Engine<'a> {
                     );
                 }
             }
-            let reads: Vec<(Mem, Inst)> = st.reads.iter().cloned().collect();
-            for (m, rd) in reads {
+            let reads: Vec<_> = st.reads.iter().cloned().collect();
+            for (m, rd, guard) in reads {
                 // The reader: the copy may overwrite its bytes unless the one
                 // thread that read them issues the copy.
                 let dummy = self.dummy(rd);
-                if !self.same_single_thread(&dummy) && self.overlap(d, &m, None, true) {
+                if !self.same_single_thread(&dummy) && self.overlap(d, &m, guard, true) {
                     self.emit(
                         Diagnostic::error("E1008", "this async copy may overwrite bytes other threads still read", self.span(at))
                             .with_label("no barrier orders the other threads' reads before this copy")
@@ -773,7 +773,7 @@ impl<'a> Engine<'a> {
                 // await: either way a later copy into these bytes must wait
                 // for this thread's reads, until the next barrier.
                 if kind == Kind::Abstract {
-                    st.reads.insert((s.clone(), at));
+                    st.reads.insert((s.clone(), at, None));
                 }
                 if async_src {
                     let writes: Vec<(Mem, bool, Inst)> = st.gen_writes.iter().cloned().collect();
@@ -1378,7 +1378,7 @@ impl<'a> Engine<'a> {
             .collect();
         st.async_read
             .retain(|(_, _, i)| !of_inst(i) || observed.contains(i));
-        st.reads.retain(|(_, i)| !of_inst(i));
+        st.reads.retain(|(_, i, _)| !of_inst(i));
         st.unsynced.retain(|(_, i, _)| !of_inst(i));
         st.released.retain(|(_, _, i)| !of_inst(i));
     }
@@ -1431,6 +1431,10 @@ impl<'a> Engine<'a> {
                     }
                     r
                 })
+                .collect();
+            entry.reads = std::mem::take(&mut entry.reads)
+                .into_iter()
+                .map(|(m, i, g)| (m, i, g.or(Some((inst, lo)))))
                 .collect();
         }
         rename(&mut entry, &inits, &args[1.min(args.len())..]);
@@ -1839,7 +1843,7 @@ impl<'a> Engine<'a> {
                         let ph = norm_sym(ph);
                         if matches!(ph, Sym::Phase { .. }) {
                             let released =
-                                st.reads.iter().map(|(m, i)| (ph.clone(), m.clone(), *i));
+                                st.reads.iter().map(|(m, i, _)| (ph.clone(), m.clone(), *i));
                             st.released.extend(released);
                         }
                     }
@@ -1870,9 +1874,8 @@ impl<'a> Engine<'a> {
                             .filter(|(q, _, _)| *q == ph)
                             .map(|(_, m, i)| (m.clone(), *i))
                             .collect();
-                        for r in &ordered {
-                            st.reads.remove(r);
-                        }
+                        st.reads
+                            .retain(|(m, i, _)| !ordered.contains(&(m.clone(), *i)));
                         st.released.retain(|(q, _, _)| *q != ph);
                     }
                 }

@@ -164,8 +164,11 @@ pub struct State {
     /// those threads that fenced after its wait may rewrite bytes another
     /// read through the async proxy with no barrier in between.
     pub observed_all: BTreeSet<(Inst, Vec<(Value, bool)>)>,
-    /// Generic reads since the last barrier.
-    pub reads: BTreeSet<(Mem, Inst)>,
+    /// Generic reads since the last barrier, each with the iteration of an
+    /// enclosing loop it is present in only, if any (as [`OpRec::guard`]:
+    /// a read before a loop whose body passes a barrier is there in its
+    /// first iteration).
+    pub reads: BTreeSet<(Mem, Inst, Option<(Inst, i64)>)>,
     /// Generic accesses of shared memory (with `true` for a write) since
     /// the last barrier or mbarrier wait of this thread and the start of
     /// the current loop iteration, while `partial_sync` is false.
@@ -338,9 +341,9 @@ impl State {
         self.async_read = remap(std::mem::take(&mut self.async_read));
         self.reads = std::mem::take(&mut self.reads)
             .into_iter()
-            .map(|(mut m, i)| {
+            .map(|(mut m, i, g)| {
                 m.map(f);
-                (m, i)
+                (m, i, g)
             })
             .collect();
         self.unsynced = std::mem::take(&mut self.unsynced)
@@ -390,16 +393,20 @@ impl State {
                 None => Some(e),
             }
         });
+        let advance = |g: Option<(Inst, i64)>| match g {
+            Some((gl, c)) if gl == l => step.filter(|_| c < guard_limit).map(|s| (l, c + s)),
+            g => g,
+        };
         self.ops = std::mem::take(&mut self.ops)
             .into_iter()
             .map(|mut r| {
-                if let Some((gl, c)) = r.guard {
-                    if gl == l {
-                        r.guard = step.filter(|_| c < guard_limit).map(|s| (l, c + s));
-                    }
-                }
+                r.guard = advance(r.guard);
                 r
             })
+            .collect();
+        self.reads = std::mem::take(&mut self.reads)
+            .into_iter()
+            .map(|(m, i, g)| (m, i, advance(g)))
             .collect();
     }
 
@@ -434,29 +441,38 @@ impl State {
     /// guard) stays if that is the one.
     pub fn exit_after(&mut self, l: Inst, next: i64, trips: i64) {
         self.map_exprs(&|e: &Affine| Some(e.at_exit(l, next, trips)));
+        // Kept when it is the exit's iteration (its guard then dropped).
+        let here = |g: Option<(Inst, i64)>| match g {
+            Some((gl, c)) if gl == l => (c == next).then_some(None),
+            g => Some(g),
+        };
         self.ops = std::mem::take(&mut self.ops)
             .into_iter()
-            .filter_map(|mut r| match r.guard {
-                Some((gl, c)) if gl == l => (c == next).then(|| {
-                    r.guard = None;
-                    r
-                }),
-                _ => Some(r),
+            .filter_map(|mut r| {
+                r.guard = here(r.guard)?;
+                Some(r)
             })
+            .collect();
+        self.reads = std::mem::take(&mut self.reads)
+            .into_iter()
+            .filter_map(|(m, i, g)| Some((m, i, here(g)?)))
             .collect();
     }
 
     /// Leaves loop `l`: its induction variable becomes "some iteration".
     pub fn exit_loop(&mut self, l: Inst) {
         self.map_exprs(&|e: &Affine| Some(e.exist(l)));
+        let unguard = |g: Option<(Inst, i64)>| g.filter(|(gl, _)| *gl != l);
         self.ops = std::mem::take(&mut self.ops)
             .into_iter()
             .map(|mut r| {
-                if r.guard.is_some_and(|(gl, _)| gl == l) {
-                    r.guard = None;
-                }
+                r.guard = unguard(r.guard);
                 r
             })
+            .collect();
+        self.reads = std::mem::take(&mut self.reads)
+            .into_iter()
+            .map(|(m, i, g)| (m, i, unguard(g)))
             .collect();
     }
 
@@ -556,11 +572,15 @@ impl State {
         };
         self.gen_writes = merge3(std::mem::take(&mut self.gen_writes));
         self.async_read = merge3(std::mem::take(&mut self.async_read));
+        // Merged reads lose their guards: present in every iteration.
         let reads = std::mem::take(&mut self.reads)
             .into_iter()
-            .map(|(m, i)| (m, false, i))
+            .map(|(m, i, _)| (m, false, i))
             .collect();
-        self.reads = merge3(reads).into_iter().map(|(m, _, i)| (m, i)).collect();
+        self.reads = merge3(reads)
+            .into_iter()
+            .map(|(m, _, i)| (m, i, None))
+            .collect();
         // A write and a read of one instruction never meet: `merge3` keys
         // by instruction.
         self.unsynced = merge3(
