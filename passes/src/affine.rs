@@ -601,6 +601,23 @@ pub fn disjoint(
             return true;
         }
     }
+    // Residue argument, with the threads' difference: the other atoms add
+    // a multiple of the gcd `m` of their coefficients, whatever their
+    // values, so an overlap needs some `n` (a difference of `%tid.x`) and
+    // some `x ≡ c + k·n (mod m)` strictly between the gaps (two threads'
+    // iterations of a block-strided loop, `16·%tid.x + 1024·i`).
+    if let (Some((k, nonzero)), Some(span), true) = (delta, bnd.max_tid, choices.is_empty()) {
+        let m = rest.terms.values().fold(0, |g, c| gcd(g, *c));
+        if m > 1 && span < 4096 {
+            let apart = (-span..=span).filter(|&n| !(nonzero && n == 0)).all(|n| {
+                let r = rest.c.saturating_add(k.saturating_mul(n)).rem_euclid(m);
+                lo_gap + 1 + (r - (lo_gap + 1)).rem_euclid(m) >= hi_gap
+            });
+            if apart {
+                return true;
+            }
+        }
+    }
     // Interval argument, per choice of the mod pairs and per value of each
     // atom with a small range (a slot `k mod S` takes S values, not the
     // whole interval between them).

@@ -1478,6 +1478,13 @@ impl<'a> Engine<'a> {
             self.leave_loop(inst, s, st, lo.map(|lo| (lo, 0)));
             return;
         }
+        // What the back edge adds to the loop's `Iv` atom: 1 where it counts
+        // iterations ([`Syms::iv_counts`]).
+        let iv_step = if self.syms.iv_counts.contains(&inst) {
+            Some(1)
+        } else {
+            step
+        };
         // Guards follow the iterations a prologue's groups can stay pending
         // (as many as the deepest group a wait leaves behind), and never
         // name an iteration past the last one.
@@ -1500,7 +1507,7 @@ impl<'a> Engine<'a> {
             None => {
                 let mark = self.effects.len();
                 let (head, exit) =
-                    self.fixpoint(inst, &key.1, &flags, &yielded, step, guard_limit, runs);
+                    self.fixpoint(inst, &key.1, &flags, &yielded, iv_step, guard_limit, runs);
                 let effects = self.compact(mark);
                 if self.loops_seen.len() >= MAX_MEMO {
                     self.loops_seen.clear();
@@ -2045,6 +2052,29 @@ impl<'a> Engine<'a> {
                             );
                         }
                     }
+                }
+            }
+            // And another thread's copy of an earlier group: in flight
+            // until a barrier after that thread's wait publishes it. Only
+            // records whose offset is still known are compared (the older
+            // iterations of a loop, merged, have lost theirs).
+            for a in &fresh {
+                let Some(x) = &a.dst else { continue };
+                let earlier = st.ops.iter().find(|r| {
+                    r.kind == kind
+                        && r.depth.is_some_and(|d| d != DONE)
+                        && !r.published
+                        && r.dst
+                            .as_ref()
+                            .is_some_and(|y| y.off.is_some() && self.overlap(x, y, r.guard, true))
+                });
+                if let Some(r) = earlier {
+                    self.emit(
+                        Diagnostic::error("E1005", "this `cp.async` and another thread's copy of an earlier group may write overlapping bytes while both are in flight", self.span(a.inst))
+                            .with_label("cannot prove this destination is disjoint from another thread's earlier copy")
+                            .with_secondary(self.span(r.inst), "the other thread's copy, of an earlier group")
+                            .with_help("another thread's copies stay in flight until its wait and a barrier after it: give each thread's copies disjoint destinations, or wait and pass a barrier before copying over them"),
+                    );
                 }
             }
         }

@@ -898,6 +898,10 @@ impl<'a> Tracer<'a> {
     fn atom_value(&self, a: &Atom) -> Option<i64> {
         let value = |e: &Affine| e.eval(&|x| self.atom_value(x));
         match a {
+            Atom::Iv(l) if self.syms.iv_counts.contains(l) => {
+                let at = self.iters.iter().rposition(|(m, _)| m == l)?;
+                Some(self.counts[at])
+            }
             Atom::Iv(l) => Some(self.iters.iter().rev().find(|(m, _)| m == l)?.1),
             Atom::Opaque(v) => self.vals[v.index()],
             Atom::Steps(l, per, false) => {

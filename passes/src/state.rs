@@ -91,6 +91,10 @@ pub enum Issuer {
     Done,
 }
 
+/// The iteration of an enclosing loop a fact holds in only: `(loop, the
+/// value of its induction variable)`; `None`: every iteration.
+pub type Guard = Option<(Inst, i64)>;
+
 /// One async operation (or family of instances, for ops of an exited loop).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct OpRec {
@@ -120,7 +124,7 @@ pub struct OpRec {
     /// Conditions (value, polarity) of the `if`s it was issued under.
     pub conds: Vec<(Value, bool)>,
     /// Only present when the induction variable of this loop equals this value.
-    pub guard: Option<(Inst, i64)>,
+    pub guard: Guard,
     /// The last wait that left it pending, with its depth then.
     pub left_by: Option<(Inst, u32)>,
     /// The wait that completed it, with its depth then.
@@ -168,7 +172,7 @@ pub struct State {
     /// enclosing loop it is present in only, if any (as [`OpRec::guard`]:
     /// a read before a loop whose body passes a barrier is there in its
     /// first iteration).
-    pub reads: BTreeSet<(Mem, Inst, Option<(Inst, i64)>)>,
+    pub reads: BTreeSet<(Mem, Inst, Guard)>,
     /// Generic accesses of shared memory (with `true` for a write) since
     /// the last barrier or mbarrier wait of this thread and the start of
     /// the current loop iteration, while `partial_sync` is false.
@@ -393,7 +397,7 @@ impl State {
                 None => Some(e),
             }
         });
-        let advance = |g: Option<(Inst, i64)>| match g {
+        let advance = |g: Guard| match g {
             Some((gl, c)) if gl == l => step.filter(|_| c < guard_limit).map(|s| (l, c + s)),
             g => g,
         };
@@ -442,7 +446,7 @@ impl State {
     pub fn exit_after(&mut self, l: Inst, next: i64, trips: i64) {
         self.map_exprs(&|e: &Affine| Some(e.at_exit(l, next, trips)));
         // Kept when it is the exit's iteration (its guard then dropped).
-        let here = |g: Option<(Inst, i64)>| match g {
+        let here = |g: Guard| match g {
             Some((gl, c)) if gl == l => (c == next).then_some(None),
             g => Some(g),
         };
@@ -462,7 +466,7 @@ impl State {
     /// Leaves loop `l`: its induction variable becomes "some iteration".
     pub fn exit_loop(&mut self, l: Inst) {
         self.map_exprs(&|e: &Affine| Some(e.exist(l)));
-        let unguard = |g: Option<(Inst, i64)>| g.filter(|(gl, _)| *gl != l);
+        let unguard = |g: Guard| g.filter(|(gl, _)| *gl != l);
         self.ops = std::mem::take(&mut self.ops)
             .into_iter()
             .map(|mut r| {

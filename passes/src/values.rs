@@ -7,6 +7,8 @@
 //! Computed once per kernel in program order (SSA: definitions come first).
 //! Loop-carried values and anything not affine become opaque atoms.
 
+use std::collections::BTreeSet;
+
 use cpflow_ir::ir::*;
 use cpflow_ir::spec::Family;
 use cpflow_ir::types::{Scalar, Type};
@@ -59,6 +61,12 @@ pub struct Syms {
     /// For a loop-carried parity bit recognised by [`Syms::wraps`], the
     /// index of the phase it names in each iteration.
     parity_index: Vec<Option<Affine>>,
+    /// Loops whose lower bound differs between threads (`for %c = %tid.x
+    /// to %n step %ntid`, a block-strided loop): their [`Atom::Iv`] counts
+    /// the iterations from 0 and the induction variable is `lo + step·Iv`,
+    /// so two threads' iterations stay apart. Elsewhere `Iv` is the
+    /// induction variable itself.
+    pub iv_counts: BTreeSet<Inst>,
 }
 
 /// Is `a` defined by `sreg reg`?
@@ -200,6 +208,7 @@ impl Syms {
             tid_dependent: vec![false; n],
             bounds: Bounds::default(),
             parity_index: vec![None; n],
+            iv_counts: BTreeSet::new(),
         };
         for (i, &p) in k.params.iter().enumerate() {
             s.vals[p.index()] = match k.ty(p) {
@@ -221,6 +230,18 @@ impl Syms {
                 let args = &k.regions[body].args;
                 if let Some(&iv) = args.first() {
                     self.vals[iv.index()] = Sym::Int(Affine::atom(Atom::Iv(inst)));
+                    let step = data.args.get(2).and_then(|a| k.const_int(*a));
+                    let per_thread = data.args.first().and_then(|a| self.int(*a)).filter(|lo| {
+                        lo.mentions(&|a| matches!(a, Atom::Tid(_)))
+                            || lo.terms.keys().any(
+                                |a| matches!(a, Atom::Opaque(v) if self.tid_dependent[v.index()]),
+                            )
+                    });
+                    if let (Some(lo), Some(step)) = (per_thread, step.filter(|s| *s > 0)) {
+                        let n = Affine::atom(Atom::Iv(inst)).scale(step);
+                        self.vals[iv.index()] = Sym::Int(lo.add(&n));
+                        self.iv_counts.insert(inst);
+                    }
                     let lo = data.args.first().and_then(|a| k.const_int(*a));
                     let hi = data.args.get(1).and_then(|a| k.const_int(*a));
                     if let (Some(lo), Some(hi)) = (lo, hi) {
