@@ -346,6 +346,9 @@ pub struct Bounds {
     pub iv: BTreeMap<Inst, (i64, i64)>,
     /// Largest `%tid.x` any thread can have, when known.
     pub max_tid: Option<i64>,
+    /// The analysed thread's `%tid.x` range where narrower than `[0,
+    /// max_tid]` (the threads that run the instruction at hand).
+    pub tid_x: Option<(i64, i64)>,
     /// Largest `%tid.y` and `%tid.z`, when the kernel declares its block.
     pub max_tid_yz: Option<[i64; 2]>,
     /// Pairs of threads whose offsets the per-thread proofs of [`disjoint`]
@@ -359,7 +362,8 @@ impl Bounds {
         match a {
             Atom::Mod(_, m) => Some((0, m - 1)),
             Atom::Iv(l) | Atom::Exist(l) => self.iv.get(l).copied(),
-            Atom::Tid(0) | Atom::OtherTid(0) => self.max_tid.map(|m| (0, m)),
+            Atom::Tid(0) => self.tid_x.or(self.max_tid.map(|m| (0, m))),
+            Atom::OtherTid(0) => self.max_tid.map(|m| (0, m)),
             Atom::Tid(3) | Atom::OtherTid(3) => Some((0, 31)),
             Atom::Tid(d @ 1..=2) | Atom::OtherTid(d @ 1..=2) => {
                 self.max_tid_yz.map(|m| (0, m[usize::from(*d) - 1]))

@@ -18,7 +18,7 @@ use cpflow_ir::sem::{self, Scope};
 use cpflow_ir::spec::{AccessKind, Completion, GroupKind, Proxy, Qual, SyncEffect, WaitKind};
 use cpflow_ir::types::{Scalar, Type};
 
-use crate::affine::{disjoint, Affine, Atom};
+use crate::affine::{disjoint, Affine, Atom, Bounds};
 use crate::sites::Sites;
 use crate::state::{Init, Issuer, Kind, Mem, OpRec, State};
 use crate::values::{elect_lane, intersect, is_sreg, mapa_of, Base, Sym, Syms};
@@ -50,9 +50,17 @@ enum Effect {
 }
 
 /// A question [`Engine::overlap`] asks of [`disjoint`]: two offsets and
-/// sizes, the guard that pins a loop's iteration, and whether the second
-/// access is another thread's.
-type DisjointQuery = (Affine, i64, Affine, i64, Option<(Inst, i64)>, bool);
+/// sizes, the guard that pins a loop's iteration, whether the second
+/// access is another thread's, and the analysed thread's `%tid.x` range.
+type DisjointQuery = (
+    Affine,
+    i64,
+    Affine,
+    i64,
+    Option<(Inst, i64)>,
+    bool,
+    Option<(i64, i64)>,
+);
 
 /// A loop's fixed point from one entry state: the head state, the state
 /// after the last iteration (when the loop exits from a back edge), and
@@ -102,6 +110,10 @@ pub struct Engine<'a> {
     /// Answers of [`disjoint`] for [`Engine::overlap`], which asks the
     /// same questions in every iteration of a loop's fixed point.
     disjoint_seen: RefCell<HashMap<DisjointQuery, bool>>,
+    /// The `%tid.x` range of the threads that run the instruction being
+    /// analysed, where narrower than every thread ([`Syms::tid_hull`]),
+    /// with the prover's bounds for it.
+    here: Option<((i64, i64), Bounds)>,
 }
 
 fn collect_conds(
@@ -218,6 +230,7 @@ impl<'a> Engine<'a> {
             loop_work: 0,
             exhausted: None,
             disjoint_seen: RefCell::new(HashMap::new()),
+            here: None,
         }
     }
 
@@ -473,7 +486,8 @@ impl<'a> Engine<'a> {
         // The guard matters only inside its loop.
         let guard = guard.filter(|(l, _)| self.loops.contains(l));
         let (sa, sb) = (a.size.unwrap_or(HUGE), b.size.unwrap_or(HUGE));
-        let key = (oa.clone(), sa, ob.clone(), sb, guard, cross);
+        let range = self.here.as_ref().map(|(r, _)| *r);
+        let key = (oa.clone(), sa, ob.clone(), sb, guard, cross, range);
         if let Some(&apart) = self.disjoint_seen.borrow().get(&key) {
             return !apart;
         }
@@ -482,7 +496,8 @@ impl<'a> Engine<'a> {
         if cross {
             ob = ob.other_thread();
         }
-        let apart = disjoint(&oa, sa, &ob, sb, cross, &self.syms.bounds);
+        let bounds = self.here.as_ref().map_or(&self.syms.bounds, |(_, b)| b);
+        let apart = disjoint(&oa, sa, &ob, sb, cross, bounds);
         self.disjoint_seen.borrow_mut().insert(key, apart);
         !apart
     }
@@ -1238,7 +1253,18 @@ impl<'a> Engine<'a> {
             if self.exhausted.is_some() {
                 return;
             }
+            // The threads that run it bound `%tid.x` in its comparisons.
+            let hull = self.syms.tid_hull.get(&inst).copied();
+            let saved = self.here.take();
+            self.here = hull.map(|r| {
+                let bounds = Bounds {
+                    tid_x: Some(r),
+                    ..self.syms.bounds.clone()
+                };
+                (r, bounds)
+            });
             self.inst(inst, st);
+            self.here = saved;
         }
     }
 

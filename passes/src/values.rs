@@ -7,7 +7,7 @@
 //! Computed once per kernel in program order (SSA: definitions come first).
 //! Loop-carried values and anything not affine become opaque atoms.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use cpflow_ir::ir::*;
 use cpflow_ir::spec::Family;
@@ -67,6 +67,10 @@ pub struct Syms {
     /// so two threads' iterations stay apart. Elsewhere `Iv` is the
     /// induction variable itself.
     pub iv_counts: BTreeSet<Inst>,
+    /// For each instruction that only some threads run (under `if`s on
+    /// `%tid.x`, a warp index or a lane), the least and largest `%tid.x`
+    /// of those threads.
+    pub tid_hull: HashMap<Inst, (i64, i64)>,
 }
 
 /// Is `a` defined by `sreg reg`?
@@ -209,6 +213,7 @@ impl Syms {
             bounds: Bounds::default(),
             parity_index: vec![None; n],
             iv_counts: BTreeSet::new(),
+            tid_hull: HashMap::new(),
         };
         for (i, &p) in k.params.iter().enumerate() {
             s.vals[p.index()] = match k.ty(p) {
@@ -218,6 +223,17 @@ impl Syms {
         }
         s.region(k, k.body, &mut Vec::new());
         s.infer_max_tid(k);
+        let mut insts = Vec::new();
+        s.runners(k, k.body, &vec![(0, TID_INF)], &mut insts);
+        let top = s.bounds.max_tid.unwrap_or(TID_INF);
+        for (inst, threads) in insts {
+            if let (Some(&(lo, _)), Some(&(_, hi))) = (threads.first(), threads.last()) {
+                let hi = hi.min(top);
+                if lo > 0 || hi < top {
+                    s.tid_hull.insert(inst, (lo, hi));
+                }
+            }
+        }
         s
     }
 
