@@ -479,6 +479,7 @@ const MAX_TID: i64 = 1023;
 /// `%tid.x` the shared accesses allow: a thread that makes none of them
 /// (an elected producer after the consumers) is not bounded by them.
 fn representative_tids(k: &Kernel, syms: &Syms) -> Vec<i64> {
+    let last = k.block.map_or(MAX_TID, |[x, _, _]| i64::from(x) - 1);
     let mut tids = BTreeSet::from([0, 1]);
     let mut lanes = BTreeSet::new();
     let mut warps = BTreeSet::new();
@@ -501,6 +502,13 @@ fn representative_tids(k: &Kernel, syms: &Syms) -> Vec<i64> {
             let Some(v) = c.checked_sub(e.c).and_then(|x| x.checked_div_euclid(*a)) else {
                 continue;
             };
+            // Any other function of `%tid.x` alone (a warp index within a
+            // warp group, `((tid - 64) >> 5) & 1`): wherever the
+            // comparison's outcome changes.
+            if !matches!(atom, Atom::Tid(0) | Atom::Tid(3)) {
+                let side = |t: i64| thread_value(&e, t).map(|x| x.cmp(&c));
+                tids.extend(changes(side, last));
+            }
             match atom {
                 Atom::Tid(0) => {
                     tids.extend([v.saturating_sub(1), v, v.saturating_add(1)]);
@@ -523,15 +531,20 @@ fn representative_tids(k: &Kernel, syms: &Syms) -> Vec<i64> {
             }
         }
     });
-    // A barrier, phase or trip count picked by a quotient of `%tid.x` (a
-    // warp group's index `(tid - 32) >> 5`, compared with nothing) changes
-    // where the quotient does: both sides of each such boundary.
-    let last = k.block.map_or(MAX_TID, |[x, _, _]| i64::from(x) - 1);
+    // A barrier (an mbarrier or a named barrier's id), phase or trip count
+    // picked by a quotient of `%tid.x` (a warp group's index `(tid - 32) >>
+    // 5`, compared with nothing) changes where the quotient does: both
+    // sides of each such boundary.
     k.walk(k.body, &mut |i| {
         let data = &k.insts[i];
         let mut picks: Vec<Affine> = Vec::new();
         if matches!(data.op, Op::For) {
             picks.extend(data.args.iter().take(3).filter_map(|a| syms.int(*a)));
+        }
+        // A named barrier's id and thread count (`bar.sync 4 + %wg, 96`).
+        if matches!(&data.op, Op::Ptx(p) if matches!(p.family.sync(), SyncEffect::CtaBarrier { .. }))
+        {
+            picks.extend(data.args.iter().filter_map(|a| syms.int(*a)));
         }
         for a in &data.args {
             if let Sym::Phase { bar, idx } = syms.arg(*a) {
@@ -550,6 +563,12 @@ fn representative_tids(k: &Kernel, syms: &Syms) -> Vec<i64> {
                 tids.extend(quotient_boundaries(&inner, d, last));
             }
         }
+        // Any other function of `%tid.x` alone: wherever it changes.
+        for e in &picks {
+            if e.mentions(&|a| matches!(a, Atom::Mod(..) | Atom::Div(..))) {
+                tids.extend(changes(|t| thread_value(e, t), last));
+            }
+        }
     });
     for &(base, width) in &warps {
         tids.extend([base, base.saturating_add(width - 1)]);
@@ -563,6 +582,42 @@ fn representative_tids(k: &Kernel, syms: &Syms) -> Vec<i64> {
     tids.into_iter()
         .filter(|t| (0..=last).contains(t))
         .collect()
+}
+
+/// The value of `e`, a function of `%tid.x` (and the lane) alone, in
+/// thread `t`; None where it is undefined there (an unsigned quotient of a
+/// negative value) or depends on anything else.
+fn thread_value(e: &Affine, t: i64) -> Option<i64> {
+    e.eval(&|a| match a {
+        Atom::Tid(0) => Some(t),
+        Atom::Tid(3) => Some(t % 32),
+        _ => None,
+    })
+}
+
+/// The `%tid.x` on both sides of each point in `0..=last` where `f`
+/// changes; none when `f` depends on more than the thread (undefined in
+/// every thread) or changes more than [`MAX_QUOTIENT_BOUNDARIES`] times.
+fn changes<T: PartialEq>(f: impl Fn(i64) -> Option<T>, last: i64) -> Vec<i64> {
+    let mut out = Vec::new();
+    let mut prev = f(0);
+    let mut defined = prev.is_some();
+    for t in 1..=last {
+        let v = f(t);
+        defined |= v.is_some();
+        if v != prev {
+            if out.len() as i64 >= 2 * MAX_QUOTIENT_BOUNDARIES {
+                return Vec::new();
+            }
+            out.extend([t - 1, t]);
+        }
+        prev = v;
+    }
+    if defined {
+        out
+    } else {
+        Vec::new()
+    }
 }
 
 /// The most boundaries of one quotient of `%tid.x` that get
@@ -3149,6 +3204,34 @@ mod tests {
         let tid = Affine::atom(Atom::Tid(0));
         assert!(quotient_boundaries(&tid, 2, MAX_TID).is_empty());
         assert_eq!(quotient_boundaries(&tid, 32, MAX_TID).len(), 62);
+    }
+
+    #[test]
+    fn representatives_straddle_named_barrier_groups_and_warps_within_groups() {
+        // Two warp groups from thread 64 sync on named barriers `4 + wg`;
+        // the first warp of each group (`((tid - 64) >> 5) & 1 == 0`)
+        // arrives once before.
+        let k = kernel(
+            "  %tid = sreg tid.x
+  %c = sub %tid, 64 : i32
+  %wg = shr.u %c, 6 : i32
+  %w = shr.u %c, 5 : i32
+  %first = and %w, 1 : i32
+  %is_first = cmp.eq %first, 0 : i32
+  %id = add %wg, 4 : i32
+  if %is_first {
+    bar.arrive %id, 96
+  }
+  bar.sync %id, 96
+",
+        );
+        let tids = representative_tids(&k, &Syms::compute(&k));
+        for t in [95, 96, 127, 128, 159, 160] {
+            assert!(tids.contains(&t), "{t} missing from {tids:?}");
+        }
+        // A function of the thread that changes at every thread gets none.
+        assert!(changes(Some, MAX_TID).is_empty());
+        assert_eq!(changes(|t| Some(t / 512), MAX_TID), vec![511, 512]);
     }
 
     #[test]
