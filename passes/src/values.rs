@@ -648,13 +648,22 @@ impl Syms {
                 }
             }
             // A parity bit names the phase its closed form says it tracks
-            // (`wraps`); a constant bit names phase 0 or 1.
+            // (`wraps`); a bit computed as `n mod 2` names phase `n` (the
+            // round `(k div S) & 1` of ThunderKittens' and Triton's rings);
+            // a constant bit names phase 0 or 1.
             Op::Ptx(p) if p.family == Family::MbarrierPhaseParity => {
                 let bar = data.args.first().map_or(Sym::Unknown, |a| self.arg(*a));
                 let bit = data.args.get(1).copied();
                 let idx = bit
                     .and_then(|b| b.value())
                     .and_then(|v| self.parity_index[v.index()].clone())
+                    .or_else(|| {
+                        let x = int(1)?;
+                        match x.terms.iter().collect::<Vec<_>>()[..] {
+                            [(Atom::Mod(n, 2), 1)] if x.c == 0 => Some((**n).clone()),
+                            _ => None,
+                        }
+                    })
                     .or_else(|| {
                         int(1)
                             .and_then(|x| x.as_const())
