@@ -21,7 +21,7 @@ use cpflow_ir::types::{Scalar, Type};
 use crate::affine::{disjoint, Affine, Atom, Bounds};
 use crate::sites::Sites;
 use crate::state::{Init, Issuer, Kind, Mem, OpRec, State};
-use crate::values::{elect_lane, intersect, is_sreg, mapa_of, Base, Sym, Syms};
+use crate::values::{conjuncts, elect_lane, intersect, is_sreg, mapa_of, Base, Sym, Syms};
 
 const HUGE: i64 = 1 << 40;
 const MAX_ITERS: usize = 30;
@@ -130,13 +130,12 @@ fn collect_conds(
             _ => None,
         };
         for (b, &sub) in data.regions.iter().enumerate() {
+            let depth = conds.len();
             if let Some(c) = cond {
-                conds.push((c, b == 0));
+                conds.extend(conjuncts(k, c, b == 0));
             }
             collect_conds(k, sub, conds, out);
-            if cond.is_some() {
-                conds.pop();
-            }
+            conds.truncate(depth);
         }
     }
 }

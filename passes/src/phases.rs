@@ -30,7 +30,7 @@ use cpflow_ir::types::Type;
 
 use crate::affine::{Affine, Atom, Bounds};
 use crate::values::{
-    elect_lane, intersect, lane_is_tid_x_mod_32, mapa_of, sreg_equals, Base, Sym, Syms,
+    conjuncts, elect_lane, intersect, lane_is_tid_x_mod_32, mapa_of, sreg_equals, Base, Sym, Syms,
 };
 
 /// What a site does to the phase it names.
@@ -262,13 +262,12 @@ impl Walk<'_> {
                 Op::If => {
                     let cond = data.args.first().and_then(|a| a.value());
                     for (i, &sub) in data.regions.iter().enumerate() {
+                        let depth = self.conds.len();
                         if let Some(c) = cond {
-                            self.conds.push((c, i == 0));
+                            self.conds.extend(conjuncts(self.k, c, i == 0));
                         }
                         self.region(sub);
-                        if cond.is_some() {
-                            self.conds.pop();
-                        }
+                        self.conds.truncate(depth);
                     }
                 }
                 Op::For => {

@@ -93,6 +93,26 @@ pub fn sreg_equals(k: &Kernel, c: Value, reg: SpecialReg) -> Option<i64> {
     }
 }
 
+/// The conditions an `if` on `c` (its then-branch when `pol`) puts its
+/// code under: `c` itself, or, for the then-branch of `a and b` of two
+/// `i1` values, those of `a` and of `b` (the elected lane of warp 0 written
+/// `%warp == 0 and elect.sync`).
+pub fn conjuncts(k: &Kernel, c: Value, pol: bool) -> Vec<(Value, bool)> {
+    let conj = pol
+        .then(|| k.def_inst(c))
+        .flatten()
+        .map(|i| &k.insts[i])
+        .filter(|d| d.op == Op::Binary(BinaryOp::And) && k.ty(c) == Type::Scalar(Scalar::I1));
+    match conj.and_then(|d| Some((d.args.first()?.value()?, d.args.get(1)?.value()?))) {
+        Some((a, b)) => {
+            let mut out = conjuncts(k, a, true);
+            out.extend(conjuncts(k, b, true));
+            out
+        }
+        None => vec![(c, pol)],
+    }
+}
+
 /// Whether `%laneid` is `%tid.x mod 32`: the block is 1-D (or undeclared,
 /// taken as 1-D) or its rows are whole warps.
 pub fn lane_is_tid_x_mod_32(k: &Kernel) -> bool {
