@@ -805,6 +805,40 @@ impl Syms {
             self.int(*data.args.first()?)?,
             self.int(*data.args.get(1)?)?,
         );
+        // `%tid.x mod m` (a lane within a warp or a warp group, `%laneid`)
+        // against a constant: the threads whose residue passes, in every
+        // group of m.
+        let modulus = |e: &Affine| -> Option<i64> {
+            // `%laneid`, where it is `%tid.x mod 32`.
+            if *e == Affine::atom(Atom::Tid(3)) && lane_is_tid_x_mod_32(k) {
+                return Some(32);
+            }
+            let [(Atom::Mod(inner, m), 1)] = e.terms.iter().collect::<Vec<_>>()[..] else {
+                return None;
+            };
+            (e.c == 0 && **inner == Affine::atom(Atom::Tid(0)) && *m > 1 && *m <= MAX_CTA_THREADS)
+                .then_some(*m)
+        };
+        let by_residue = |m: i64, pred: CmpPred, c: i64| -> Option<TidSet> {
+            let keep = |r: i64| match pred {
+                CmpPred::Eq => r == c,
+                CmpPred::Ne => r != c,
+                CmpPred::Ult | CmpPred::Slt => r < c,
+                CmpPred::Ule | CmpPred::Sle => r <= c,
+                CmpPred::Ugt | CmpPred::Sgt => r > c,
+                CmpPred::Uge | CmpPred::Sge => r >= c,
+                _ => false,
+            };
+            let residues: Vec<i64> = (0..m).filter(|&r| keep(r)).collect();
+            Some(union(
+                (0..MAX_CTA_THREADS / m)
+                    .flat_map(|q| residues.iter().map(move |&r| (q * m + r, q * m + r)))
+                    .collect(),
+            ))
+        };
+        if let (Some(m), Some(c)) = (modulus(&a), b.as_const()) {
+            return by_residue(m, pred, c);
+        }
         // `%tid.x` itself (d = 1), or its warp-like quotient `%tid.x / d`.
         let divisor = |e: &Affine| -> Option<i64> {
             let tid = Affine::atom(Atom::Tid(0));
