@@ -44,9 +44,9 @@ for f in "$out"/cpf/*.cpf; do
       "$cpflow" compile "$out/cpf/$name.ring.cpf" -o "$out/ptx/$name.ptx"
       # The stage count the cost model would choose for this loop: launched
       # with as many CTAs per SM as fit, and persistent at 3 CTAs per SM
-      # (`// pipeline: ctas_per_sm=3` on the tile loop).
+      # (`// pipeline: ctas_per_sm=3` on each loop).
       model=$("$cpflow" opt "$f" --explain -q | sed -n 's/.*pipelined, \([0-9]*\) stages.*/\1/p' | head -1)
-      model3=$(sed 's|^\( *\)\(.*for %k = \)|\1// pipeline: ctas_per_sm=3\n\1\2|' "$f" \
+      model3=$(sed 's|^\( *\)\(.*for %\)|\1// pipeline: ctas_per_sm=3\n\1\2|' "$f" \
         | "$cpflow" opt - --explain -q | sed -n 's/.*pipelined, \([0-9]*\) stages.*/\1/p' | head -1)
       echo "$name $model $model3" >> "$out/model-stages.txt"
       ;;
