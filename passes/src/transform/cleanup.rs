@@ -4,7 +4,9 @@
 //!
 //! * no empty `cp.async.commit_group` (one [`super::select`] made for a copy
 //!   it chose to do synchronously) whose group is only waited for: the
-//!   commit and its waits go;
+//!   commit and its waits go, unless a literal `wait_group N > 0` of the
+//!   kernel counts groups (an empty commit nothing waits on is padding that
+//!   keeps such an N one number, and stays);
 //! * no `wait_group` on a group an earlier wait on the same path already
 //!   completed (the same value waited before, in the same region or an
 //!   enclosing one);
@@ -46,17 +48,28 @@ fn cleanup_kernel(k: &mut Kernel) -> usize {
         }
     }
     let mut drop: HashSet<Inst> = HashSet::new();
-    // Empty groups used only by waits.
+    // A literal `cp.async.wait_group N` with N > 0 counts groups, empty ones
+    // included (a pipeline's padding commits): no commit may go then.
+    let counted = all.iter().any(|&(_, i)| {
+        edit::family(k, i) == Some(Family::CpAsyncWaitGroup)
+            && k.insts[i]
+                .args
+                .first()
+                .and_then(|a| a.imm())
+                .is_some_and(|n| n > 0)
+    });
+    // Empty groups used only by waits (an empty commit nothing waits on
+    // is padding that keeps a wait's N one number).
     for &(_, i) in &all {
         let d = &k.insts[i];
-        if edit::family(k, i) != Some(Family::CpAsyncCommitGroup) || !d.args.is_empty() {
+        if counted || edit::family(k, i) != Some(Family::CpAsyncCommitGroup) || !d.args.is_empty() {
             continue;
         }
         let Some(&g) = d.results.first() else {
             continue;
         };
         let users = users_of.get(&g).cloned().unwrap_or_default();
-        if users.iter().all(|&u| is_wait(k, u)) {
+        if !users.is_empty() && users.iter().all(|&u| is_wait(k, u)) {
             drop.insert(i);
             drop.extend(users);
         }
