@@ -1647,6 +1647,17 @@ impl<'a> Engine<'a> {
                 .collect();
             s.familyize(inst);
             s.shift(inst, step, guard_limit, &|v| inside(v));
+            // An op of an earlier iteration was issued under that
+            // iteration's values of the body's conditions, not this one's:
+            // a join on this iteration's `if` must not take its issuing
+            // branch for it.
+            s.ops = std::mem::take(&mut s.ops)
+                .into_iter()
+                .map(|mut r| {
+                    r.conds.retain(|(c, _)| !inside(*c));
+                    r
+                })
+                .collect();
             let mut back = s.clone();
             back.unsynced.extend(accessed);
             s.unsynced.extend(carried);
