@@ -925,7 +925,20 @@ impl<'a> Engine<'a> {
 
     fn use_bar(&mut self, st: &State, s: &Sym, at: Inst, cluster: bool) {
         let Some(id) = bar_alloc(s) else { return };
-        let init = st.init.get(&id).copied().unwrap_or(Init::None);
+        let mut init = st.init.get(&id).copied().unwrap_or(Init::None);
+        // Under the conditions it initialised the barrier under (computed
+        // once per thread), the thread is the one that did.
+        let by_this_thread = st.init_by.get(&id).is_some_and(|by| {
+            by.iter()
+                .all(|c| !self.in_loop[c.0.index()] && self.conds.contains(c))
+        });
+        if by_this_thread {
+            init = match init {
+                Init::Other => Init::Local,
+                Init::OtherFenced => Init::Fenced,
+                x => x,
+            };
+        }
         let name = &self.k.shared[id].name;
         let decl = self.k.shared[id].span;
         let need_cluster = cluster || is_remote(s);
@@ -1867,6 +1880,7 @@ impl<'a> Engine<'a> {
             (SyncEffect::Init, _) => {
                 if let Some(id) = first.as_ref().and_then(bar_alloc) {
                     st.init.insert(id, Init::Local);
+                    st.init_by.insert(id, self.conds.clone());
                     st.fence_useful = true;
                 }
             }

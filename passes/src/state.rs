@@ -191,6 +191,10 @@ pub struct State {
     pub released: BTreeSet<(Sym, Mem, Inst)>,
     /// Initialisation of each mbarrier allocation.
     pub init: BTreeMap<SharedId, Init>,
+    /// The `if` conditions this thread initialised each mbarrier under:
+    /// a thread under all of them again (loop-invariant) is the one that
+    /// did.
+    pub init_by: BTreeMap<SharedId, Vec<(Value, bool)>>,
     /// Something since the last `fence.proxy.async` that a fence orders.
     pub fence_useful: bool,
     /// A release `barrier.cluster.arrive` since the last cluster wait: the
@@ -272,6 +276,24 @@ impl State {
             let a = then.init.get(&id).copied().unwrap_or(Init::None);
             let b = els.init.get(&id).copied().unwrap_or(Init::None);
             out.init.insert(id, join_init(a, b));
+        }
+        // Kept where one branch of an `if` initialised the barrier on all
+        // its paths and the other not at all (or both alike): a thread under
+        // those conditions then did. A loop's join (no condition) keeps
+        // nothing of a barrier one side did not initialise.
+        let definite =
+            |st: &State, id: &SharedId| matches!(st.init.get(id), Some(Init::Local | Init::Fenced));
+        let none = |st: &State, id: &SharedId| st.init.get(id).is_none_or(|i| *i == Init::None);
+        for (id, by) in then.init_by.iter().chain(&els.init_by) {
+            let keep = match (then.init_by.get(id), els.init_by.get(id)) {
+                (Some(x), Some(y)) => x == y,
+                (Some(_), None) => cond.is_some() && definite(&then, id) && none(&els, id),
+                (None, Some(_)) => cond.is_some() && definite(&els, id) && none(&then, id),
+                (None, None) => false,
+            };
+            if keep {
+                out.init_by.insert(*id, by.clone());
+            }
         }
         out.fence_useful = then.fence_useful || els.fence_useful;
         out.cluster_release = then.cluster_release && els.cluster_release;
