@@ -999,10 +999,9 @@ impl Syms {
             let Some((_, hi)) = syms.bounds.interval(&rest) else {
                 return;
             };
+            // Every `%tid.x` above m (all of them, m < 0) is out of bounds.
             let m = total.saturating_sub(size).saturating_sub(hi).div_euclid(kt);
-            if m >= 0 {
-                out.extend(intersect(runners, &[(m.saturating_add(1), TID_INF)]));
-            }
+            out.extend(intersect(runners, &[(m.saturating_add(1).max(0), TID_INF)]));
         };
         // The most threads a block can have: an async copy into shared
         // memory of `c · %ntid.x` bytes (a CTA-wide copy one thread issues
@@ -1047,11 +1046,14 @@ impl Syms {
         if let Some(cap) = block_cap {
             out.push((cap, TID_INF));
         }
-        // The largest `%tid.x` not ruled out, if all above it are.
-        self.bounds.max_tid = complement(&union(out))
-            .last()
-            .filter(|&&(_, hi)| hi < TID_INF)
-            .map(|&(_, hi)| hi);
+        // The largest `%tid.x` not ruled out, if all above it are; where
+        // every one is ruled out (thread 0's accesses too), thread 0, which
+        // every launch has: its accesses are the bug to report.
+        let left = complement(&union(out));
+        self.bounds.max_tid = match left.last() {
+            None => Some(0),
+            Some(&(_, hi)) => (hi < TID_INF).then_some(hi),
+        };
     }
 }
 
