@@ -2079,6 +2079,24 @@ impl Report<'_> {
         &self.roles[role].1[i]
     }
 
+    /// Each blocking wait: its role, event, barrier and phase.
+    fn blocking_waits(&self) -> impl Iterator<Item = (usize, usize, &Event, Bar, i64)> + '_ {
+        self.roles.iter().enumerate().flat_map(|(r, (_, events))| {
+            events
+                .iter()
+                .enumerate()
+                .filter_map(move |(i, e)| match e.step {
+                    Step::Wait {
+                        bar,
+                        phase,
+                        blocking: true,
+                        ..
+                    } => Some((r, i, e, bar, phase)),
+                    _ => None,
+                })
+        })
+    }
+
     /// Whether `node` never happens (see [`Report::never`]).
     fn never_happens(&self, node: NodeIndex) -> bool {
         self.never
@@ -2211,30 +2229,20 @@ impl Report<'_> {
                     .any(|m| !matches!(self.g.g[m], Node::Phase))
             })
         };
-        for (r, (_, events)) in self.roles.iter().enumerate() {
-            for (i, e) in events.iter().enumerate() {
-                let Step::Wait {
-                    bar,
-                    phase,
-                    blocking: true,
-                    ..
-                } = e.step
-                else {
-                    continue;
-                };
-                if phase < 0
-                    || fed(self.g.phases.get(&(bar, phase)))
-                    || fed(self.g.remote.get(&(bar, phase)))
-                {
-                    continue;
-                }
-                for (w, x) in never.iter_mut().zip(self.g.reach(self.g.at[r][i], true)) {
-                    *w |= x;
-                }
-                if out.contains_key(&e.inst) || self.known.contains(&self.span(r, i).start) {
-                    continue;
-                }
-                let d = Diagnostic::error(
+        for (r, i, e, bar, phase) in self.blocking_waits() {
+            if phase < 0
+                || fed(self.g.phases.get(&(bar, phase)))
+                || fed(self.g.remote.get(&(bar, phase)))
+            {
+                continue;
+            }
+            for (w, x) in never.iter_mut().zip(self.g.reach(self.g.at[r][i], true)) {
+                *w |= x;
+            }
+            if out.contains_key(&e.inst) || self.known.contains(&self.span(r, i).start) {
+                continue;
+            }
+            let d = Diagnostic::error(
                     "E1010",
                     format!("waits on phase {phase}, which no arrival or copy names: a deadlock"),
                     self.span(r, i),
@@ -2242,8 +2250,7 @@ impl Report<'_> {
                 .with_label(format!("phase {phase} of this barrier never completes"))
                 .with_help("wait on a phase the other threads arrive on: check the phase (or parity bit) each side starts from and how it advances")
                 .with_note(format!("for example {}", self.instance(r, i)));
-                out.insert(e.inst, d);
-            }
+            out.insert(e.inst, d);
         }
         (out.into_values().collect(), never)
     }
@@ -2317,31 +2324,21 @@ impl Report<'_> {
             found.sort();
             found.first().map(|&(_, r, i)| (r, i))
         };
-        for (r, (_, events)) in self.roles.iter().enumerate() {
-            // The first instance of each (wait, barrier, phase).
-            let mut first: HashMap<(Inst, Bar, i64), usize> = HashMap::new();
-            for (i, e) in events.iter().enumerate() {
-                let Step::Wait {
-                    bar,
-                    phase,
-                    blocking: true,
-                    ..
-                } = e.step
-                else {
-                    continue;
-                };
-                let Some(&earlier) = first.get(&(e.inst, bar, phase)) else {
-                    first.insert((e.inst, bar, phase), i);
-                    continue;
-                };
-                if out.contains_key(&e.inst) || self.known.contains(&self.span(r, i).start) {
-                    continue;
-                }
-                let Some((fr, fi)) = feeder(bar, phase + 1) else {
-                    continue;
-                };
-                let next = phase + 1;
-                let d = Diagnostic::error(
+        // The first instance of each (role, wait, barrier, phase).
+        let mut first: HashMap<(usize, Inst, Bar, i64), usize> = HashMap::new();
+        for (r, i, e, bar, phase) in self.blocking_waits() {
+            let Some(&earlier) = first.get(&(r, e.inst, bar, phase)) else {
+                first.insert((r, e.inst, bar, phase), i);
+                continue;
+            };
+            if out.contains_key(&e.inst) || self.known.contains(&self.span(r, i).start) {
+                continue;
+            }
+            let Some((fr, fi)) = feeder(bar, phase + 1) else {
+                continue;
+            };
+            let next = phase + 1;
+            let d = Diagnostic::error(
                     "E1010",
                     format!("waits on phase {phase} again, which this wait saw complete before: it returns at once, ahead of phase {next}"),
                     self.span(r, i),
@@ -2358,8 +2355,7 @@ impl Report<'_> {
                     self.instance(r, i),
                     self.instance(r, earlier)
                 ));
-                out.insert(e.inst, d);
-            }
+            out.insert(e.inst, d);
         }
         out.into_values().collect()
     }
