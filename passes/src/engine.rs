@@ -111,9 +111,8 @@ pub struct Engine<'a> {
     /// same questions in every iteration of a loop's fixed point.
     disjoint_seen: RefCell<HashMap<DisjointQuery, bool>>,
     /// The `%tid.x` range of the threads that run the instruction being
-    /// analysed, where narrower than every thread ([`Syms::tid_hull`]),
-    /// with the prover's bounds for it.
-    here: Option<((i64, i64), Bounds)>,
+    /// analysed, where narrower than every thread ([`Syms::tid_hull`]).
+    here: Option<(i64, i64)>,
 }
 
 fn collect_conds(
@@ -485,8 +484,7 @@ impl<'a> Engine<'a> {
         // The guard matters only inside its loop.
         let guard = guard.filter(|(l, _)| self.loops.contains(l));
         let (sa, sb) = (a.size.unwrap_or(HUGE), b.size.unwrap_or(HUGE));
-        let range = self.here.as_ref().map(|(r, _)| *r);
-        let key = (oa.clone(), sa, ob.clone(), sb, guard, cross, range);
+        let key = (oa.clone(), sa, ob.clone(), sb, guard, cross, self.here);
         if let Some(&apart) = self.disjoint_seen.borrow().get(&key) {
             return !apart;
         }
@@ -495,8 +493,17 @@ impl<'a> Engine<'a> {
         if cross {
             ob = ob.other_thread();
         }
-        let bounds = self.here.as_ref().map_or(&self.syms.bounds, |(_, b)| b);
-        let apart = disjoint(&oa, sa, &ob, sb, cross, bounds);
+        // The threads that run the instruction bound `%tid.x`.
+        let apart = match self.here {
+            Some(range) => {
+                let bounds = Bounds {
+                    tid_x: Some(range),
+                    ..self.syms.bounds.clone()
+                };
+                disjoint(&oa, sa, &ob, sb, cross, &bounds)
+            }
+            None => disjoint(&oa, sa, &ob, sb, cross, &self.syms.bounds),
+        };
         self.disjoint_seen.borrow_mut().insert(key, apart);
         !apart
     }
@@ -1266,15 +1273,7 @@ impl<'a> Engine<'a> {
                 return;
             }
             // The threads that run it bound `%tid.x` in its comparisons.
-            let hull = self.syms.tid_hull.get(&inst).copied();
-            let saved = self.here.take();
-            self.here = hull.map(|r| {
-                let bounds = Bounds {
-                    tid_x: Some(r),
-                    ..self.syms.bounds.clone()
-                };
-                (r, bounds)
-            });
+            let saved = std::mem::replace(&mut self.here, self.syms.tid_hull.get(&inst).copied());
             self.inst(inst, st);
             self.here = saved;
         }
@@ -1461,19 +1460,7 @@ impl<'a> Engine<'a> {
         }
         let mut entry = st.clone();
         if let Some(lo) = lo {
-            entry.ops = std::mem::take(&mut entry.ops)
-                .into_iter()
-                .map(|mut r| {
-                    if r.guard.is_none() {
-                        r.guard = Some((inst, lo));
-                    }
-                    r
-                })
-                .collect();
-            entry.reads = std::mem::take(&mut entry.reads)
-                .into_iter()
-                .map(|(m, i, g)| (m, i, g.or(Some((inst, lo)))))
-                .collect();
+            entry.map_guards(|g| Some(g.or(Some((inst, lo)))));
         }
         rename(&mut entry, &inits, &args[1.min(args.len())..]);
         // Carried `i1` values that start as constants: known in the first
@@ -1660,17 +1647,6 @@ impl<'a> Engine<'a> {
                 .collect();
             s.familyize(inst);
             s.shift(inst, step, guard_limit, &|v| inside(v));
-            // An op of an earlier iteration was issued under that
-            // iteration's values of the body's conditions, not this one's:
-            // a join on this iteration's `if` must not take its issuing
-            // branch for it.
-            s.ops = std::mem::take(&mut s.ops)
-                .into_iter()
-                .map(|mut r| {
-                    r.conds.retain(|(c, _)| !inside(*c));
-                    r
-                })
-                .collect();
             let mut back = s.clone();
             back.unsynced.extend(accessed);
             s.unsynced.extend(carried);

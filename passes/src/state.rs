@@ -398,7 +398,8 @@ impl State {
     /// now the previous one; `carried` maps yielded values to region args.
     /// A guard `iv == c` becomes `iv == c + step`, while `c` is below
     /// `guard_limit`; past it the guard is dropped (the record may then be
-    /// present in any iteration, the safe side).
+    /// present in any iteration, the safe side). Ops forget the conditions
+    /// defined in the body (`variant`) they were issued under.
     pub fn shift(
         &mut self,
         l: Inst,
@@ -419,20 +420,34 @@ impl State {
                 None => Some(e),
             }
         });
-        let advance = |g: Guard| match g {
-            Some((gl, c)) if gl == l => step.filter(|_| c < guard_limit).map(|s| (l, c + s)),
-            g => g,
-        };
+        self.map_guards(|g| match g {
+            Some((gl, c)) if gl == l => Some(step.filter(|_| c < guard_limit).map(|s| (l, c + s))),
+            g => Some(g),
+        });
+        // An op of this iteration was issued under this iteration's values
+        // of the body's conditions, not the next one's: a join on the next
+        // iteration's `if` must not take its issuing branch for it.
         self.ops = std::mem::take(&mut self.ops)
             .into_iter()
             .map(|mut r| {
-                r.guard = advance(r.guard);
+                r.conds.retain(|(c, _)| !variant(*c));
                 r
+            })
+            .collect();
+    }
+
+    /// Rewrites the guard of every op and read with `f`; None drops it.
+    pub fn map_guards(&mut self, f: impl Fn(Guard) -> Option<Guard>) {
+        self.ops = std::mem::take(&mut self.ops)
+            .into_iter()
+            .filter_map(|mut r| {
+                r.guard = f(r.guard)?;
+                Some(r)
             })
             .collect();
         self.reads = std::mem::take(&mut self.reads)
             .into_iter()
-            .map(|(m, i, g)| (m, i, advance(g)))
+            .filter_map(|(m, i, g)| Some((m, i, f(g)?)))
             .collect();
     }
 
@@ -468,38 +483,16 @@ impl State {
     pub fn exit_after(&mut self, l: Inst, next: i64, trips: i64) {
         self.map_exprs(&|e: &Affine| Some(e.at_exit(l, next, trips)));
         // Kept when it is the exit's iteration (its guard then dropped).
-        let here = |g: Guard| match g {
+        self.map_guards(|g| match g {
             Some((gl, c)) if gl == l => (c == next).then_some(None),
             g => Some(g),
-        };
-        self.ops = std::mem::take(&mut self.ops)
-            .into_iter()
-            .filter_map(|mut r| {
-                r.guard = here(r.guard)?;
-                Some(r)
-            })
-            .collect();
-        self.reads = std::mem::take(&mut self.reads)
-            .into_iter()
-            .filter_map(|(m, i, g)| Some((m, i, here(g)?)))
-            .collect();
+        });
     }
 
     /// Leaves loop `l`: its induction variable becomes "some iteration".
     pub fn exit_loop(&mut self, l: Inst) {
         self.map_exprs(&|e: &Affine| Some(e.exist(l)));
-        let unguard = |g: Guard| g.filter(|(gl, _)| *gl != l);
-        self.ops = std::mem::take(&mut self.ops)
-            .into_iter()
-            .map(|mut r| {
-                r.guard = unguard(r.guard);
-                r
-            })
-            .collect();
-        self.reads = std::mem::take(&mut self.reads)
-            .into_iter()
-            .map(|(m, i, g)| (m, i, unguard(g)))
-            .collect();
+        self.map_guards(|g| Some(g.filter(|(gl, _)| *gl != l)));
     }
 
     /// Merges records that differ only in their byte ranges, forgetting the
