@@ -242,9 +242,10 @@ impl Syms {
             };
         }
         s.region(k, k.body, &mut Vec::new());
-        s.infer_max_tid(k);
+        // The threads that run each instruction.
         let mut insts = Vec::new();
         s.runners(k, k.body, &vec![(0, TID_INF)], &mut insts);
+        s.infer_max_tid(k, &insts);
         let top = s.bounds.max_tid.unwrap_or(TID_INF);
         for (inst, threads) in insts {
             if let (Some(&(lo, _)), Some(&(_, hi))) = (threads.first(), threads.last()) {
@@ -952,7 +953,7 @@ impl Syms {
     /// threads that run it (see [`Self::runners`]): the result exists when
     /// every `%tid.x` above it is ruled out by some access its thread
     /// would run.
-    fn infer_max_tid(&mut self, k: &Kernel) {
+    fn infer_max_tid(&mut self, k: &Kernel, insts: &[(Inst, TidSet)]) {
         self.bounds.max_tid_yz = k
             .block
             .map(|[_, y, z]| [i64::from(y) - 1, i64::from(z) - 1]);
@@ -1007,19 +1008,13 @@ impl Syms {
         // memory of `c · %ntid.x` bytes (a CTA-wide copy one thread issues
         // for all) stays within its allocation only for blocks that small.
         let mut block_cap: Option<i64> = None;
-        let mut insts = Vec::new();
-        self.runners(k, k.body, &vec![(0, TID_INF)], &mut insts);
         for (inst, runners) in insts {
+            let inst = *inst;
             let data = &k.insts[inst];
             match &data.op {
                 Op::Load(s) | Op::Store(s) => {
                     if let Some(a) = data.args.first() {
-                        visit(
-                            &self.arg(*a),
-                            i64::from(s.bits().max(8) / 8),
-                            &runners,
-                            self,
-                        );
+                        visit(&self.arg(*a), i64::from(s.bits().max(8) / 8), runners, self);
                     }
                 }
                 // The abstract copies too: `select` turns them into
@@ -1030,12 +1025,12 @@ impl Syms {
                         data.args.first(),
                         data.args.get(2).and_then(|a| k.const_int(*a)),
                     ) {
-                        visit(&self.arg(*d), sz, &runners, self);
+                        visit(&self.arg(*d), sz, runners, self);
                     }
                 }
                 Op::Ptx(p) if p.family == Family::CpAsyncBulk => {
                     if let (Some(d), Some(sz)) = (data.args.first(), data.args.get(2)) {
-                        if let Some(cap) = self.block_cap(k, &self.arg(*d), *sz, &runners) {
+                        if let Some(cap) = self.block_cap(k, &self.arg(*d), *sz, runners) {
                             block_cap = Some(block_cap.map_or(cap, |c| c.min(cap)));
                         }
                     }
@@ -1055,9 +1050,7 @@ impl Syms {
             Some(&(_, hi)) => (hi < TID_INF).then_some(hi),
         };
     }
-}
 
-impl Syms {
     /// The most threads a block can have for a copy of `size` bytes to
     /// `dst`, issued by the threads of `runners`, to stay within its shared
     /// allocation, where `size` is `c · %ntid.x` (`c > 0`) and the offset
@@ -1075,10 +1068,12 @@ impl Syms {
         let Atom::Opaque(v) = atom else {
             return None;
         };
-        let is_ntid_x = match k.values[*v].def {
-            ValueDef::Result(i, _) => k.insts[i].op == Op::Sreg(SpecialReg::NtidX),
-            _ => false,
-        };
+        if c <= 0
+            || k.def_inst(*v)
+                .is_none_or(|i| k.insts[i].op != Op::Sreg(SpecialReg::NtidX))
+        {
+            return None;
+        }
         // The offset at each end of the runners' range (it is affine in
         // `%tid.x` where the interval is known).
         let (&(lo_tid, _), &(_, hi_tid)) = (runners.first()?, runners.last()?);
@@ -1093,9 +1088,7 @@ impl Syms {
         let hi = at(lo_tid)?.max(at(hi_tid)?);
         let total = i64::try_from(k.shared[*id].size_bytes()).ok()?;
         // A copy no block keeps in bounds is a bug of its own (E1019).
-        (is_ntid_x && c > 0)
-            .then(|| total.saturating_sub(hi).div_euclid(c))
-            .filter(|&cap| cap >= 1)
+        Some(total.saturating_sub(hi).div_euclid(c)).filter(|&cap| cap >= 1)
     }
 }
 
