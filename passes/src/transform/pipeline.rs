@@ -109,38 +109,37 @@ impl Ask {
         Some(ask)
     }
 
-    /// The words of a `// pipeline:` comment (`stages=N form=NAME`, each
-    /// at most once, in any order), each with its byte offset in the
-    /// source, the comment's text starting at `at`; `Err` is the offending
-    /// word's span and what is wrong.
+    /// The words of a `// pipeline:` comment (`stages=N form=NAME
+    /// ctas_per_sm=N`, each at most once, in any order), each with its byte
+    /// offset in the source, the comment's text starting at `at`; `Err` is
+    /// the offending word's span and what is wrong.
     fn from_comment(at: usize, words: &[(usize, &str)]) -> Result<Ask, (Span, String)> {
         let mut ask = Ask::default();
         let expected = "`stages=N` (N >= 2), `form=ring|ws` or `ctas_per_sm=N` (N >= 1)";
+        // The number of word `w`, `key=n`, into `slot`: at least `min`, once.
+        let number = |slot: &mut Option<u32>, key: &str, w: &str, n: &str, min: u32| match n
+            .parse::<u32>()
+        {
+            Ok(n) if n >= min && slot.is_none() => {
+                *slot = Some(n);
+                Ok(())
+            }
+            Ok(_) if slot.is_some() => {
+                Err(format!("its `// pipeline:` comment says `{key}=N` twice"))
+            }
+            _ => Err(format!(
+                "its `// pipeline:` comment has `{w}`, not {expected}"
+            )),
+        };
         for &(at, w) in words {
             let bad = |why: String| Err((Span::new(at, at + w.len()), why));
             if let Some(n) = w.strip_prefix("stages=") {
-                match n.parse::<u32>() {
-                    Ok(n) if n >= 2 && ask.stages.is_none() => ask.stages = Some(n),
-                    Ok(_) if ask.stages.is_some() => {
-                        return bad("its `// pipeline:` comment says `stages=N` twice".into())
-                    }
-                    _ => {
-                        return bad(format!(
-                            "its `// pipeline:` comment has `{w}`, not {expected}"
-                        ))
-                    }
+                if let Err(why) = number(&mut ask.stages, "stages", w, n, 2) {
+                    return bad(why);
                 }
             } else if let Some(n) = w.strip_prefix("ctas_per_sm=") {
-                match n.parse::<u32>() {
-                    Ok(n) if n >= 1 && ask.ctas_per_sm.is_none() => ask.ctas_per_sm = Some(n),
-                    Ok(_) if ask.ctas_per_sm.is_some() => {
-                        return bad("its `// pipeline:` comment says `ctas_per_sm=N` twice".into())
-                    }
-                    _ => {
-                        return bad(format!(
-                            "its `// pipeline:` comment has `{w}`, not {expected}"
-                        ))
-                    }
+                if let Err(why) = number(&mut ask.ctas_per_sm, "ctas_per_sm", w, n, 1) {
+                    return bad(why);
                 }
             } else if let Some(f) = w.strip_prefix("form=") {
                 match Form::from_name(f) {
