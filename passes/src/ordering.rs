@@ -641,19 +641,11 @@ fn quotient_boundaries(inner: &Affine, d: i64, last: i64) -> Vec<i64> {
             .checked_add(inner.c)
             .map(|v| v.div_euclid(d))
     };
-    let (Some(first), Some(end)) = (q(0), q(last)) else {
-        return Vec::new();
-    };
-    if end - first > MAX_QUOTIENT_BOUNDARIES {
+    // Rising with `t`: defined everywhere when at both ends.
+    if q(0).is_none() || q(last).is_none() {
         return Vec::new();
     }
-    // The first `%tid.x` of each later quotient: a·t + c >= n·d.
-    (first + 1..=end)
-        .flat_map(|n| {
-            let t = (n * d - inner.c + a - 1).div_euclid(a);
-            [t - 1, t]
-        })
-        .collect()
+    changes(q, last)
 }
 
 /// The launch the representative threads run in.
