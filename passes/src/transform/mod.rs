@@ -209,21 +209,21 @@ pub fn run_with(
     if options.unproven_rings || !passes.iter().any(|p| matches!(p, Pass::Pipeline(_))) {
         return once(&[]);
     }
-    let errors =
-        |found: Vec<Diagnostic>| -> usize { found.iter().filter(|d| d.is_error()).count() };
+    let errors = |found: Vec<Diagnostic>| -> Vec<Diagnostic> {
+        found.into_iter().filter(Diagnostic::is_error).collect()
+    };
     let (out, report) = once(&[])?;
     if report.pipelined.is_empty() || has_abstract(&out) {
         return Ok((out, report));
     }
     // The output verifies (`run_once` refuses it otherwise).
-    let after = match cpflow_ir::verified(&out) {
+    let after = errors(match cpflow_ir::verified(&out) {
         Ok((verified, _)) => crate::check(verified),
         Err(d) => d,
-    };
-    if errors(after.clone()) <= errors(crate::check(input)) {
+    });
+    if after.len() <= errors(crate::check(input)).len() {
         return Ok((out, report));
     }
-    let after: Vec<Diagnostic> = after.into_iter().filter(Diagnostic::is_error).collect();
     let reason = format!(
         "the checker cannot prove the lowered ring safe ({}: {})",
         after[0].code, after[0].message
