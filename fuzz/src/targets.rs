@@ -109,20 +109,20 @@ const PIPELINES: &[&[Pass]] = &[
 /// its output verifies; the default pipeline's output of a checker-clean
 /// input also checks clean.
 pub fn opt(text: &str) -> Result<(), String> {
-    let Some(m) = verified(text) else {
+    let Ok(m) = cpflow::ir::parse(text) else {
+        return Ok(());
+    };
+    let Ok((input, _)) = cpflow::ir::verified(&m) else {
         return Ok(());
     };
     // Clean: no error, and no warning that an analysis proved nothing
     // (W1004 and W1007: a budget; W1006: a kernel the cross-thread
     // analysis cannot follow).
-    let found = cpflow::check_module(&m);
+    let found = cpflow::passes::check(input);
     let clean = errors(&found).is_empty()
         && !found
             .iter()
             .any(|d| matches!(d.code, "W1004" | "W1006" | "W1007"));
-    let Ok((input, _)) = cpflow::ir::verified(&m) else {
-        return Ok(());
-    };
     for passes in PIPELINES {
         let name: Vec<&str> = passes.iter().map(|p| p.name()).collect();
         let out = match transform::run(input, passes) {
@@ -186,7 +186,10 @@ pub fn run_interp(text: &str) -> Result<(), String> {
     let Ok(lines) = runline::parse_all(text) else {
         return Ok(());
     };
-    let Some(m) = verified(text) else {
+    let Ok(m) = cpflow::ir::parse(text) else {
+        return Ok(());
+    };
+    let Ok((verified, _)) = cpflow::ir::verified(&m) else {
         return Ok(());
     };
     if transform::has_abstract(&m) {
@@ -223,12 +226,9 @@ pub fn run_interp(text: &str) -> Result<(), String> {
     } else {
         lines.into_iter().map(|l| (l.launch, l.inputs)).collect()
     };
-    let Ok((m, _)) = cpflow::ir::verified(&m) else {
-        return Ok(());
-    };
     for (launch, inputs) in &launches {
         // Launch errors and limits are diagnostics: acceptable answers.
-        let _ = interp::run_with_limit(m, launch, inputs, schedule(text), INTERP_STEPS);
+        let _ = interp::run_with_limit(verified, launch, inputs, schedule(text), INTERP_STEPS);
     }
     Ok(())
 }
@@ -236,19 +236,18 @@ pub fn run_interp(text: &str) -> Result<(), String> {
 /// Lowering to MLIR text (no GPU, no MLIR run): the verified module, and
 /// the default pipeline's output when the module has abstract operations.
 pub fn lower(text: &str) -> Result<(), String> {
-    let Some(m) = verified(text) else {
+    let Ok(m) = cpflow::ir::parse(text) else {
         return Ok(());
     };
     let Ok((input, _)) = cpflow::ir::verified(&m) else {
         return Ok(());
     };
-    let out = if transform::has_abstract(&m) {
-        match transform::optimize(input) {
-            Ok((out, _)) => out,
-            Err(_) => return Ok(()),
-        }
-    } else {
-        m.clone()
+    if !transform::has_abstract(&m) {
+        let _ = cpflow::lowering::lower(input);
+        return Ok(());
+    }
+    let Ok((out, _)) = transform::optimize(input) else {
+        return Ok(());
     };
     if let Ok((out, _)) = cpflow::ir::verified(&out) {
         let _ = cpflow::lowering::lower(out);
