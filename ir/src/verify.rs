@@ -123,7 +123,8 @@ pub fn verify(module: &Module) -> Vec<Diagnostic> {
 }
 
 /// A module the verifier found no error in. Only [`verified`] makes one,
-/// so what takes a `Verified` (the lowering) needs not verify again.
+/// so what takes a `Verified` (the checker, the interpreter, the transforms
+/// and the lowering) needs not verify again.
 #[derive(Clone, Copy, Debug)]
 pub struct Verified<'m> {
     module: &'m Module,
