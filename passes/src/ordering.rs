@@ -462,6 +462,12 @@ fn analyse(
     out.extend(report.invalidated());
     out.extend(report.races(&syms.bounds)?);
     out.extend(starved);
+    if out.is_empty() && known.is_empty() {
+        // A wait outside its parity window is the effect of a missing
+        // order another diagnostic names where there is one (a slot
+        // refilled while its readers still wait on it).
+        out = report.unwindowed_waits();
+    }
     Ok(out)
 }
 
@@ -2282,6 +2288,85 @@ impl Report<'_> {
                     "the barrier is at least {behind} phases past the one named: its parity names a later phase"
                 ))
                 .with_help("wait on each phase in turn: keep one phase counter that every side of the protocol advances alike (not reset by one side only)")
+                .with_note(format!("for example {}", self.instance(r, i)))
+                .with_note("PTX ISA 9.7.13.15 (mbarrier.test_wait/try_wait): the parity names the current or the immediately preceding phase only");
+                out.insert(e.inst, d);
+            }
+        }
+        out.into_values().collect()
+    }
+
+    /// Whether anything completes phase node `ph`: an arrival, a copy's
+    /// complete_tx or a peer's release lands on it.
+    fn completed(&self, ph: NodeIndex) -> bool {
+        self.g
+            .g
+            .neighbors_directed(ph, Direction::Incoming)
+            .any(|n| match self.g.g[n] {
+                Node::Phase => self
+                    .g
+                    .g
+                    .neighbors_directed(n, Direction::Incoming)
+                    .next()
+                    .is_some(),
+                _ => true,
+            })
+    }
+
+    /// E1010 for each wait on phase `q` that nothing puts inside the
+    /// window where its parity names `q` (PTX ISA 9.7.13.15): it must
+    /// start after phase `q - 1` completes (before, the parity names phase
+    /// `q - 2`, complete: it returns at once) and observe phase `q` before
+    /// phase `q + 1` completes (after, the parity names `q + 2`: it waits
+    /// for a later phase). Reported at the wait, once per instruction.
+    fn unwindowed_waits(&self) -> Vec<Diagnostic> {
+        let mut out: BTreeMap<Inst, Diagnostic> = BTreeMap::new();
+        let mut before: HashMap<NodeIndex, Vec<u64>> = HashMap::new();
+        let has = |set: &[u64], n: NodeIndex| set[n.index() / 64] >> (n.index() % 64) & 1 == 1;
+        for (r, (_, events)) in self.roles.iter().enumerate() {
+            for (i, e) in events.iter().enumerate() {
+                let Step::Wait { bar, phase: q, .. } = e.step else {
+                    continue;
+                };
+                let node = self.g.at[r][i];
+                if self.never_happens(node)
+                    || out.contains_key(&e.inst)
+                    || self.known.contains(&self.span(r, i).start)
+                {
+                    continue;
+                }
+                let phase = |p: i64| {
+                    self.g
+                        .phases
+                        .get(&(bar, p))
+                        .copied()
+                        .filter(|&n| p >= 0 && self.completed(n))
+                };
+                let early = phase(q - 1).filter(|&prev| {
+                    let set = before
+                        .entry(prev)
+                        .or_insert_with(|| self.g.reach(prev, true));
+                    !i.checked_sub(1).is_some_and(|j| has(set, self.g.at[r][j]))
+                });
+                let late = phase(q + 1).filter(|&next| !has(&self.g.reach(node, true), next));
+                let (label, other) = match (early, late) {
+                    (Some(_), _) => (
+                        format!("nothing orders this wait after phase {} completes: by parity it may observe phase {}, complete, and return at once", q - 1, q - 2),
+                        q - 2,
+                    ),
+                    (None, Some(_)) => (
+                        format!("nothing orders this wait's return before phase {} completes: by parity it may then name phase {}", q + 1, q + 2),
+                        q + 2,
+                    ),
+                    (None, None) => continue,
+                };
+                let d = Diagnostic::error(
+                    "E1010",
+                    format!("waits on phase {q}, but may observe phase {other} of the barrier"),
+                    self.span(r, i),
+                )
+                .with_label(label)
+                .with_help("order each wait between the completions of the phases beside it: wait on the previous phase first, and keep the next phase's arrivals behind this wait (the consumers' release of the slot)")
                 .with_note(format!("for example {}", self.instance(r, i)))
                 .with_note("PTX ISA 9.7.13.15 (mbarrier.test_wait/try_wait): the parity names the current or the immediately preceding phase only");
                 out.insert(e.inst, d);

@@ -71,6 +71,10 @@ pub struct Syms {
     /// `%tid.x`, a warp index or a lane), the least and largest `%tid.x`
     /// of those threads.
     pub tid_hull: HashMap<Inst, (i64, i64)>,
+    /// Outside loops, for each barrier, the latest constant phase named so
+    /// far in program order (`mbarrier.phase` or a constant parity bit):
+    /// a constant bit names the first phase of its parity from there on.
+    named_floor: HashMap<Sym, i64>,
 }
 
 /// Is `a` defined by `sreg reg`?
@@ -234,6 +238,7 @@ impl Syms {
             parity_index: vec![None; n],
             iv_counts: BTreeSet::new(),
             tid_hull: HashMap::new(),
+            named_floor: HashMap::new(),
         };
         for (i, &p) in k.params.iter().enumerate() {
             s.vals[p.index()] = match k.ty(p) {
@@ -561,7 +566,7 @@ impl Syms {
         }
     }
 
-    fn inst(&mut self, k: &Kernel, inst: Inst, _loops: &[Inst]) {
+    fn inst(&mut self, k: &Kernel, inst: Inst, loops: &[Inst]) {
         let data = &k.insts[inst];
         let Some(&res) = data.results.first() else {
             return;
@@ -663,6 +668,10 @@ impl Syms {
             Op::Ptx(p) if p.family == Family::MbarrierPhase => {
                 let bar = data.args.first().map_or(Sym::Unknown, |a| self.arg(*a));
                 let idx = int(1).unwrap_or_else(|| Affine::atom(Atom::Opaque(res)));
+                if let (Some(c), true) = (idx.as_const(), loops.is_empty()) {
+                    let floor = self.named_floor.entry(bar.clone()).or_insert(c);
+                    *floor = (*floor).max(c);
+                }
                 Sym::Phase {
                     bar: Box::new(bar),
                     idx,
@@ -670,8 +679,11 @@ impl Syms {
             }
             // A parity bit names the phase its closed form says it tracks
             // (`wraps`); a bit computed as `n mod 2` names phase `n` (the
-            // round `(k div S) & 1` of ThunderKittens' and Triton's rings);
-            // a constant bit names phase 0 or 1.
+            // round `(k div S) & 1` of ThunderKittens' and Triton's rings).
+            // A constant bit outside loops names the first phase of its
+            // parity not before the latest phase of the barrier named so far
+            // (from phase -1, complete at init: a fresh barrier's parity 1
+            // is phase -1, its parity 0 phase 0); inside a loop, phase 0 or 1.
             Op::Ptx(p) if p.family == Family::MbarrierPhaseParity => {
                 let bar = data.args.first().map_or(Sym::Unknown, |a| self.arg(*a));
                 let bit = data.args.get(1).copied();
@@ -686,11 +698,17 @@ impl Syms {
                         }
                     })
                     .or_else(|| {
-                        int(1)
-                            .and_then(|x| x.as_const())
-                            .map(|c| Affine::constant(c & 1))
+                        let c = int(1).and_then(|x| x.as_const())? & 1;
+                        if !loops.is_empty() {
+                            return Some(Affine::constant(c));
+                        }
+                        let floor = self.named_floor.get(&bar).copied().unwrap_or(-1);
+                        Some(Affine::constant(floor + (c - floor).rem_euclid(2)))
                     })
                     .unwrap_or_else(|| Affine::atom(Atom::Opaque(res)));
+                if let (Some(c), true) = (idx.as_const(), loops.is_empty()) {
+                    self.named_floor.insert(bar.clone(), c);
+                }
                 Sym::Phase {
                     bar: Box::new(bar),
                     idx,
