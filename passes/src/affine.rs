@@ -111,8 +111,17 @@ impl Affine {
         if let Some(c) = self.as_const() {
             return Affine::constant(c.rem_euclid(m));
         }
+        // `x mod m'` for m' a multiple of m is `x` modulo m (a slot index
+        // advanced and wrapped again: `(s mod S + 1) mod S`).
+        let mut inner = Affine::constant(self.c);
+        for (a, k) in &self.terms {
+            let t = Affine::atom(a.clone()).scale(*k);
+            inner = inner.add(&match a {
+                Atom::Mod(x, n) if n % m == 0 => x.scale(*k),
+                _ => t,
+            });
+        }
         // Terms whose coefficient is a multiple of m vanish; the offset is reduced.
-        let mut inner = self.clone();
         inner.terms.retain(|_, k| *k % m != 0);
         inner.c = inner.c.rem_euclid(m);
         if let Some(c) = inner.as_const() {

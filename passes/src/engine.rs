@@ -160,7 +160,7 @@ fn norm_sym(s: &Sym) -> Sym {
 fn bar_alloc(s: &Sym) -> Option<SharedId> {
     match s {
         Sym::Phase { bar, .. } => bar_alloc(bar),
-        Sym::Ptr(Base::Shared(id) | Base::Remote(id), _) => Some(*id),
+        Sym::Ptr(Base::Shared(id) | Base::Remote(id) | Base::Peer(id), _) => Some(*id),
         _ => None,
     }
 }
@@ -168,7 +168,7 @@ fn bar_alloc(s: &Sym) -> Option<SharedId> {
 fn is_remote(s: &Sym) -> bool {
     match s {
         Sym::Phase { bar, .. } => is_remote(bar),
-        Sym::Ptr(Base::Remote(_), _) => true,
+        Sym::Ptr(Base::Remote(_) | Base::Peer(_), _) => true,
         _ => false,
     }
 }
@@ -340,6 +340,7 @@ impl<'a> Engine<'a> {
             src: None,
             depth: None,
             phase: None,
+            bar: None,
             issuer: Issuer::Done,
             published: false,
             seen: false,
@@ -475,6 +476,11 @@ impl<'a> Engine<'a> {
         if ba != Base::Unknown && bb != Base::Unknown && ba != bb {
             return false;
         }
+        // A peer CTA's memory, never this CTA's: which peer each access
+        // reaches is the cross-thread analysis's, which runs every rank.
+        if matches!(ba, Base::Peer(_)) || matches!(bb, Base::Peer(_)) {
+            return false;
+        }
         let (Some(oa), Some(ob)) = (&a.off, &b.off) else {
             return true;
         };
@@ -517,7 +523,7 @@ impl<'a> Engine<'a> {
     /// A generic read (`write == false`) or write of `m` at `at`.
     fn access(&mut self, st: &mut State, m: &Mem, at: Inst, write: bool) {
         self.out_of_bounds(m, at);
-        if matches!(m.base, Base::Remote(_)) {
+        if matches!(m.base, Base::Remote(_) | Base::Peer(_)) {
             st.remote_access.insert(at);
         }
         let what = if write { "writes" } else { "reads" };
@@ -545,7 +551,7 @@ impl<'a> Engine<'a> {
                             .with_help("add `barrier.cta` after the wait and before this access (the wait orders the copy only for the thread that issued it)"),
                     );
                 }
-                if same {
+                if same || cross {
                     if let Some((w, depth)) = r.done_by {
                         self.effect(Effect::Demand(w, depth));
                     }
@@ -840,6 +846,7 @@ impl<'a> Engine<'a> {
             dst: norm(dst),
             src: norm(src),
             depth: None,
+            bar: phase.as_ref().and_then(bar_alloc),
             phase,
             issuer: Issuer::InFlight,
             published: false,
@@ -1846,6 +1853,7 @@ impl<'a> Engine<'a> {
                                 && r.issuer == Issuer::InFlight
                                 && r.conds == self.conds
                             {
+                                r.bar = bar_alloc(&ph);
                                 r.phase = Some(ph.clone());
                             }
                             r
@@ -1994,10 +2002,7 @@ impl<'a> Engine<'a> {
                 if cluster
                     && r.kind == Kind::Mbar
                     && self.reads_here_completes_there(&r)
-                    && r.phase
-                        .as_ref()
-                        .and_then(bar_alloc)
-                        .is_some_and(|id| self.waited_bars.contains(&id))
+                    && r.bar.is_some_and(|id| self.waited_bars.contains(&id))
                 {
                     r.seen = true;
                     r.source_freed = true;
@@ -2262,11 +2267,7 @@ impl<'a> Engine<'a> {
                 // after it tells this CTA that its source has been read.
                 !r.source_freed
             } else if r.kind == Kind::Mbar {
-                !r.seen
-                    && r.phase
-                        .as_ref()
-                        .and_then(bar_alloc)
-                        .is_none_or(|id| !self.waited_bars.contains(&id))
+                !r.seen && r.bar.is_none_or(|id| !self.waited_bars.contains(&id))
             } else if r.kind == Kind::Bulk {
                 // After `wait_group.read` the source is read; the global
                 // writes land by the end of the kernel (docs/readings.md #20).

@@ -688,6 +688,8 @@ struct Tracer<'a> {
     counts: Vec<i64>,
     /// How many times the thread initialised each mbarrier.
     inits: HashMap<(i64, SharedId, i64), i64>,
+    /// The latest phase of each barrier the thread named.
+    named: HashMap<Bar, i64>,
     events: Vec<Event>,
 }
 
@@ -723,6 +725,7 @@ impl<'a> Tracer<'a> {
             iters: Vec::new(),
             counts: Vec::new(),
             inits: HashMap::new(),
+            named: HashMap::new(),
             events: Vec::new(),
         }
     }
@@ -986,7 +989,7 @@ impl<'a> Tracer<'a> {
         };
         let (alloc, remote) = match base {
             Base::Shared(id) => (id, false),
-            Base::Remote(id) => (id, true),
+            Base::Remote(id) | Base::Peer(id) => (id, true),
             _ => return None,
         };
         Some(Bytes {
@@ -1003,7 +1006,7 @@ impl<'a> Tracer<'a> {
         };
         let (alloc, remote) = match base {
             Base::Shared(id) => (*id, false),
-            Base::Remote(id) => (*id, true),
+            Base::Remote(id) | Base::Peer(id) => (*id, true),
             _ => return Err(GiveUp::Unknown(BARRIER, None)),
         };
         let off = self.pin(off, true).and_then(|o| o.as_const());
@@ -1021,12 +1024,32 @@ impl<'a> Tracer<'a> {
         }
     }
 
-    fn phase(&self, a: Arg) -> Result<(Bar, i64), GiveUp> {
+    /// The barrier and phase index `a` names. A parity bit without a
+    /// closed form (ring state threaded through nested loops) names the
+    /// first phase of its parity not before the latest phase this thread
+    /// named on the barrier (from phase -1): the phase the hardware's
+    /// parity names while the thread stays inside the window that
+    /// `Report::unwindowed_waits` proves.
+    fn phase(&mut self, a: Arg) -> Result<(Bar, i64), GiveUp> {
         let Sym::Phase { bar, idx } = self.syms.arg(a) else {
             return Err(GiveUp::Unknown(BARRIER, None));
         };
-        let q = self.pin(&idx, true).and_then(|q| q.as_const());
-        Ok((self.bar(a, &bar)?, q.ok_or(GiveUp::Unknown(BARRIER, None))?))
+        let bar = self.bar(a, &bar)?;
+        let floor = self.named.get(&bar).copied();
+        let q = self
+            .pin(&idx, true)
+            .and_then(|q| q.as_const())
+            .or_else(|| {
+                let d = &self.k.insts[self.k.def_inst(a.value()?)?];
+                let Op::Ptx(p) = &d.op else { return None };
+                let bit = (p.family == cpflow_ir::spec::Family::MbarrierPhaseParity)
+                    .then(|| self.val(*d.args.get(1)?))??;
+                let floor = floor.unwrap_or(-1);
+                Some(floor + (bit - floor).rem_euclid(2))
+            })
+            .ok_or(GiveUp::Unknown(BARRIER, None))?;
+        self.named.insert(bar, floor.map_or(q, |f| f.max(q)));
+        Ok((bar, q))
     }
 
     /// Records a table instruction's event; the value of its result (a
@@ -1172,7 +1195,7 @@ impl<'a> Tracer<'a> {
 
     /// A bulk copy, bulk reduction or `red.async`: the bytes it writes (in
     /// every CTA of a multicast mask), reads, and how it completes.
-    fn bulk(&self, p: &PtxOp, data: &InstData) -> Result<Step, GiveUp> {
+    fn bulk(&mut self, p: &PtxOp, data: &InstData) -> Result<Step, GiveUp> {
         let variant = p.variant().ok_or(GiveUp::Unknown(OPERAND, None))?;
         let operand = |name: &str| {
             let b = variant.bind_operands(&p.quals, data.args.len()).ok()?;

@@ -360,7 +360,7 @@ impl Walk<'_> {
         };
         let (alloc, remote, off) = match bar {
             Sym::Ptr(Base::Shared(id), off) => (id, false, off),
-            Sym::Ptr(Base::Remote(id), off) => (id, true, off),
+            Sym::Ptr(Base::Remote(id) | Base::Peer(id), off) => (id, true, off),
             _ => return self.lost(data.args.first().copied()),
         };
         let target = if remote {

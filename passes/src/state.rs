@@ -110,6 +110,9 @@ pub struct OpRec {
     pub depth: Option<u32>,
     /// The mbarrier phase it completes on, if any.
     pub phase: Option<Sym>,
+    /// The mbarrier allocation of `phase`, kept when a loop's back edge
+    /// forgets the phase itself (an index carried through nested loops).
+    pub bar: Option<SharedId>,
     /// What the issuing thread knows of its completion.
     pub issuer: Issuer,
     /// Whether a barrier made its completion visible to the other threads.

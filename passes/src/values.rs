@@ -20,8 +20,11 @@ use crate::affine::{Affine, Atom, Bounds};
 pub enum Base {
     /// A shared allocation of the analysed CTA.
     Shared(SharedId),
-    /// The same allocation in a peer CTA (`mapa`).
+    /// The same allocation in a CTA of the cluster (`mapa`), maybe this one.
     Remote(SharedId),
+    /// The same allocation in a peer CTA proved never this one (`mapa` to
+    /// a rank that differs from `%cluster_ctarank` in every iteration).
+    Peer(SharedId),
     /// The buffer of the `i`-th kernel parameter (parameters are assumed not to alias).
     Global(usize),
     /// Unknown.
@@ -76,6 +79,9 @@ pub struct Syms {
     /// a constant bit names the first phase of its parity from there on.
     named_floor: HashMap<Sym, i64>,
 }
+
+/// The most (rank, iteration) cases [`Syms::never_own_rank`] enumerates.
+const MAX_RANK_CASES: i64 = 4096;
 
 /// Is `a` defined by `sreg reg`?
 pub fn is_sreg(k: &Kernel, a: Arg, reg: SpecialReg) -> bool {
@@ -476,6 +482,36 @@ impl Syms {
         }
     }
 
+    /// `(x + 1) mod S` for `select (x + 1 == S), 0, x + 1` (any of the
+    /// comparisons of [`Syms::wrap_test`]) when `x` lies in `[0, S)`: a
+    /// constant there, or `y mod m` for `m <= S` (a ring slot advanced from
+    /// a wrapped counter, Triton's `addi; cmpi slt; select`).
+    fn wrapped_next(&self, k: &Kernel, d: &InstData) -> Option<Affine> {
+        let cmp = &k.insts[k.def_inst(d.args.first()?.value()?)?];
+        let Op::Cmp(pred, _) = cmp.op else {
+            return None;
+        };
+        let next = self.int(*cmp.args.first()?)?;
+        let size = k.const_int(*cmp.args.get(1)?).filter(|s| *s > 0)?;
+        let wrapped = match pred {
+            CmpPred::Eq | CmpPred::Uge | CmpPred::Sge => true,
+            CmpPred::Ne | CmpPred::Ult | CmpPred::Slt => false,
+            _ => return None,
+        };
+        let (on_wrap, otherwise) = wrap_arms(d, wrapped);
+        if k.const_int(on_wrap) != Some(0) || self.int(otherwise).as_ref() != Some(&next) {
+            return None;
+        }
+        let x = next.sub(&Affine::constant(1));
+        let terms: Vec<_> = x.terms.iter().collect();
+        let in_range = match (x.as_const(), &terms[..]) {
+            (Some(c), _) => (0..size).contains(&c),
+            (None, [(Atom::Mod(_, m), 1)]) => x.c == 0 && *m <= size,
+            _ => false,
+        };
+        in_range.then(|| next.modulo(size))
+    }
+
     /// `(S, true)` when `w` is true exactly when `a + 1` reached `S`
     /// (`cmp.eq`, `cmp.uge`, `cmp.sge` of `a + 1` and `S`), `(S, false)`
     /// when exactly when it did not (`cmp.ne`, `cmp.ult`, `cmp.slt`).
@@ -643,6 +679,10 @@ impl Syms {
                     .map(|idx| idx.add(&Affine::constant(1)));
                 Sym::Int(r.unwrap_or_else(|| Affine::atom(Atom::Opaque(res))))
             }
+            Op::Select => Sym::Int(
+                self.wrapped_next(k, data)
+                    .unwrap_or_else(|| Affine::atom(Atom::Opaque(res))),
+            ),
             Op::Cast(CastOp::Zext | CastOp::Sext | CastOp::Trunc, _) => {
                 Sym::Int(int(0).unwrap_or_else(|| Affine::atom(Atom::Opaque(res))))
             }
@@ -662,7 +702,21 @@ impl Syms {
             }
             Op::Ptx(p) if p.family == Family::Mapa => match data.args.first().map(|a| self.arg(*a))
             {
-                Some(Sym::Ptr(Base::Shared(id), o)) => Sym::Ptr(Base::Remote(id), o),
+                Some(Sym::Ptr(Base::Shared(id), o)) => {
+                    let peer = data
+                        .args
+                        .get(1)
+                        .and_then(|a| self.int(*a))
+                        .is_some_and(|r| self.never_own_rank(k, &r));
+                    Sym::Ptr(
+                        if peer {
+                            Base::Peer(id)
+                        } else {
+                            Base::Remote(id)
+                        },
+                        o,
+                    )
+                }
                 _ => Sym::Unknown,
             },
             Op::Ptx(p) if p.family == Family::MbarrierPhase => {
@@ -717,6 +771,64 @@ impl Syms {
             _ => self.opaque(k, res),
         };
         self.vals[res.index()] = sym;
+    }
+
+    /// Whether the CTA rank `rank` differs from `%cluster_ctarank` for
+    /// every rank of the cluster and every iteration of the constant-bound
+    /// loops it names (a ring's `(rank + j) mod n`, `j` in `1..n`); checked
+    /// by enumeration, up to [`MAX_RANK_CASES`] cases.
+    fn never_own_rank(&self, k: &Kernel, rank: &Affine) -> bool {
+        let Some([x, y, z]) = k.cluster else {
+            return false;
+        };
+        let own = |a: &Atom| {
+            matches!(a, Atom::Opaque(v) if k.def_inst(*v)
+                .is_some_and(|i| k.insts[i].op == Op::Sreg(SpecialReg::ClusterCtaRank)))
+        };
+        let mut atoms = Vec::new();
+        rank.atoms(&mut atoms);
+        atoms.sort();
+        atoms.dedup();
+        let mut loops: Vec<(Inst, (i64, i64))> = Vec::new();
+        for a in &atoms {
+            match a {
+                Atom::Iv(l) if !self.iv_counts.contains(l) => match self.bounds.iv.get(l) {
+                    Some(&b) => loops.push((*l, b)),
+                    None => return false,
+                },
+                Atom::Mod(..) | Atom::Div(..) => {}
+                a if own(a) => {}
+                _ => return false,
+            }
+        }
+        let n = i64::from(x * y * z);
+        let cases = loops
+            .iter()
+            .try_fold(n, |acc, (_, (lo, hi))| acc.checked_mul(hi - lo + 1));
+        if cases.is_none_or(|c| c > MAX_RANK_CASES) {
+            return false;
+        }
+        let mut at: Vec<i64> = loops.iter().map(|(_, (lo, _))| *lo).collect();
+        loop {
+            for me in 0..n {
+                let value = |a: &Atom| match a {
+                    Atom::Iv(l) => loops.iter().position(|(m, _)| m == l).map(|i| at[i]),
+                    a if own(a) => Some(me),
+                    _ => None,
+                };
+                if rank.eval(&value).is_none_or(|r| r == me) {
+                    return false;
+                }
+            }
+            // The next iteration vector, odometer order.
+            let Some(i) = (0..at.len()).find(|&i| at[i] < loops[i].1 .1) else {
+                return true;
+            };
+            at[i] += 1;
+            for (j, slot) in at.iter_mut().enumerate().take(i) {
+                *slot = loops[j].1 .0;
+            }
+        }
     }
 
     /// `x xor y` of two non-constant values whose ranges lie in `[0, 2^b)`

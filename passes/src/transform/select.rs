@@ -828,7 +828,7 @@ fn zfill_bound(
 fn in_alloc(k: &Kernel, syms: &Syms, v: Value, id: cpflow_ir::ir::SharedId) -> bool {
     match syms.get(v) {
         Sym::Ptr(Base::Shared(s), _) => *s == id,
-        Sym::Ptr(Base::Remote(_), _) => false,
+        Sym::Ptr(Base::Remote(_) | Base::Peer(_), _) => false,
         _ => matches!(k.ty(v), Type::Ptr(Space::Shared | Space::Cluster)),
     }
 }
