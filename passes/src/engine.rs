@@ -1361,14 +1361,17 @@ impl<'a> Engine<'a> {
                     self.observe(s, ph);
                 }
             }
+            // The branch runs under the condition and, for the then-branch
+            // of `a and b`, under each conjunct (a later `if a` knows then).
+            let pushed = self.conds.len();
             if let Some(c) = cond {
                 self.conds.push((c, pol));
+                self.conds
+                    .extend(conjuncts(self.k, c, pol).into_iter().filter(|x| *x != (c, pol)));
                 self.drop_other_roles(s);
             }
             self.region(data.regions[branch], s);
-            if cond.is_some() {
-                self.conds.pop();
-            }
+            self.conds.truncate(pushed);
         }
         // A result implies a phase observed when each branch's yield does.
         let facts: Vec<Option<(Sym, bool)>> = {
