@@ -1366,8 +1366,11 @@ impl<'a> Engine<'a> {
             let pushed = self.conds.len();
             if let Some(c) = cond {
                 self.conds.push((c, pol));
-                self.conds
-                    .extend(conjuncts(self.k, c, pol).into_iter().filter(|x| *x != (c, pol)));
+                self.conds.extend(
+                    conjuncts(self.k, c, pol)
+                        .into_iter()
+                        .filter(|x| *x != (c, pol)),
+                );
                 self.drop_other_roles(s);
             }
             self.region(data.regions[branch], s);
@@ -1564,9 +1567,62 @@ impl<'a> Engine<'a> {
         let mut last = None;
         if let Some(back) = exit {
             head = back;
-            last = lo.zip(trips).map(|(lo, t)| (lo + t * step1, t));
+            last = lo
+                .zip(trips)
+                .filter(|_| runs)
+                .map(|(lo, t)| (lo + t * step1, t));
         }
         self.leave_loop(inst, head, st, last);
+    }
+
+    /// Whether op `r`, issued in the current iteration of loop `l` (a
+    /// `for` from a fixed `lo` to a fixed `hi` by 1) under a condition
+    /// defined in its body, is not issued in the loop's last iteration,
+    /// `iv = hi - 1`: the condition compares two integers whose
+    /// difference is then a constant that decides it.
+    fn skipped_in_last(&self, l: Inst, r: &OpRec) -> bool {
+        let k = self.k;
+        let data = &k.insts[l];
+        if self.syms.iv_counts.contains(&l)
+            || data.args.get(2).and_then(|a| k.const_int(*a)) != Some(1)
+        {
+            return false;
+        }
+        let Some(last) = data.args.get(1).and_then(|a| self.syms.int(*a)) else {
+            return false;
+        };
+        let last = last.sub(&Affine::constant(1));
+        let iv = Atom::Iv(l);
+        r.conds.iter().any(|&(c, pol)| {
+            if !self.syms.loops[c.index()].contains(&l) {
+                return false;
+            }
+            let Some(d) = k.def_inst(c).map(|i| &k.insts[i]) else {
+                return false;
+            };
+            let Op::Cmp(pred, _) = d.op else {
+                return false;
+            };
+            let side = |i: usize| {
+                d.args
+                    .get(i)
+                    .and_then(|a| self.syms.int(*a))
+                    .map(|e| e.subst(&iv, &last))
+            };
+            let Some(diff) = side(0).zip(side(1)).and_then(|(a, b)| a.sub(&b).as_const()) else {
+                return false;
+            };
+            let holds = match pred {
+                CmpPred::Eq => diff == 0,
+                CmpPred::Ne => diff != 0,
+                CmpPred::Slt => diff < 0,
+                CmpPred::Sle => diff <= 0,
+                CmpPred::Sgt => diff > 0,
+                CmpPred::Sge => diff >= 0,
+                _ => return false,
+            };
+            holds != pol
+        })
     }
 
     /// The fixed point of loop `inst` from `entry`: its head state, and the
@@ -1655,6 +1711,28 @@ impl<'a> Engine<'a> {
                 .filter(|(m, _, _)| same_every_iteration(m))
                 .cloned()
                 .collect();
+            // Without this iteration's ops issued under a condition false
+            // in the last iteration (`if` more tiles are left, prefetch the
+            // next): what is pending after the loop.
+            let mut tail = None;
+            {
+                let skipped: Vec<OpRec> = s
+                    .ops
+                    .iter()
+                    .filter(|r| self.skipped_in_last(inst, r))
+                    .cloned()
+                    .collect();
+                if !skipped.is_empty() {
+                    let mut t = s.clone();
+                    for r in &skipped {
+                        t.ops.remove(r);
+                    }
+                    t.familyize(inst);
+                    t.shift(inst, step, guard_limit, &|v| inside(v));
+                    t.unsynced.extend(accessed.iter().cloned());
+                    tail = Some(t);
+                }
+            }
             s.familyize(inst);
             s.shift(inst, step, guard_limit, &|v| inside(v));
             let mut back = s.clone();
@@ -1675,7 +1753,13 @@ impl<'a> Engine<'a> {
                 next.widen(inst);
             }
             if next == head {
-                exit = runs.then_some(back);
+                // A loop that may not run leaves from its head, which
+                // joins the entry with the back edge.
+                exit = match (runs, tail) {
+                    (true, tail) => Some(tail.unwrap_or(back)),
+                    (false, Some(tail)) => Some(State::join(entry.clone(), tail)),
+                    (false, None) => None,
+                };
                 break;
             }
             head = next;

@@ -50,9 +50,10 @@
 //! budget (more than [`MAX_STEPS`] instructions run, [`MAX_NODES`] events
 //! or [`MAX_PAIRS`] pairs of accesses to compare) it stops with warning
 //! W1004. Both name what is not proved. Integer kernel parameters are
-//! taken to be [`PARAM_VALUE`] (as trip counts), the CTAs to be the first
-//! cluster of a grid of [`GRIDS_X`] CTAs (so a persistent tile loop from
-//! `%ctaid.x` step `%nctaid.x` runs more than once), and polls to succeed.
+//! taken to be a trip count and the CTAs to be the first cluster of a grid
+//! (so a persistent tile loop from `%ctaid.x` step `%nctaid.x` runs more
+//! than once), as the first of the [`LAUNCHES`] within the budget gives
+//! them, and polls to succeed.
 //! Where it cannot tell which wait completes an async-group (a wait on a
 //! group value), it assumes the wait completes every group, which only
 //! adds ordering.
@@ -75,16 +76,17 @@ use crate::affine::{disjoint, Affine, Atom, Bounds};
 use crate::sites::Sites;
 use crate::values::{elected_lane, lane_is_tid_x_mod_32, mapa_of, Base, Sym, Syms};
 
-/// The value every integer kernel parameter takes: a trip count that runs
-/// a ring of up to 8 stages through two rounds.
-pub const PARAM_VALUE: i64 = 16;
-/// The CTAs of the grid along `x` (rounded up to whole clusters), of which
-/// the representative threads run in the first cluster, tried in turn
-/// until the analysis stays within its budget: with 2, a persistent tile
-/// loop `for %tile = %ctaid.x to %ntiles step %nctaid.x` runs eight tiles
-/// outside clusters, enough for a ring of up to four stages carried across
-/// tiles to go round twice; with 8, two.
-pub const GRIDS_X: [i64; 2] = [2, 8];
+/// The launches the analysis assumes, tried in turn until it stays within
+/// its budget, as (CTAs of the grid along `x`, rounded up to whole
+/// clusters, of which the representative threads run in the first; the
+/// value of every integer kernel parameter). A parameter of 16 runs a ring
+/// of up to 8 stages through two rounds as a trip count; with a grid of 2,
+/// a persistent tile loop `for %tile = %ctaid.x to %ntiles step %nctaid.x`
+/// runs eight tiles outside clusters, enough for a ring of up to four
+/// stages carried across tiles to go round twice; with 8, two. A kernel of
+/// nested parameter-bound loops (batches around blocks) that passes the
+/// budget at 16 is followed with 4, a ring of up to 2 stages twice round.
+pub const LAUNCHES: [(i64, i64); 3] = [(2, 16), (8, 16), (2, 4)];
 /// The most instructions run over all representative threads.
 pub const MAX_STEPS: usize = 400_000;
 /// The most events (over all roles) that are analysed.
@@ -271,8 +273,8 @@ const UNEQUAL_BARRIERS: &str =
 /// (where another analysis reports an error) and deadlocks through one.
 pub fn check(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Vec<Diagnostic> {
     let mut result = Err(GiveUp::Budget);
-    for grid_x in GRIDS_X {
-        result = both_ways(k, syms, known, grid_x);
+    for (grid_x, param) in LAUNCHES {
+        result = both_ways(k, syms, known, grid_x, param);
         if !matches!(result, Err(GiveUp::Budget)) {
             break;
         }
@@ -311,6 +313,7 @@ fn both_ways(
     syms: &Syms,
     known: &BTreeSet<u32>,
     grid_x: i64,
+    param: i64,
 ) -> Result<Vec<Diagnostic>, GiveUp> {
     let mut todo = vec![BTreeMap::new()];
     let mut out: Vec<Diagnostic> = Vec::new();
@@ -321,7 +324,7 @@ fn both_ways(
             return Err(GiveUp::Unknown(ASSUMED_BRANCHES, None));
         }
         let mut met = BTreeMap::new();
-        for d in analyse(k, syms, known, grid_x, &forced, &mut met)? {
+        for d in analyse(k, syms, known, grid_x, param, &forced, &mut met)? {
             let seen = out
                 .iter()
                 .any(|o| o.code == d.code && o.span == d.span && o.message == d.message);
@@ -351,6 +354,7 @@ fn analyse(
     syms: &Syms,
     known: &BTreeSet<u32>,
     grid_x: i64,
+    param: i64,
     forced: &BTreeMap<Inst, bool>,
     met: &mut BTreeMap<Inst, bool>,
 ) -> Result<Vec<Diagnostic>, GiveUp> {
@@ -377,6 +381,7 @@ fn analyse(
                 Launch {
                     cluster: dims,
                     grid_x,
+                    param,
                 },
                 budget,
                 forced,
@@ -659,8 +664,10 @@ fn quotient_boundaries(inner: &Affine, d: i64, last: i64) -> Vec<i64> {
 struct Launch {
     /// The cluster's shape.
     cluster: [i64; 3],
-    /// The CTAs of the grid along `x` (see [`GRIDS_X`]).
+    /// The CTAs of the grid along `x` (see [`LAUNCHES`]).
     grid_x: i64,
+    /// The value of every integer kernel parameter.
+    param: i64,
 }
 
 /// Unrolls one thread's run into its events.
@@ -707,7 +714,7 @@ impl<'a> Tracer<'a> {
         let mut assumed = vec![false; k.values.len()];
         for &p in &k.params {
             if matches!(k.ty(p), Type::Scalar(s) if s.is_int()) {
-                vals[p.index()] = Some(PARAM_VALUE);
+                vals[p.index()] = Some(launch.param);
                 assumed[p.index()] = true;
             }
         }
