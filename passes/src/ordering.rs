@@ -193,6 +193,11 @@ enum Step {
         release: bool,
         cluster: bool,
     },
+    /// `mbarrier.expect_tx` (no arrival): adds the event's `tx`.
+    ExpectTx {
+        bar: Bar,
+        phase: i64,
+    },
     /// `cp.async.mbarrier.arrive`: arrives once the thread's earlier
     /// `cp.async` complete.
     AsyncArrive {
@@ -232,6 +237,7 @@ impl Step {
     fn bars(&self) -> Vec<Bar> {
         match self {
             Step::Init(bar)
+            | Step::ExpectTx { bar, .. }
             | Step::Arrive { bar, .. }
             | Step::AsyncArrive { bar, .. }
             | Step::Wait { bar, .. } => vec![*bar],
@@ -250,6 +256,10 @@ struct Event {
     /// The iteration of each enclosing loop, outermost first.
     iters: Vec<(Inst, i64)>,
     step: Step,
+    /// The transaction bytes of an mbarrier phase it acts on: what an
+    /// expect_tx adds, what an async op completing on the phase lands
+    /// (`None`: not known).
+    tx: Option<i64>,
 }
 
 /// What a kernel the analysis stops on is not proved to be free of.
@@ -461,6 +471,7 @@ fn analyse(
     let (starved, never) = report.starved_waits();
     report.never = never;
     let mut out = report.run_ahead();
+    out.extend(report.tx_mismatch());
     out.extend(report.barrier_run_ahead());
     out.extend(report.arrivals_after_exit());
     out.extend(report.reads_after_exit());
@@ -846,10 +857,15 @@ impl<'a> Tracer<'a> {
     }
 
     fn push(&mut self, inst: Inst, step: Step) {
+        self.push_tx(inst, step, Some(0));
+    }
+
+    fn push_tx(&mut self, inst: Inst, step: Step, tx: Option<i64>) {
         self.events.push(Event {
             inst,
             iters: self.iters.clone(),
             step,
+            tx,
         });
     }
 
@@ -880,7 +896,14 @@ impl<'a> Tracer<'a> {
                 if let Some(bytes) = data.args.first().and_then(|a| self.bytes(*a, Some(size))) {
                     self.push(inst, Step::Access { bytes, write });
                 }
-                None
+                // An integer every thread loads from one global address (a
+                // grouped GEMM's problem size) is taken as a parameter is.
+                let uniform = data.args.first().is_some_and(|a| {
+                    matches!(self.syms.arg(*a), Sym::Ptr(Base::Global(_), _))
+                        && a.value()
+                            .is_some_and(|v| !self.syms.tid_dependent[v.index()])
+                });
+                (!write && uniform && result_ty.is_some()).then_some(self.launch.param)
             }
             Op::Ptx(p) => self.ptx(inst, p)?,
             _ => None,
@@ -1077,6 +1100,8 @@ impl<'a> Tracer<'a> {
             GroupKind::NonBulk => Group::NonBulk,
             GroupKind::Bulk => Group::Bulk,
         };
+        // The expect_tx bytes of an arrival or expect_tx.
+        let mut tx = Some(0);
         // The spec's effect of the instruction decides its step.
         let step = match p.family.sync() {
             SyncEffect::Issue => match p.variant().map(|v| v.completion) {
@@ -1101,7 +1126,11 @@ impl<'a> Tracer<'a> {
                         done: Done::Group(group),
                     }
                 }
-                _ => self.bulk(p, data)?,
+                _ => {
+                    let (step, size) = self.bulk(p, data)?;
+                    tx = size;
+                    step
+                }
             },
             SyncEffect::Await => Step::GroupWait(Group::Abstract, None),
             SyncEffect::Commit(kind) => Step::Commit(group(kind)),
@@ -1137,8 +1166,11 @@ impl<'a> Tracer<'a> {
                 let a = first()?;
                 Step::Inval(self.bar(a, &self.syms.arg(a))?)
             }
-            SyncEffect::Arrive { .. } => {
+            SyncEffect::Arrive { tx: with_tx } => {
                 let (bar, phase) = self.phase(first()?)?;
+                if with_tx {
+                    tx = data.args.get(1).and_then(|a| self.val(*a));
+                }
                 Step::Arrive {
                     bar,
                     phase,
@@ -1186,23 +1218,27 @@ impl<'a> Tracer<'a> {
                     self.th.tid % 32 == i64::from(elected_lane(mask)),
                 )));
             }
-            // No step of their own: hints, expect_tx (the phase accounting
-            // counts bytes), phase names, init fences (published by the
-            // barrier after them), addresses.
+            // No step of their own: hints, phase names, init fences
+            // (published by the barrier after them), addresses.
+            SyncEffect::ExpectTx => {
+                let (bar, phase) = self.phase(first()?)?;
+                tx = data.args.get(1).and_then(|a| self.val(*a));
+                Step::ExpectTx { bar, phase }
+            }
             SyncEffect::Hint
-            | SyncEffect::ExpectTx
             | SyncEffect::Phase
             | SyncEffect::ProxyFence
             | SyncEffect::InitFence
             | SyncEffect::Address => return Ok(None),
         };
-        self.push(inst, step);
+        self.push_tx(inst, step, tx);
         Ok(None)
     }
 
     /// A bulk copy, bulk reduction or `red.async`: the bytes it writes (in
-    /// every CTA of a multicast mask), reads, and how it completes.
-    fn bulk(&mut self, p: &PtxOp, data: &InstData) -> Result<Step, GiveUp> {
+    /// every CTA of a multicast mask), reads, and how it completes; and
+    /// its size in bytes, when known.
+    fn bulk(&mut self, p: &PtxOp, data: &InstData) -> Result<(Step, Option<i64>), GiveUp> {
         let variant = p.variant().ok_or(GiveUp::Unknown(OPERAND, None))?;
         let operand = |name: &str| {
             let b = variant.bind_operands(&p.quals, data.args.len()).ok()?;
@@ -1262,14 +1298,15 @@ impl<'a> Tracer<'a> {
             Completion::BulkGroup => Done::Group(Group::Bulk),
             _ => Done::Unobserved,
         };
-        Ok(Step::Async {
+        let step = Step::Async {
             writes,
             reads,
             reduce: p.variant().is_some_and(Variant::reduces),
             async_proxy: p.variant().is_some_and(|v| v.reads_through(Proxy::Async)),
             async_write: p.variant().is_some_and(|v| v.writes_through(Proxy::Async)),
             done,
-        })
+        };
+        Ok((step, size))
     }
 }
 
@@ -1898,6 +1935,7 @@ impl Graph {
                         gr.g.add_edge(c, node, BOTH);
                     }
                     Step::Access { .. }
+                    | Step::ExpectTx { .. }
                     | Step::ProxyFence
                     | Step::CtaBarrier { .. }
                     | Step::Inval(_) => {}
@@ -2829,6 +2867,105 @@ impl Report<'_> {
                 .with_note("an exited CTA's shared memory, its mbarriers included, is gone: an access to it is undefined");
                 out.insert(e.inst, d);
             }
+        }
+        out.into_values().collect()
+    }
+
+    /// E1009 for each phase whose expect_tx bytes, summed over every
+    /// thread of the cluster that runs them, differ from the bytes the
+    /// async ops completing on it land in its CTA (a peer's copies
+    /// through `mapa` and multicast included). Only with a declared block,
+    /// where each role's thread count is known, for phases whose every
+    /// event happens and has known bytes. Reported at the phase's first
+    /// expect_tx.
+    fn tx_mismatch(&self) -> Vec<Diagnostic> {
+        let Some(block) = self.k.block else {
+            return Vec::new();
+        };
+        #[derive(Default)]
+        struct Tally {
+            expected: i64,
+            landed: i64,
+            known: bool,
+            first: Option<(usize, usize)>,
+            copies: Vec<(usize, usize)>,
+        }
+        let mut phases: BTreeMap<(Bar, i64), Tally> = BTreeMap::new();
+        for (r, (_, events)) in self.roles.iter().enumerate() {
+            let threads = role_threads(&self.ranges[r], block);
+            for (i, e) in events.iter().enumerate() {
+                let (acts, expects): (Vec<(Bar, i64)>, bool) = match &e.step {
+                    Step::Arrive { bar, phase, .. } | Step::ExpectTx { bar, phase } => {
+                        (vec![(*bar, *phase)], true)
+                    }
+                    Step::Async {
+                        done: Done::Phase(bars, q),
+                        ..
+                    } => (bars.iter().map(|b| (*b, *q)).collect(), false),
+                    _ => continue,
+                };
+                let happens = !self.never_happens(self.g.at[r][i]);
+                for key in acts {
+                    let t = phases.entry(key).or_insert_with(|| Tally {
+                        known: true,
+                        ..Tally::default()
+                    });
+                    let bytes = e.tx.and_then(|b| b.checked_mul(threads));
+                    match bytes {
+                        Some(b) if happens => {
+                            if expects {
+                                t.expected = t.expected.saturating_add(b);
+                                if b > 0 && t.first.is_none() {
+                                    t.first = Some((r, i));
+                                }
+                            } else {
+                                t.landed = t.landed.saturating_add(b);
+                                t.copies.push((r, i));
+                            }
+                        }
+                        _ => t.known = false,
+                    }
+                }
+            }
+        }
+        let mut out: BTreeMap<Inst, Diagnostic> = BTreeMap::new();
+        for ((bar, q), t) in phases {
+            let Some((r, i)) = t.first else {
+                continue;
+            };
+            let e = self.event(r, i);
+            if !t.known
+                || t.expected == t.landed
+                || out.contains_key(&e.inst)
+                || self.known.contains(&self.span(r, i).start)
+            {
+                continue;
+            }
+            let name = &self.k.shared[bar.alloc].name;
+            let mut d = Diagnostic::error(
+                "E1009",
+                format!(
+                    "expects {} transaction bytes on phase {q} of `@{name}`, but the copies completing on it bring {}",
+                    t.expected, t.landed
+                ),
+                self.span(r, i),
+            )
+            .with_label(if t.landed < t.expected {
+                "the tx-count never reaches zero: the phase never completes and its waiters hang"
+            } else {
+                "the phase can complete before every copy has landed"
+            });
+            let mut shown = BTreeSet::new();
+            for &(cr, ci) in &t.copies {
+                let c = self.event(cr, ci);
+                if shown.insert(c.inst) {
+                    d = d.with_secondary(self.span(cr, ci), "completes on this phase");
+                }
+            }
+            d = d
+                .with_help(format!("expect the bytes every copy lands in this CTA: {} in all", t.landed))
+                .with_note(format!("summed over every thread that runs them, in the CTA of rank {}; for example {}", bar.cta, self.instance(r, i)));
+            out.insert(e.inst, d);
         }
         out.into_values().collect()
     }
