@@ -360,6 +360,9 @@ pub struct Bounds {
     pub tid_x: Option<(i64, i64)>,
     /// Largest `%tid.y` and `%tid.z`, when the kernel declares its block.
     pub max_tid_yz: Option<[i64; 2]>,
+    /// Inclusive ranges of opaque values known from their definition (a
+    /// CTA's rank in its cluster).
+    pub opaque: BTreeMap<Value, (i64, i64)>,
     /// Pairs of threads whose offsets the per-thread proofs of [`disjoint`]
     /// have compared so far: the measure of their cost, for a budget.
     pub thread_pairs: Cell<u64>,
@@ -371,6 +374,7 @@ impl Bounds {
         match a {
             Atom::Mod(_, m) => Some((0, m - 1)),
             Atom::Iv(l) | Atom::Exist(l) => self.iv.get(l).copied(),
+            Atom::Opaque(v) => self.opaque.get(v).copied(),
             Atom::Tid(0) => self.tid_x.or(self.max_tid.map(|m| (0, m))),
             Atom::OtherTid(0) => self.max_tid.map(|m| (0, m)),
             Atom::Tid(3) | Atom::OtherTid(3) => Some((0, 31)),

@@ -1711,6 +1711,13 @@ impl<'a> Engine<'a> {
                 .filter(|(m, _, _)| same_every_iteration(m))
                 .cloned()
                 .collect();
+            // This iteration's accesses, as the back edge sees them (an
+            // iteration before the next): still unordered after the loop.
+            let mut last = State {
+                unsynced: accessed.clone(),
+                ..State::default()
+            };
+            last.shift(inst, step, guard_limit, &|v| inside(v));
             // Without this iteration's ops issued under a condition false
             // in the last iteration (`if` more tiles are left, prefetch the
             // next): what is pending after the loop.
@@ -1729,14 +1736,14 @@ impl<'a> Engine<'a> {
                     }
                     t.familyize(inst);
                     t.shift(inst, step, guard_limit, &|v| inside(v));
-                    t.unsynced.extend(accessed.iter().cloned());
+                    t.unsynced.extend(last.unsynced.iter().cloned());
                     tail = Some(t);
                 }
             }
             s.familyize(inst);
             s.shift(inst, step, guard_limit, &|v| inside(v));
             let mut back = s.clone();
-            back.unsynced.extend(accessed);
+            back.unsynced.extend(last.unsynced);
             s.unsynced.extend(carried);
             let mut next = State::join(entry.clone(), s);
             // A carried flag that starts as a constant keeps the fact the

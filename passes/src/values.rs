@@ -627,6 +627,10 @@ impl Syms {
             self.thread_dependent[r.index()] = td;
             self.tid_dependent[r.index()] = tid;
         }
+        if let (Op::Sreg(SpecialReg::ClusterCtaRank), Some([x, y, z])) = (&data.op, k.cluster) {
+            let ctas = i64::from(x) * i64::from(y) * i64::from(z);
+            self.bounds.opaque.insert(res, (0, ctas - 1));
+        }
         let int = |i: usize| data.args.get(i).and_then(|a| self.int(*a));
         let cst = |i: usize| data.args.get(i).and_then(|a| k.const_int(*a));
         let sym = match &data.op {
