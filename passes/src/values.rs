@@ -628,7 +628,9 @@ impl Syms {
             self.tid_dependent[r.index()] = tid;
         }
         if let (Op::Sreg(SpecialReg::ClusterCtaRank), Some([x, y, z])) = (&data.op, k.cluster) {
-            let ctas = i64::from(x) * i64::from(y) * i64::from(z);
+            let ctas = i64::from(x)
+                .saturating_mul(i64::from(y))
+                .saturating_mul(i64::from(z));
             self.bounds.opaque.insert(res, (0, ctas - 1));
         }
         let int = |i: usize| data.args.get(i).and_then(|a| self.int(*a));
@@ -805,10 +807,15 @@ impl Syms {
                 _ => return false,
             }
         }
-        let n = i64::from(x * y * z);
-        let cases = loops
-            .iter()
-            .try_fold(n, |acc, (_, (lo, hi))| acc.checked_mul(hi - lo + 1));
+        let Some(n) = i64::from(x)
+            .checked_mul(i64::from(y))
+            .and_then(|n| n.checked_mul(i64::from(z)))
+        else {
+            return false;
+        };
+        let cases = loops.iter().try_fold(n, |acc, (_, (lo, hi))| {
+            acc.checked_mul(hi.checked_sub(*lo)?.checked_add(1)?)
+        });
         if cases.is_none_or(|c| c > MAX_RANK_CASES) {
             return false;
         }
