@@ -1575,6 +1575,24 @@ impl<'a> Engine<'a> {
         self.leave_loop(inst, head, st, last);
     }
 
+    /// Whether region `r` holds a CTA or cluster barrier wait or a
+    /// blocking mbarrier wait (what orders other threads' accesses).
+    fn syncs_in(&self, r: Region) -> bool {
+        let k = self.k;
+        let mut found = false;
+        k.walk(r, &mut |i| {
+            if let Op::Ptx(p) = &k.insts[i].op {
+                found |= matches!(
+                    p.family.sync(),
+                    SyncEffect::CtaBarrier { waits: true, .. }
+                        | SyncEffect::PhaseWait(WaitKind::Blocking)
+                        | SyncEffect::ClusterWait
+                );
+            }
+        });
+        found
+    }
+
     /// Whether op `r`, issued in the current iteration of loop `l` (a
     /// `for` from a fixed `lo` to a fixed `hi` by 1) under a condition
     /// defined in its body, is not issued in the loop's last iteration,
@@ -1711,13 +1729,19 @@ impl<'a> Engine<'a> {
                 .filter(|(m, _, _)| same_every_iteration(m))
                 .cloned()
                 .collect();
-            // This iteration's accesses, as the back edge sees them (an
-            // iteration before the next): still unordered after the loop.
+            // The accesses still unordered after the loop: with no barrier
+            // or wait in the body, every iteration's (some iteration);
+            // else the last iteration's, as the back edge sees them (an
+            // iteration before the next).
             let mut last = State {
                 unsynced: accessed.clone(),
                 ..State::default()
             };
-            last.shift(inst, step, guard_limit, &|v| inside(v));
+            if self.syncs_in(body) {
+                last.shift(inst, step, guard_limit, &|v| inside(v));
+            } else {
+                last.map_exprs(&|e: &Affine| Some(e.exist(inst)));
+            }
             // Without this iteration's ops issued under a condition false
             // in the last iteration (`if` more tiles are left, prefetch the
             // next): what is pending after the loop.

@@ -2871,13 +2871,13 @@ impl Report<'_> {
         out.into_values().collect()
     }
 
-    /// E1009 for each phase whose expect_tx bytes, summed over every
-    /// thread of the cluster that runs them, differ from the bytes the
-    /// async ops completing on it land in its CTA (a peer's copies
-    /// through `mapa` and multicast included). Only with a declared block,
-    /// where each role's thread count is known, for phases whose every
-    /// event happens and has known bytes. Reported at the phase's first
-    /// expect_tx.
+    /// E1009 for each phase whose expect_tx bytes, summed over the
+    /// cluster, differ from the bytes the async ops completing on it land
+    /// in its CTA (a peer's copies through `mapa` and multicast included).
+    /// Only for phases whose every event happens, has known bytes and is
+    /// run by a role of one thread (an elected producer: a role standing
+    /// for a range of threads need not run each event in every one of
+    /// them). Reported at the phase's first expect_tx.
     fn tx_mismatch(&self) -> Vec<Diagnostic> {
         let Some(block) = self.k.block else {
             return Vec::new();
@@ -2910,7 +2910,7 @@ impl Report<'_> {
                         known: true,
                         ..Tally::default()
                     });
-                    let bytes = e.tx.and_then(|b| b.checked_mul(threads));
+                    let bytes = e.tx.filter(|_| threads == 1);
                     match bytes {
                         Some(b) if happens => {
                             if expects {
