@@ -358,6 +358,9 @@ pub struct Bounds {
     /// The analysed thread's `%tid.x` range where narrower than `[0,
     /// max_tid]` (the threads that run the instruction at hand).
     pub tid_x: Option<(i64, i64)>,
+    /// The other thread's `%tid.x` range, where it runs the same code as
+    /// the analysed one (narrower than `[0, max_tid]`).
+    pub other_tid_x: Option<(i64, i64)>,
     /// Largest `%tid.y` and `%tid.z`, when the kernel declares its block.
     pub max_tid_yz: Option<[i64; 2]>,
     /// Inclusive ranges of opaque values known from their definition (a
@@ -376,7 +379,7 @@ impl Bounds {
             Atom::Iv(l) | Atom::Exist(l) => self.iv.get(l).copied(),
             Atom::Opaque(v) => self.opaque.get(v).copied(),
             Atom::Tid(0) => self.tid_x.or(self.max_tid.map(|m| (0, m))),
-            Atom::OtherTid(0) => self.max_tid.map(|m| (0, m)),
+            Atom::OtherTid(0) => self.other_tid_x.or(self.max_tid.map(|m| (0, m))),
             Atom::Tid(3) | Atom::OtherTid(3) => Some((0, 31)),
             Atom::Tid(d @ 1..=2) | Atom::OtherTid(d @ 1..=2) => {
                 self.max_tid_yz.map(|m| (0, m[usize::from(*d) - 1]))
@@ -439,21 +442,31 @@ fn disjoint_per_thread(
         }
     }
     let used = |e: &Affine| !e.terms.is_empty();
-    let count = |e: &Affine| if used(e) { max_tid + 1 } else { 1 };
-    let cost = count(&this).checked_mul(count(&other))?;
+    // Each thread's `%tid.x` range: the threads that run its access.
+    let clamp =
+        |r: Option<(i64, i64)>| r.map_or((0, max_tid), |(lo, hi)| (lo.max(0), hi.min(max_tid)));
+    let (this_range, other_range) = (clamp(bnd.tid_x), clamp(bnd.other_tid_x));
+    let count = |e: &Affine, (lo, hi): (i64, i64)| {
+        if used(e) {
+            (hi - lo + 1).max(0)
+        } else {
+            1
+        }
+    };
+    let cost = count(&this, this_range).checked_mul(count(&other, other_range))?;
     if max_tid < 0 || cost > MAX_PAIRS {
         return None;
     }
     bnd.thread_pairs
         .set(bnd.thread_pairs.get().saturating_add(cost.unsigned_abs()));
     // Each distinct value of one thread's terms, with the threads giving it.
-    let per_thread = |e: &Affine, tid: Atom, lane: Atom| {
+    let per_thread = |e: &Affine, tid: Atom, lane: Atom, (lo, hi): (i64, i64)| {
         let mut out: BTreeMap<Affine, Vec<i64>> = BTreeMap::new();
         if !used(e) {
             out.insert(e.clone(), Vec::new());
             return out;
         }
-        for t in 0..=max_tid {
+        for t in lo..=hi {
             let reg = |x: &Atom| {
                 if *x == tid {
                     Some(t)
@@ -472,8 +485,8 @@ fn disjoint_per_thread(
         }
         out
     };
-    let xs = per_thread(&this, Atom::Tid(0), Atom::Tid(3));
-    let ys = per_thread(&other, Atom::OtherTid(0), Atom::OtherTid(3));
+    let xs = per_thread(&this, Atom::Tid(0), Atom::Tid(3), this_range);
+    let ys = per_thread(&other, Atom::OtherTid(0), Atom::OtherTid(3), other_range);
     let mut seen = std::collections::BTreeSet::new();
     for (x, ts) in &xs {
         for (y, os) in &ys {

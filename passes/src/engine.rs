@@ -60,6 +60,7 @@ type DisjointQuery = (
     Option<(Inst, i64)>,
     bool,
     Option<(i64, i64)>,
+    Option<(i64, i64)>,
 );
 
 /// A loop's fixed point from one entry state: the head state, the state
@@ -113,6 +114,9 @@ pub struct Engine<'a> {
     /// The `%tid.x` range of the threads that run the instruction being
     /// analysed, where narrower than every thread ([`Syms::tid_hull`]).
     here: Option<(i64, i64)>,
+    /// While comparing with accesses of other threads that run the same
+    /// code (`race_with_others`): `here` for their `%tid.x` too.
+    other_here: Option<(i64, i64)>,
 }
 
 fn collect_conds(
@@ -229,6 +233,7 @@ impl<'a> Engine<'a> {
             exhausted: None,
             disjoint_seen: RefCell::new(HashMap::new()),
             here: None,
+            other_here: None,
         }
     }
 
@@ -347,6 +352,7 @@ impl<'a> Engine<'a> {
             source_freed: false,
             conds: self.inst_conds.get(&at).cloned().unwrap_or_default(),
             guard: None,
+            earlier: BTreeSet::new(),
             left_by: None,
             done_by: None,
             tok: BTreeSet::new(),
@@ -490,7 +496,16 @@ impl<'a> Engine<'a> {
         // The guard matters only inside its loop.
         let guard = guard.filter(|(l, _)| self.loops.contains(l));
         let (sa, sb) = (a.size.unwrap_or(HUGE), b.size.unwrap_or(HUGE));
-        let key = (oa.clone(), sa, ob.clone(), sb, guard, cross, self.here);
+        let key = (
+            oa.clone(),
+            sa,
+            ob.clone(),
+            sb,
+            guard,
+            cross,
+            self.here,
+            self.other_here,
+        );
         if let Some(&apart) = self.disjoint_seen.borrow().get(&key) {
             return !apart;
         }
@@ -500,15 +515,16 @@ impl<'a> Engine<'a> {
             ob = ob.other_thread();
         }
         // The threads that run the instruction bound `%tid.x`.
-        let apart = match self.here {
-            Some(range) => {
+        let apart = match (self.here, self.other_here) {
+            (None, None) => disjoint(&oa, sa, &ob, sb, cross, &self.syms.bounds),
+            (here, other) => {
                 let bounds = Bounds {
-                    tid_x: Some(range),
+                    tid_x: here,
+                    other_tid_x: other,
                     ..self.syms.bounds.clone()
                 };
                 disjoint(&oa, sa, &ob, sb, cross, &bounds)
             }
-            None => disjoint(&oa, sa, &ob, sb, cross, &self.syms.bounds),
         };
         self.disjoint_seen.borrow_mut().insert(key, apart);
         !apart
@@ -854,6 +870,7 @@ impl<'a> Engine<'a> {
             source_freed: false,
             conds: self.conds.clone(),
             guard: None,
+            earlier: BTreeSet::new(),
             left_by: None,
             done_by: None,
             tok: data_results(self.k, at, kind),
@@ -874,11 +891,13 @@ impl<'a> Engine<'a> {
         if m.off.is_none() || st.partial_sync {
             return;
         }
+        self.other_here = self.here;
         let found = st.unsynced.iter().find(|(other, i, wrote)| {
             (write || *wrote)
                 && other.off.is_some()
                 && self.either_thread(m, other, &self.dummy(*i)).1
         });
+        self.other_here = None;
         let Some((_, i, wrote)) = found else { return };
         let (this, that) = match (write, wrote) {
             (true, true) => ("write", "write"),
@@ -1295,7 +1314,7 @@ impl<'a> Engine<'a> {
                 if let Some(m) = data
                     .args
                     .first()
-                    .and_then(|a| Mem::of(&self.syms.arg(*a), scalar_size(s)))
+                    .and_then(|a| self.mem_at(*a, scalar_size(s)))
                 {
                     if matches!(m.base, Base::Shared(_)) {
                         self.plain_access(st, &m, inst, false);
@@ -1307,7 +1326,7 @@ impl<'a> Engine<'a> {
                 if let Some(m) = data
                     .args
                     .first()
-                    .and_then(|a| Mem::of(&self.syms.arg(*a), scalar_size(s)))
+                    .and_then(|a| self.mem_at(*a, scalar_size(s)))
                 {
                     self.access(st, &m, inst, true);
                 }
@@ -1364,6 +1383,14 @@ impl<'a> Engine<'a> {
             // The branch runs under the condition and, for the then-branch
             // of `a and b`, under each conjunct (a later `if a` knows then).
             let pushed = self.conds.len();
+            // In the first iteration of a loop, nothing issued in an
+            // earlier one is pending (`if k > 0 { wait }` skips the wait
+            // only there).
+            if let Some((l, first)) = cond.and_then(|c| self.first_iteration_branch(c)) {
+                if pol == first {
+                    s.ops.retain(|r| !r.earlier.contains(&l));
+                }
+            }
             if let Some(c) = cond {
                 self.conds.push((c, pol));
                 self.conds.extend(
@@ -1573,6 +1600,69 @@ impl<'a> Engine<'a> {
                 .map(|(lo, t)| (lo + t * step1, t));
         }
         self.leave_loop(inst, head, st, last);
+    }
+
+    /// For an `i1` comparing the induction variable of an enclosing loop
+    /// `l` (constant lower bound, positive step) with a constant: `(l,
+    /// pol)` when the branch of polarity `pol` runs only in `l`'s first
+    /// iteration (`iv > lo` false, `iv == lo` true, `iv < lo + 1` true...).
+    fn first_iteration_branch(&self, c: Value) -> Option<(Inst, bool)> {
+        let k = self.k;
+        let d = &k.insts[k.def_inst(c)?];
+        let Op::Cmp(pred, _) = d.op else {
+            return None;
+        };
+        let x = self.syms.int(*d.args.first()?)?;
+        let bound = k.const_int(*d.args.get(1)?)?;
+        let [(Atom::Iv(l), 1)] = x
+            .terms
+            .iter()
+            .map(|(a, k)| (a.clone(), *k))
+            .collect::<Vec<_>>()[..]
+        else {
+            return None;
+        };
+        let ld = &k.insts[l];
+        let lo = ld.args.first().and_then(|a| k.const_int(*a))?;
+        let step = ld.args.get(2).and_then(|a| k.const_int(*a))?;
+        if !self.loops.contains(&l) || self.syms.iv_counts.contains(&l) || step <= 0 || x.c != 0 {
+            return None;
+        }
+        let unsigned = matches!(
+            pred,
+            CmpPred::Ult | CmpPred::Ule | CmpPred::Ugt | CmpPred::Uge
+        );
+        if unsigned && lo < 0 {
+            return None;
+        }
+        match pred {
+            CmpPred::Eq if bound == lo => Some((l, true)),
+            CmpPred::Ne if bound == lo => Some((l, false)),
+            CmpPred::Ugt | CmpPred::Sgt if bound == lo => Some((l, false)),
+            CmpPred::Ule | CmpPred::Sle if bound == lo => Some((l, true)),
+            CmpPred::Uge | CmpPred::Sge if bound == lo + 1 => Some((l, false)),
+            CmpPred::Ult | CmpPred::Slt if bound == lo + 1 => Some((l, true)),
+            _ => None,
+        }
+    }
+
+    /// The memory operand `a` names, `size` bytes: a `mapa` address under
+    /// an `if` that its rank is not this CTA's (`if %lane != %rank`) is a
+    /// peer's memory ([`Base::Peer`]).
+    fn mem_at(&self, a: Arg, size: Option<i64>) -> Option<Mem> {
+        let mut m = Mem::of(&self.syms.arg(a), size)?;
+        if let Base::Remote(id) = m.base {
+            let rank = mapa_of(self.k, a).and_then(|d| d.args.get(1).copied());
+            let elsewhere = rank.is_some_and(|r| {
+                self.conds
+                    .iter()
+                    .any(|&(c, pol)| !pol && equals_own_rank(self.k, c, r))
+            });
+            if elsewhere {
+                m.base = Base::Peer(id);
+            }
+        }
+        Some(m)
     }
 
     /// Whether region `r` holds a CTA or cluster barrier wait or a
@@ -1861,7 +1951,7 @@ impl<'a> Engine<'a> {
                     );
                 }
                 let n = data.args.get(2).and_then(|a| k.const_int(*a));
-                let dst = first.as_ref().and_then(|s| Mem::of(s, n));
+                let dst = data.args.first().and_then(|a| self.mem_at(*a, n));
                 // An op that takes its value as an operand reads no memory.
                 let src = if variant.takes_value() {
                     None
@@ -2486,6 +2576,19 @@ fn data_results(k: &Kernel, at: Inst, kind: Kind) -> BTreeSet<Value> {
 
 /// Adds `to[i]` as a name of every group `from[i]` names.
 /// Is `a` a `mapa` of this thread's own `%cluster_ctarank` (its own CTA)?
+/// Whether `c` is `x == %cluster_ctarank` (either order).
+fn equals_own_rank(k: &Kernel, c: Value, x: Arg) -> bool {
+    let Some(d) = k.def_inst(c).map(|i| &k.insts[i]) else {
+        return false;
+    };
+    if !matches!(d.op, Op::Cmp(CmpPred::Eq, _)) || d.args.len() != 2 {
+        return false;
+    }
+    let own = |a: Arg| is_sreg(k, a, SpecialReg::ClusterCtaRank);
+    let same = |a: Arg| a.operand == x.operand;
+    (same(d.args[0]) && own(d.args[1])) || (own(d.args[0]) && same(d.args[1]))
+}
+
 fn own_rank_mapa(k: &Kernel, a: Arg) -> bool {
     mapa_of(k, a)
         .and_then(|m| m.args.get(1))

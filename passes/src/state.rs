@@ -134,6 +134,10 @@ pub struct OpRec {
     pub done_by: Option<(Inst, u32)>,
     /// For abstract copies: the token values naming it.
     pub tok: BTreeSet<Value>,
+    /// The loops (still running) whose back edge it crossed: it was
+    /// issued in an earlier iteration of each, so none of their first
+    /// iterations holds it.
+    pub earlier: BTreeSet<Inst>,
 }
 
 /// Whether an mbarrier is initialised, and for whom.
@@ -434,6 +438,18 @@ impl State {
             .into_iter()
             .map(|mut r| {
                 r.conds.retain(|(c, _)| !variant(*c));
+                r.earlier.insert(l);
+                r
+            })
+            .collect();
+    }
+
+    /// Leaving loop `l`: its iterations are over, none is "earlier".
+    fn forget_iterations(&mut self, l: Inst) {
+        self.ops = std::mem::take(&mut self.ops)
+            .into_iter()
+            .map(|mut r| {
+                r.earlier.remove(&l);
                 r
             })
             .collect();
@@ -484,6 +500,7 @@ impl State {
     /// [`Affine::at_exit`]). A record present in one iteration only (its
     /// guard) stays if that is the one.
     pub fn exit_after(&mut self, l: Inst, next: i64, trips: i64) {
+        self.forget_iterations(l);
         self.map_exprs(&|e: &Affine| Some(e.at_exit(l, next, trips)));
         // Kept when it is the exit's iteration (its guard then dropped).
         self.map_guards(|g| match g {
@@ -494,6 +511,7 @@ impl State {
 
     /// Leaves loop `l`: its induction variable becomes "some iteration".
     pub fn exit_loop(&mut self, l: Inst) {
+        self.forget_iterations(l);
         self.map_exprs(&|e: &Affine| Some(e.exist(l)));
         self.map_guards(|g| Some(g.filter(|(gl, _)| *gl != l)));
     }
