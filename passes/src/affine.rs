@@ -237,13 +237,21 @@ impl Affine {
     /// `self` with loop `l` exited after `trips` iterations, `next` the
     /// value its induction variable would take in the iteration after the
     /// last (as on its back edge): the induction variable becomes `next`,
-    /// and its carried steps `trips · per`.
-    pub fn at_exit(&self, l: Inst, next: i64, trips: i64) -> Affine {
+    /// and its carried steps `trips · per` (those of some iteration where
+    /// neither `trips` nor `per` is a constant).
+    pub fn at_exit(&self, l: Inst, next: &Affine, trips: &Affine) -> Affine {
         let mut atoms = Vec::new();
         self.atoms(&mut atoms);
-        let e = self.subst(&Atom::Iv(l), &Affine::constant(next));
+        let e = self.subst(&Atom::Iv(l), next);
         atoms.into_iter().fold(e, |e, a| match &a {
-            Atom::Steps(m, per, false) if *m == l => e.subst(&a, &per.scale(trips)),
+            Atom::Steps(m, per, false) if *m == l => {
+                let total = match (trips.as_const(), per.as_const()) {
+                    (Some(t), _) => per.scale(t),
+                    (None, Some(c)) => trips.scale(c),
+                    (None, None) => Affine::atom(Atom::Steps(l, per.clone(), true)),
+                };
+                e.subst(&a, &total)
+            }
             _ => e,
         })
     }

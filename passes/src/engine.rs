@@ -1540,7 +1540,12 @@ impl<'a> Engine<'a> {
             self.loops.pop();
             rename(&mut s, &yielded, &args[1.min(args.len())..]);
             // No back edge: the induction variable is still `lo`.
-            self.leave_loop(inst, s, st, lo.map(|lo| (lo, 0)));
+            self.leave_loop(
+                inst,
+                s,
+                st,
+                lo.map(|lo| (Affine::constant(lo), Affine::constant(0))),
+            );
             return;
         }
         // What the back edge adds to the loop's `Iv` atom: 1 where it counts
@@ -1588,16 +1593,30 @@ impl<'a> Engine<'a> {
             self.region(body, &mut s);
         }
         self.loops.pop();
-        // Leaving a loop of constant bounds from the back edge of its last
-        // iteration, the induction variable there is the value after the
-        // last: each instance of the body's ops is known by its iteration.
+        // Leaving a loop from the back edge of its last iteration, the
+        // induction variable there is the value after the last: each
+        // instance of the body's ops is known by its iteration. With
+        // constant bounds that is `lo + trips·step`; from fixed `lo` to
+        // fixed `hi` by 1 it is `hi` (when the loop runs at all: the exit
+        // state joins the entry's for no iteration).
         let mut last = None;
         if let Some(back) = exit {
             head = back;
-            last = lo
-                .zip(trips)
-                .filter(|_| runs)
-                .map(|(lo, t)| (lo + t * step1, t));
+            last = match (lo.zip(trips).filter(|_| runs), step) {
+                (Some((lo, t)), _) => Some((Affine::constant(lo + t * step1), Affine::constant(t))),
+                (None, Some(1)) if !self.syms.iv_counts.contains(&inst) => {
+                    let bound = |i: usize| data.args.get(i).and_then(|a| self.syms.int(*a));
+                    bound(0)
+                        .zip(bound(1))
+                        .filter(|(lo, hi)| {
+                            ![lo, hi]
+                                .iter()
+                                .any(|e| e.mentions(&|a| matches!(a, Atom::Iv(l) if *l == inst)))
+                        })
+                        .map(|(lo, hi)| (hi.clone(), hi.sub(&lo)))
+                }
+                _ => None,
+            };
         }
         self.leave_loop(inst, head, st, last);
     }
@@ -1876,11 +1895,10 @@ impl<'a> Engine<'a> {
             if next == head {
                 // A loop that may not run leaves from its head, which
                 // joins the entry with the back edge.
-                exit = match (runs, tail) {
-                    (true, tail) => Some(tail.unwrap_or(back)),
-                    (false, Some(tail)) => Some(State::join(entry.clone(), tail)),
-                    (false, None) => None,
-                };
+                exit = Some(match runs {
+                    true => tail.unwrap_or(back),
+                    false => State::join(entry.clone(), tail.unwrap_or(back)),
+                });
                 break;
             }
             head = next;
@@ -1892,7 +1910,13 @@ impl<'a> Engine<'a> {
     /// loop's carried values renamed to its results; with `last`, the
     /// value of the induction variable in `head` and the iterations run
     /// (see [`State::exit_after`]), else some iteration.
-    fn leave_loop(&self, inst: Inst, mut head: State, st: &mut State, last: Option<(i64, i64)>) {
+    fn leave_loop(
+        &self,
+        inst: Inst,
+        mut head: State,
+        st: &mut State,
+        last: Option<(Affine, Affine)>,
+    ) {
         let data = &self.k.insts[inst];
         let args = &self.k.regions[data.regions[0]].args;
         rename(
@@ -1904,7 +1928,7 @@ impl<'a> Engine<'a> {
             &data.results,
         );
         match last {
-            Some((next, trips)) => head.exit_after(inst, next, trips),
+            Some((next, trips)) => head.exit_after(inst, &next, &trips),
             None => head.exit_loop(inst),
         }
         *st = head;

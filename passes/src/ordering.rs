@@ -729,6 +729,18 @@ impl<'a> Tracer<'a> {
                 assumed[p.index()] = true;
             }
         }
+        // A branch taken the other way on a comparison of one parameter
+        // (plus a constant) with a constant gives that parameter a value
+        // that takes it so, which the loops it bounds then run by too
+        // (`if %n >= 1` taken false: no iteration of `for ... to %n`).
+        let mut chosen: BTreeSet<Value> = BTreeSet::new();
+        for (&inst, &want) in forced {
+            if let Some((p, v)) = param_taking(k, syms, inst, want) {
+                if chosen.insert(p) {
+                    vals[p.index()] = Some(v);
+                }
+            }
+        }
         Tracer {
             k,
             syms,
@@ -1326,6 +1338,35 @@ fn is_grid(r: SpecialReg) -> bool {
             | ClusteridY
             | ClusteridZ
     )
+}
+
+/// For `if %c` with `%c` a comparison of `%p + c` (`%p` an integer kernel
+/// parameter) with a constant: `(%p, v)`, `v >= 0` a value of `%p` that
+/// makes the comparison `want`.
+fn param_taking(k: &Kernel, syms: &Syms, inst: Inst, want: bool) -> Option<(Value, i64)> {
+    let c = k.insts[inst].args.first()?.value()?;
+    let d = &k.insts[k.def_inst(c)?];
+    let Op::Cmp(pred, ty) = d.op else {
+        return None;
+    };
+    let (x, bound) = (syms.int(*d.args.first()?)?, k.const_int(*d.args.get(1)?)?);
+    let [(Atom::Opaque(p), 1)] = x
+        .terms
+        .iter()
+        .map(|(a, k)| (a.clone(), *k))
+        .collect::<Vec<_>>()[..]
+    else {
+        return None;
+    };
+    if !k.params.contains(&p) {
+        return None;
+    }
+    let base = bound.checked_sub(x.c)?;
+    [base - 1, base, base + 1, 0, 1]
+        .into_iter()
+        .filter(|v| *v >= 0)
+        .find(|v| compare(pred, ty, v.checked_add(x.c), Some(bound)) == Some(want))
+        .map(|v| (p, v))
 }
 
 /// `v` (held sign-extended) as an unsigned number of type `ty`.

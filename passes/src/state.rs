@@ -499,12 +499,13 @@ impl State {
     /// value after the last) and `trips` iterations ran (see
     /// [`Affine::at_exit`]). A record present in one iteration only (its
     /// guard) stays if that is the one.
-    pub fn exit_after(&mut self, l: Inst, next: i64, trips: i64) {
+    pub fn exit_after(&mut self, l: Inst, next: &Affine, trips: &Affine) {
         self.forget_iterations(l);
         self.map_exprs(&|e: &Affine| Some(e.at_exit(l, next, trips)));
-        // Kept when it is the exit's iteration (its guard then dropped).
+        // Kept when it is (or, for a symbolic bound, may be) the exit's
+        // iteration, its guard then dropped.
         self.map_guards(|g| match g {
-            Some((gl, c)) if gl == l => (c == next).then_some(None),
+            Some((gl, c)) if gl == l => next.as_const().is_none_or(|n| c == n).then_some(None),
             g => Some(g),
         });
     }
