@@ -1627,24 +1627,13 @@ impl<'a> Engine<'a> {
     /// iteration (`iv > lo` false, `iv == lo` true, `iv < lo + 1` true...).
     fn first_iteration_branch(&self, c: Value) -> Option<(Inst, bool)> {
         let k = self.k;
-        let d = &k.insts[k.def_inst(c)?];
-        let Op::Cmp(pred, _) = d.op else {
-            return None;
-        };
-        let x = self.syms.int(*d.args.first()?)?;
-        let bound = k.const_int(*d.args.get(1)?)?;
-        let [(Atom::Iv(l), 1)] = x
-            .terms
-            .iter()
-            .map(|(a, k)| (a.clone(), *k))
-            .collect::<Vec<_>>()[..]
-        else {
+        let (pred, _, Atom::Iv(l), 0, bound) = self.syms.atom_compared(k, c)? else {
             return None;
         };
         let ld = &k.insts[l];
         let lo = ld.args.first().and_then(|a| k.const_int(*a))?;
         let step = ld.args.get(2).and_then(|a| k.const_int(*a))?;
-        if !self.loops.contains(&l) || self.syms.iv_counts.contains(&l) || step <= 0 || x.c != 0 {
+        if !self.loops.contains(&l) || self.syms.iv_counts.contains(&l) || step <= 0 {
             return None;
         }
         let unsigned = matches!(
@@ -1659,8 +1648,8 @@ impl<'a> Engine<'a> {
             CmpPred::Ne if bound == lo => Some((l, false)),
             CmpPred::Ugt | CmpPred::Sgt if bound == lo => Some((l, false)),
             CmpPred::Ule | CmpPred::Sle if bound == lo => Some((l, true)),
-            CmpPred::Uge | CmpPred::Sge if bound == lo + 1 => Some((l, false)),
-            CmpPred::Ult | CmpPred::Slt if bound == lo + 1 => Some((l, true)),
+            CmpPred::Uge | CmpPred::Sge if Some(bound) == lo.checked_add(1) => Some((l, false)),
+            CmpPred::Ult | CmpPred::Slt if Some(bound) == lo.checked_add(1) => Some((l, true)),
             _ => None,
         }
     }

@@ -1087,7 +1087,7 @@ impl<'a> Tracer<'a> {
                 let bit = (p.family == cpflow_ir::spec::Family::MbarrierPhaseParity)
                     .then(|| self.val(*d.args.get(1)?))??;
                 let floor = floor.unwrap_or(-1);
-                Some(floor + (bit - floor).rem_euclid(2))
+                floor.checked_add((bit.rem_euclid(2) - floor.rem_euclid(2)).rem_euclid(2))
             })
             .ok_or(GiveUp::Unknown(BARRIER, None))?;
         self.named.insert(bar, floor.map_or(q, |f| f.max(q)));
@@ -1345,27 +1345,17 @@ fn is_grid(r: SpecialReg) -> bool {
 /// makes the comparison `want`.
 fn param_taking(k: &Kernel, syms: &Syms, inst: Inst, want: bool) -> Option<(Value, i64)> {
     let c = k.insts[inst].args.first()?.value()?;
-    let d = &k.insts[k.def_inst(c)?];
-    let Op::Cmp(pred, ty) = d.op else {
-        return None;
-    };
-    let (x, bound) = (syms.int(*d.args.first()?)?, k.const_int(*d.args.get(1)?)?);
-    let [(Atom::Opaque(p), 1)] = x
-        .terms
-        .iter()
-        .map(|(a, k)| (a.clone(), *k))
-        .collect::<Vec<_>>()[..]
-    else {
+    let (pred, ty, Atom::Opaque(p), off, bound) = syms.atom_compared(k, c)? else {
         return None;
     };
     if !k.params.contains(&p) {
         return None;
     }
-    let base = bound.checked_sub(x.c)?;
-    [base - 1, base, base + 1, 0, 1]
+    let base = bound.checked_sub(off)?;
+    [base.saturating_sub(1), base, base.saturating_add(1), 0, 1]
         .into_iter()
         .filter(|v| *v >= 0)
-        .find(|v| compare(pred, ty, v.checked_add(x.c), Some(bound)) == Some(want))
+        .find(|v| compare(pred, ty, v.checked_add(off), Some(bound)) == Some(want))
         .map(|v| (p, v))
 }
 

@@ -512,6 +512,23 @@ impl Syms {
         in_range.then(|| next.modulo(size))
     }
 
+    /// For `c` = `cmp pred, x, bound` with `x` one atom plus a constant
+    /// (`%k`, `%n - 1`) and `bound` a constant: `(pred, type, atom, the
+    /// constant added to it, bound)`.
+    pub fn atom_compared(&self, k: &Kernel, c: Value) -> Option<(CmpPred, Scalar, Atom, i64, i64)> {
+        let d = &k.insts[k.def_inst(c)?];
+        let Op::Cmp(pred, ty) = d.op else {
+            return None;
+        };
+        let x = self.int(*d.args.first()?)?;
+        let bound = k.const_int(*d.args.get(1)?)?;
+        let mut terms = x.terms.iter();
+        match (terms.next(), terms.next()) {
+            (Some((a, 1)), None) => Some((pred, ty, a.clone(), x.c, bound)),
+            _ => None,
+        }
+    }
+
     /// `(S, true)` when `w` is true exactly when `a + 1` reached `S`
     /// (`cmp.eq`, `cmp.uge`, `cmp.sge` of `a + 1` and `S`), `(S, false)`
     /// when exactly when it did not (`cmp.ne`, `cmp.ult`, `cmp.slt`).
@@ -763,7 +780,9 @@ impl Syms {
                             return Some(Affine::constant(c));
                         }
                         let floor = self.named_floor.get(&bar).copied().unwrap_or(-1);
-                        Some(Affine::constant(floor + (c - floor).rem_euclid(2)))
+                        floor
+                            .checked_add((c - floor.rem_euclid(2)).rem_euclid(2))
+                            .map(Affine::constant)
                     })
                     .unwrap_or_else(|| Affine::atom(Atom::Opaque(res)));
                 if let (Some(c), true) = (idx.as_const(), loops.is_empty()) {
