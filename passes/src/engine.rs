@@ -1827,45 +1827,27 @@ impl<'a> Engine<'a> {
                 .filter(|(m, _, _)| same_every_iteration(m))
                 .cloned()
                 .collect();
-            // The accesses still unordered after the loop: with no barrier
-            // or wait in the body, every iteration's (some iteration);
-            // else the last iteration's, as the back edge sees them (an
-            // iteration before the next).
-            let mut last = State {
-                unsynced: accessed.clone(),
-                ..State::default()
-            };
-            if self.syncs_in(body) {
-                last.shift(inst, step, guard_limit, &|v| inside(v));
-            } else {
-                last.map_exprs(&|e: &Affine| Some(e.exist(inst)));
-            }
             // Without this iteration's ops issued under a condition false
             // in the last iteration (`if` more tiles are left, prefetch the
             // next): what is pending after the loop.
-            let mut tail = None;
-            {
-                let skipped: Vec<OpRec> = s
-                    .ops
-                    .iter()
-                    .filter(|r| self.skipped_in_last(inst, r))
-                    .cloned()
-                    .collect();
-                if !skipped.is_empty() {
-                    let mut t = s.clone();
-                    for r in &skipped {
-                        t.ops.remove(r);
-                    }
-                    t.familyize(inst);
-                    t.shift(inst, step, guard_limit, &|v| inside(v));
-                    t.unsynced.extend(last.unsynced.iter().cloned());
-                    tail = Some(t);
+            let skipped: Vec<OpRec> = s
+                .ops
+                .iter()
+                .filter(|r| self.skipped_in_last(inst, r))
+                .cloned()
+                .collect();
+            let tail = (!skipped.is_empty()).then(|| {
+                let mut t = s.clone();
+                for r in &skipped {
+                    t.ops.remove(r);
                 }
-            }
+                t.familyize(inst);
+                t.shift(inst, step, guard_limit, &|v| inside(v));
+                t
+            });
             s.familyize(inst);
             s.shift(inst, step, guard_limit, &|v| inside(v));
-            let mut back = s.clone();
-            back.unsynced.extend(last.unsynced);
+            let back = s.clone();
             s.unsynced.extend(carried);
             let mut next = State::join(entry.clone(), s);
             // A carried flag that starts as a constant keeps the fact the
@@ -1882,11 +1864,26 @@ impl<'a> Engine<'a> {
                 next.widen(inst);
             }
             if next == head {
+                // The accesses still unordered after the loop: with no
+                // barrier or wait in the body, every iteration's (some
+                // iteration); else the last iteration's, as the back edge
+                // sees them (an iteration before the next).
+                let mut last = State {
+                    unsynced: accessed,
+                    ..State::default()
+                };
+                if self.syncs_in(body) {
+                    last.shift(inst, step, guard_limit, &|v| inside(v));
+                } else {
+                    last.map_exprs(&|e: &Affine| Some(e.exist(inst)));
+                }
+                let mut out = tail.unwrap_or(back);
+                out.unsynced.extend(last.unsynced);
                 // A loop that may not run leaves from its head, which
                 // joins the entry with the back edge.
                 exit = Some(match runs {
-                    true => tail.unwrap_or(back),
-                    false => State::join(entry.clone(), tail.unwrap_or(back)),
+                    true => out,
+                    false => State::join(entry.clone(), out),
                 });
                 break;
             }
