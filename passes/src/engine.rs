@@ -1103,6 +1103,29 @@ impl<'a> Engine<'a> {
                 }
             }
         }
+        // An instance of an exited loop from a fixed `lo` to a fixed `hi`
+        // by 1, waited on after it by its index from the end, `hi - c` (a
+        // tail that drains the ring's last iterations).
+        if let [a] = exited[..] {
+            let ld = &self.k.insts[a];
+            let bound = |i: usize| ld.args.get(i).and_then(|x| self.syms.int(*x));
+            let by_one = ld.args.get(2).and_then(|x| self.k.const_int(*x)) == Some(1);
+            let no_steps = !atoms.iter().any(|x| matches!(x, Atom::Steps(..)));
+            let exited_here = !self.loops.contains(&a) && !self.syms.iv_counts.contains(&a);
+            if let (Some(hi), true, true, true) = (bound(1), by_one, no_steps, exited_here) {
+                let exist = Atom::Exist(a);
+                for c in 1..=16 {
+                    let at = |e: &Affine| e.subst(&exist, &hi.sub(&Affine::constant(c)));
+                    let pb2 = match pb.as_ref() {
+                        Sym::Ptr(b, o) => Sym::Ptr(b.clone(), at(o)),
+                        other => other.clone(),
+                    };
+                    if *wb == pb2 && wi.sub(&at(pi)).as_const() == Some(0) {
+                        return true;
+                    }
+                }
+            }
+        }
         // A copy issued once before this loop (a ring's unrolled prologue:
         // phase 0 of barrier `j`): the wait names it in the iteration
         // `lo + c` (among the first 16) that turns its slot and phase into
