@@ -86,7 +86,33 @@ use crate::values::{elected_lane, lane_is_tid_x_mod_32, mapa_of, Base, Sym, Syms
 /// stages carried across tiles to go round twice; with 8, two. A kernel of
 /// nested parameter-bound loops (batches around blocks) that passes the
 /// budget at 16 is followed with 4, a ring of up to 2 stages twice round.
-pub const LAUNCHES: [(i64, i64); 3] = [(2, 16), (8, 16), (2, 4)];
+pub const LAUNCHES: [(i64, i64); 3] = [(2, PARAM_TRIPS), (8, PARAM_TRIPS), (2, 4)];
+/// The value integer kernel parameters take first.
+pub const PARAM_TRIPS: i64 = 16;
+
+/// Whether a loop whose bounds name a kernel parameter sits inside another
+/// loop: the kernels the smaller parameter of [`LAUNCHES`] is for.
+fn nested_parameter_loops(k: &Kernel, syms: &Syms) -> bool {
+    let mut found = false;
+    k.walk(k.body, &mut |i| {
+        let data = &k.insts[i];
+        if data.op != Op::For || found {
+            return;
+        }
+        let by_param = data.args.iter().take(2).any(|a| {
+            syms.int(*a).is_some_and(|e| {
+                e.mentions(&|x| matches!(x, Atom::Opaque(v) if k.params.contains(v)))
+            })
+        });
+        // The induction variable's loops: this one and those around it.
+        let nested = k.regions[data.regions[0]]
+            .args
+            .first()
+            .is_some_and(|v| syms.loops[v.index()].len() > 1);
+        found = by_param && nested;
+    });
+    found
+}
 /// The most instructions run over all representative threads.
 pub const MAX_STEPS: usize = 400_000;
 /// The most events (over all roles) that are analysed.
@@ -283,7 +309,11 @@ const UNEQUAL_BARRIERS: &str =
 /// (where another analysis reports an error) and deadlocks through one.
 pub fn check(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Vec<Diagnostic> {
     let mut result = Err(GiveUp::Budget);
+    let nested = nested_parameter_loops(k, syms);
     for (grid_x, param) in LAUNCHES {
+        if param != PARAM_TRIPS && !nested {
+            break;
+        }
         result = both_ways(k, syms, known, grid_x, param);
         if !matches!(result, Err(GiveUp::Budget)) {
             break;
