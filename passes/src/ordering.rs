@@ -310,9 +310,14 @@ const UNEQUAL_BARRIERS: &str =
 pub fn check(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Vec<Diagnostic> {
     let mut result = Err(GiveUp::Budget);
     let nested = nested_parameter_loops(k, syms);
+    // A larger grid changes only what reads the grid's shape.
+    let mut reads_grid = false;
+    k.walk(k.body, &mut |i| {
+        reads_grid |= matches!(k.insts[i].op, Op::Sreg(r) if is_grid(r));
+    });
     for (grid_x, param) in LAUNCHES {
-        if param != PARAM_TRIPS && !nested {
-            break;
+        if (param != PARAM_TRIPS && !nested) || (grid_x != LAUNCHES[0].0 && !reads_grid) {
+            continue;
         }
         result = both_ways(k, syms, known, grid_x, param);
         if !matches!(result, Err(GiveUp::Budget)) {
