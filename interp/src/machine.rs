@@ -173,6 +173,12 @@ enum Block {
         parity: u32,
     },
     Op(u32),
+    /// A poll loop (`while`) that asked to run again: parked until another
+    /// thread steps or an async op advances ([`Machine::progress`] passes
+    /// `since`), so polls that cannot succeed end in a hang, not a spin.
+    Spin {
+        since: u64,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -285,6 +291,11 @@ pub struct Machine<'a> {
     /// The same ops, unordered, for uniform random picks.
     pool: Vec<u32>,
     ready: Vec<u32>,
+    /// Threads parked in a poll loop ([`Block::Spin`]).
+    spinners: Vec<u32>,
+    /// Counts steps outside poll loops and async-op events: what can change
+    /// what a poll sees.
+    progress: u64,
     pub chooser: Chooser,
     pub findings: Vec<Diagnostic>,
     pub dropped: usize,
@@ -497,6 +508,8 @@ impl<'a> Machine<'a> {
             inflight: BTreeSet::new(),
             pool: Vec::new(),
             ready: (0..total_threads).collect(),
+            spinners: Vec::new(),
+            progress: 0,
             chooser,
             findings: Vec::new(),
             dropped: 0,
@@ -1105,6 +1118,7 @@ impl<'a> Machine<'a> {
             if self.findings.iter().any(|d| d.code == "U0202") {
                 return Ok(());
             }
+            self.wake_spinners();
             if !self.ready.is_empty() {
                 let i = self.chooser.pick_thread(self.ready.len());
                 let g = self.ready.swap_remove(i);
@@ -1134,6 +1148,25 @@ impl<'a> Machine<'a> {
             let i = self.chooser.forced(events.len(), 0);
             self.complete(events[i]);
         }
+    }
+
+    /// Readies the threads parked in a poll loop since before the last
+    /// progress.
+    fn wake_spinners(&mut self) {
+        let progress = self.progress;
+        let threads = &mut self.threads;
+        let ready = &mut self.ready;
+        self.spinners.retain(|&g| {
+            let t = &mut threads[g as usize];
+            match t.state {
+                State::Blocked(Block::Spin { since }, _) if since < progress => {
+                    t.state = State::Ready;
+                    ready.push(g);
+                    false
+                }
+                _ => true,
+            }
+        });
     }
 
     /// Completable events of in-flight ops, oldest first.
@@ -1325,6 +1358,10 @@ impl<'a> Machine<'a> {
                 continue;
             }
             let inst = insts[frame.pc];
+            let polling = frame.owner.is_some_and(|o| self.k.insts[o].op == Op::While);
+            if !polling {
+                self.progress += 1;
+            }
             self.threads[g as usize].seq += 1;
             if let Some(r) = &mut self.trace {
                 r.step(g, self.k.insts[inst].span);
@@ -1379,6 +1416,17 @@ impl<'a> Machine<'a> {
                         }
                         return;
                     }
+                }
+                if data.op == Op::While && yielded.first().is_some_and(|v| v.as_u64() & 1 == 1) {
+                    f.pc = 0;
+                    t.state = State::Blocked(
+                        Block::Spin {
+                            since: self.progress,
+                        },
+                        owner,
+                    );
+                    self.spinners.push(g);
+                    return;
                 }
                 t.frames.pop();
                 for (r, v) in data.results.iter().zip(yielded) {

@@ -549,6 +549,11 @@ pub enum Op {
     For,
     /// `%r = if %c -> (types) { ... } else { ... }`
     If,
+    /// `while { ... yield %again }`: runs its body, then again while the
+    /// `i1` it yields is true (a poll loop). The body only polls: pure
+    /// ops, `ld` and `mbarrier.test_wait` / `try_wait` (the verifier's
+    /// E0107), so one run of it, the last, is all another thread can see.
+    While,
     /// Ends a `for` body or `if` branch, passing values out.
     Yield,
     /// An instruction of the spec table.
@@ -647,6 +652,51 @@ impl Kernel {
             Op::Const(Constant::Int(i)) => Some(i),
             _ => None,
         }
+    }
+
+    /// The poll whose success alone ends poll loop `w` (a `while`): its
+    /// body yields the poll's result negated (`xor %ok, 1`, or a compare
+    /// of `%ok` with a constant that holds exactly when `%ok` is false), so
+    /// the loop returns once the poll has seen its phase complete, as
+    /// `mbarrier.wait` does.
+    pub fn exit_poll(&self, w: Inst) -> Option<Inst> {
+        let data = &self.insts[w];
+        if data.op != Op::While {
+            return None;
+        }
+        let body = &self.regions[*data.regions.first()?].insts;
+        let last = &self.insts[*body.last()?];
+        let again = last.args.first()?.value()?;
+        let neg = &self.insts[self.def_inst(again)?];
+        let [a, b] = neg.args.as_slice() else {
+            return None;
+        };
+        let (ok, c) = match (a.value(), self.const_int(*b)) {
+            (Some(v), Some(c)) => (v, c),
+            _ => (b.value()?, self.const_int(*a)?),
+        };
+        let negates = match neg.op {
+            Op::Binary(BinaryOp::Xor) => c & 1 == 1,
+            Op::Cmp(CmpPred::Eq, Scalar::I1) => c & 1 == 0,
+            Op::Cmp(CmpPred::Ne, Scalar::I1) => c & 1 == 1,
+            _ => false,
+        };
+        let poll = self.def_inst(ok)?;
+        let polls = matches!(&self.insts[poll].op, Op::Ptx(p)
+            if matches!(p.family.sync(), spec::SyncEffect::PhaseWait(spec::WaitKind::Test | spec::WaitKind::Try)));
+        (negates && polls && body.contains(&poll)).then_some(poll)
+    }
+
+    /// The [`Kernel::exit_poll`] of every poll loop: the polls that block
+    /// until their phase completes.
+    pub fn blocking_polls(&self) -> std::collections::HashSet<Inst> {
+        let mut out = std::collections::HashSet::new();
+        self.walk(self.body, &mut |i| {
+            if let Some(p) = self.exit_poll(i) {
+                out.insert(p);
+            }
+        });
+        out
     }
 
     /// All instructions of `region` and the regions nested in it, in program order.

@@ -748,6 +748,11 @@ impl Parser {
             }
             "for" => self.for_loop(kb),
             "if" => self.if_op(kb),
+            "while" => {
+                let body = kb.kernel.regions.push(RegionData::default());
+                self.region_body(kb, body, false)?;
+                Ok((Op::While, Vec::new(), vec![body], Vec::new()))
+            }
             _ => self.ptx_op(kb, word, wspan),
         }
     }

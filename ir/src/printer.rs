@@ -175,6 +175,12 @@ fn print_inst(out: &mut String, k: &Kernel, inst: Inst, depth: usize) {
             indent(out, depth);
             out.push('}');
         }
+        Op::While => {
+            out.push_str("while {\n");
+            print_region_insts(out, k, data.regions[0], depth + 1);
+            indent(out, depth);
+            out.push('}');
+        }
         Op::If => {
             let _ = writeln!(out, "if {} {{", arg_text(k, data.args[0]));
             print_region_insts(out, k, data.regions[0], depth + 1);

@@ -694,6 +694,20 @@ pub enum SyncEffect {
     Await,
 }
 
+impl SyncEffect {
+    /// Can a poll loop (`while`) run it any number of times: it changes
+    /// nothing another thread or a later instruction can observe, so the
+    /// loop's last run is all that counts.
+    pub fn repeatable(self) -> bool {
+        matches!(
+            self,
+            SyncEffect::Phase
+                | SyncEffect::PhaseWait(WaitKind::Test | WaitKind::Try)
+                | SyncEffect::Address
+        )
+    }
+}
+
 /// How the completion of an op can be observed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Completion {

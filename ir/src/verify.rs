@@ -40,6 +40,7 @@ pub const CODES: &[(&str, &str)] = &[
         "bad kernel signature, cluster or block shape, or shared allocation",
     ),
     ("E0106", "invalid conversion"),
+    ("E0107", "a `while` body does more than poll"),
     ("E0201", "group mixes bulk and non-bulk async operations"),
     (
         "E0202",
@@ -657,6 +658,7 @@ impl Verifier<'_> {
             }
             Op::For => self.for_loop(inst),
             Op::If => self.if_op(inst),
+            Op::While => self.while_loop(inst),
             Op::Yield => {}
             Op::Ptx(p) => self.ptx(inst, p),
         }
@@ -704,6 +706,61 @@ impl Verifier<'_> {
         self.check_yield(data.regions[0], &types, data.span, "the `if` results");
         if !types.is_empty() {
             self.check_yield(data.regions[1], &types, data.span, "the `if` results");
+        }
+    }
+
+    /// A poll loop's body yields its repeat condition and does nothing a
+    /// repeat could change: pure ops, `ld`, and the [`SyncEffect::repeatable`]
+    /// instructions.
+    fn while_loop(&mut self, inst: Inst) {
+        let k = self.k;
+        let data = &k.insts[inst];
+        let body = data.regions[0];
+        let has_yield =
+            matches!(k.regions[body].insts.last(), Some(&l) if k.insts[l].op == Op::Yield);
+        if !has_yield {
+            self.push(
+                Diagnostic::error(
+                    "E0104",
+                    "a `while` body must end with `yield` of its repeat condition",
+                    data.span,
+                )
+                .with_label("region has no `yield`")
+                .with_help(
+                    "end the body with `yield %again`, an `i1` that is true to run it again",
+                ),
+            );
+        } else {
+            self.check_yield(body, &[Type::I1], data.span, "the repeat condition");
+        }
+        for &i in &k.regions[body].insts {
+            let d = &k.insts[i];
+            let repeatable = match &d.op {
+                Op::Const(_)
+                | Op::Binary(_)
+                | Op::Cmp(..)
+                | Op::Select
+                | Op::Cast(..)
+                | Op::PtrAdd
+                | Op::Addr(_)
+                | Op::Sreg(_)
+                | Op::Load(_)
+                | Op::Yield => true,
+                Op::Ptx(p) => p.family.sync().repeatable(),
+                Op::Store(_) | Op::For | Op::If | Op::While => false,
+            };
+            if !repeatable {
+                self.push(
+                    Diagnostic::error(
+                        "E0107",
+                        "a `while` body may only poll",
+                        d.op_span,
+                    )
+                    .with_label("this has an effect that repeating it would change")
+                    .with_secondary(data.op_span, "in this poll loop")
+                    .with_help("keep pure ops, `ld` and `mbarrier.test_wait` / `try_wait` in the loop; move the rest before or after it"),
+                );
+            }
         }
     }
 

@@ -93,6 +93,9 @@ struct KernelEmitter<'a> {
     next: usize,
     vals: HashMap<Value, Vec<MVal>>,
     depth: usize,
+    /// Emitting a poll loop's body: its loads are volatile, so LLVM reads
+    /// memory on every run instead of hoisting the load out of the loop.
+    polling: bool,
     errors: Vec<Diagnostic>,
 }
 
@@ -109,6 +112,7 @@ impl<'a> KernelEmitter<'a> {
             next: 0,
             vals: HashMap::new(),
             depth: 3,
+            polling: false,
             errors: Vec::new(),
         })
     }
@@ -354,10 +358,11 @@ impl<'a> KernelEmitter<'a> {
                 let p = self.arg(data.args[0], "!llvm.ptr<1>");
                 let ty = scalar_ty(*s);
                 let align = self.access_align(data.args[0]);
+                let volatile = if self.polling { "volatile " } else { "" };
                 let m = self.def(
                     ty,
                     &format!(
-                        "llvm.load {} {{alignment = {align} : i64}} : {} -> {ty}",
+                        "llvm.load {volatile}{} {{alignment = {align} : i64}} : {} -> {ty}",
                         p.name, p.ty
                     ),
                 );
@@ -375,6 +380,7 @@ impl<'a> KernelEmitter<'a> {
             }
             Op::For => self.for_loop(inst),
             Op::If => self.if_op(inst),
+            Op::While => self.while_loop(inst),
             Op::Yield => {
                 let mut vals = Vec::new();
                 for a in &data.args {
@@ -492,6 +498,33 @@ impl<'a> KernelEmitter<'a> {
         self.depth -= 1;
         self.line("}");
         self.bind_results(&res, &data.results, parts);
+    }
+
+    /// `scf.while` whose "before" region is the body and ends in
+    /// `scf.condition` of the repeat condition; the "after" region is empty.
+    fn while_loop(&mut self, inst: Inst) {
+        let k = self.k;
+        let body = &k.regions[k.insts[inst].regions[0]].insts;
+        let Some((&last, insts)) = body.split_last() else {
+            return;
+        };
+        self.line("scf.while : () -> () {");
+        self.depth += 1;
+        self.polling = true;
+        for &i in insts {
+            self.inst(i);
+        }
+        self.polling = false;
+        if let Some(&a) = k.insts[last].args.first() {
+            let again = self.arg(a, "i1");
+            self.line(&format!("scf.condition({})", again.name));
+        }
+        self.depth -= 1;
+        self.line("} do {");
+        self.depth += 1;
+        self.line("scf.yield");
+        self.depth -= 1;
+        self.line("}");
     }
 
     fn if_op(&mut self, inst: Inst) {

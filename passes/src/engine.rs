@@ -1367,6 +1367,9 @@ impl<'a> Engine<'a> {
             }
             Op::If => self.if_op(inst, st),
             Op::For => self.for_loop(inst, st),
+            // A poll loop's runs before the last change nothing
+            // (`SyncEffect::repeatable`): the last run is the loop.
+            Op::While => self.region(data.regions[0], st),
             Op::Ptx(p) => self.ptx(inst, p, st),
             _ => {}
         }
@@ -1704,7 +1707,7 @@ impl<'a> Engine<'a> {
         k.walk(r, &mut |i| {
             if let Op::Ptx(p) = &k.insts[i].op {
                 found |= matches!(
-                    p.family.sync(),
+                    self.syms.sync_effect(i, p),
                     SyncEffect::CtaBarrier { waits: true, .. }
                         | SyncEffect::PhaseWait(WaitKind::Blocking)
                         | SyncEffect::ClusterWait
@@ -1951,7 +1954,7 @@ impl<'a> Engine<'a> {
         // it orders nothing.
         let relaxed = sem::ordering(p).is_none();
         let first = data.args.first().map(|a| self.syms.arg(*a));
-        let effect = p.family.sync();
+        let effect = self.syms.sync_effect(inst, p);
         // An issue's data flow follows its completion mechanism.
         match (effect, variant.completion) {
             (SyncEffect::Issue, Completion::AsyncGroup) => {

@@ -837,6 +837,13 @@ impl<'a> Tracer<'a> {
                     }
                 }
                 Op::For => self.for_loop(inst)?,
+                // A poll loop's last run: its polls succeed, so the
+                // repeat condition is false.
+                Op::While => {
+                    for &body in &data.regions {
+                        self.region(body)?;
+                    }
+                }
                 _ => self.inst(inst).map_err(|e| match e {
                     GiveUp::Unknown(why, None) => GiveUp::Unknown(why, Some(inst)),
                     e => e,
@@ -1150,7 +1157,7 @@ impl<'a> Tracer<'a> {
         // The expect_tx bytes of an arrival or expect_tx.
         let mut tx = Some(0);
         // The spec's effect of the instruction decides its step.
-        let step = match p.family.sync() {
+        let step = match self.syms.sync_effect(inst, p) {
             SyncEffect::Issue => match p.variant().map(|v| v.completion) {
                 Some(c @ (Completion::AsyncGroup | Completion::Abstract)) => {
                     let n = data.args.get(2).and_then(|a| self.val(*a));
@@ -1238,7 +1245,9 @@ impl<'a> Tracer<'a> {
                         blocking,
                     },
                 );
-                return Ok((!blocking).then_some(1));
+                // A poll succeeds (the one a poll loop repeats blocks
+                // until it does).
+                return Ok(data.results.first().map(|_| 1));
             }
             SyncEffect::ProxyFence if !p.has(Qual::Global) => Step::ProxyFence,
             SyncEffect::CtaBarrier { named: false, .. } => Step::CtaBarrier {

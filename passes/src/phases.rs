@@ -293,7 +293,7 @@ impl Walk<'_> {
         let data = &k.insts[inst];
         let first = data.args.first().map(|a| self.syms.arg(*a));
         let operand = |name: &str| k.ptx_operand(inst, name);
-        let effect = p.family.sync();
+        let effect = self.syms.sync_effect(inst, p);
         let (what, sym) = match effect {
             SyncEffect::Init => (
                 What::Init(operand("count").and_then(|a| self.count(a))),
@@ -868,7 +868,7 @@ impl Walk<'_> {
     /// could complete the phase first blocks on it: a hang. Returns the
     /// acting sites that come after the wait.
     fn completed_only_after<'s>(&self, w: &Site, acting: &[&'s Site]) -> Option<Vec<&'s Site>> {
-        let blocking = matches!(&self.k.insts[w.inst].op, Op::Ptx(p) if p.family.sync() == SyncEffect::PhaseWait(WaitKind::Blocking));
+        let blocking = matches!(&self.k.insts[w.inst].op, Op::Ptx(p) if self.syms.sync_effect(w.inst, p) == SyncEffect::PhaseWait(WaitKind::Blocking));
         if !blocking || !w.conds.is_empty() {
             return None;
         }

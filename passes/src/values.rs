@@ -7,10 +7,10 @@
 //! Computed once per kernel in program order (SSA: definitions come first).
 //! Loop-carried values and anything not affine become opaque atoms.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use cpflow_ir::ir::*;
-use cpflow_ir::spec::Family;
+use cpflow_ir::spec::{Family, SyncEffect, WaitKind};
 use cpflow_ir::types::{Scalar, Type};
 
 use crate::affine::{Affine, Atom, Bounds};
@@ -78,6 +78,9 @@ pub struct Syms {
     /// far in program order (`mbarrier.phase` or a constant parity bit):
     /// a constant bit names the first phase of its parity from there on.
     named_floor: HashMap<Sym, i64>,
+    /// The polls that poll loops repeat until they succeed
+    /// ([`Kernel::exit_poll`]): each returns once its phase completes.
+    blocking_polls: HashSet<Inst>,
 }
 
 /// The most (rank, iteration) cases [`Syms::never_own_rank`] enumerates.
@@ -211,6 +214,17 @@ impl Syms {
         matches!((s(0), s(1)), (Some(a), Some(b)) if (a == tid && b.as_const().is_some()) || (b == tid && a.as_const().is_some()))
     }
 
+    /// What table instruction `inst` (`p`) does to the
+    /// synchronisation state: its family's effect, except that a poll a
+    /// poll loop repeats until it succeeds waits as `mbarrier.wait` does.
+    pub fn sync_effect(&self, inst: Inst, p: &PtxOp) -> SyncEffect {
+        if self.blocking_polls.contains(&inst) {
+            SyncEffect::PhaseWait(WaitKind::Blocking)
+        } else {
+            p.family.sync()
+        }
+    }
+
     /// The symbolic value of `v`.
     pub fn get(&self, v: Value) -> &Sym {
         &self.vals[v.index()]
@@ -245,6 +259,7 @@ impl Syms {
             iv_counts: BTreeSet::new(),
             tid_hull: HashMap::new(),
             named_floor: HashMap::new(),
+            blocking_polls: k.blocking_polls(),
         };
         for (i, &p) in k.params.iter().enumerate() {
             s.vals[p.index()] = match k.ty(p) {

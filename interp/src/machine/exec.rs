@@ -170,6 +170,18 @@ impl Machine<'_> {
                 });
                 return Ok(Flow::Stay);
             }
+            Op::While => {
+                self.advance(g);
+                self.threads[g as usize].frames.push(Frame {
+                    region: data.regions[0],
+                    pc: 0,
+                    owner: Some(inst),
+                    iv: 0,
+                    hi: 0,
+                    step: 0,
+                });
+                return Ok(Flow::Stay);
+            }
             Op::If => {
                 let c = self.val(g, data.args[0]).as_u64() & 1 == 1;
                 self.advance(g);
@@ -1338,6 +1350,7 @@ impl Machine<'_> {
 
     /// Performs a completion event.
     pub(super) fn complete(&mut self, (id, stage): (u32, Stage)) {
+        self.progress += 1;
         let i = id as usize;
         match stage {
             Stage::Read => {
@@ -2000,7 +2013,8 @@ impl Machine<'_> {
                 }
                 ok
             }
-            Block::CtaBarrier { .. } | Block::ClusterWait(_) => false,
+            // Woken by progress (`Machine::wake_spinners`).
+            Block::CtaBarrier { .. } | Block::ClusterWait(_) | Block::Spin { .. } => false,
         };
         if ok {
             self.threads[g as usize].state = State::Ready;
