@@ -598,7 +598,8 @@ fn bulk_ring(r: &mut Rng) -> Program {
 /// A thread's wait on phase `ph` (PATTERNS.md §3 "try_wait.parity in a
 /// loop"): `mbarrier.wait`, a `test_wait` or `try_wait` poll with a blocking
 /// fallback, both (examples/elected_tile_load.cpf), or a bounded `try_wait`
-/// loop carrying a done flag, then the fallback. `sem` qualifies the polls
+/// loop carrying a done flag, then the fallback, or a `try_wait` spin
+/// (`while`, no fallback). `sem` qualifies the polls
 /// (and a plain wait); `inverted` takes the fallback when the poll
 /// succeeded; `fallback: false` drops it. `tag` keeps the names unique.
 #[allow(clippy::too_many_arguments)]
@@ -620,6 +621,13 @@ fn poll_wait(
         }
         "test" => {
             let _ = writeln!(s, "{ind}{rdy} = mbarrier.test_wait.parity{sem} {ph}");
+        }
+        "spin" => {
+            let _ = writeln!(s, "{ind}while {{");
+            let _ = writeln!(s, "{ind}  {rdy} = mbarrier.try_wait.parity{sem} {ph}");
+            let _ = writeln!(s, "{ind}  %spin{tag} = xor {rdy}, 1 : i1");
+            let _ = writeln!(s, "{ind}  yield %spin{tag}\n{ind}}}");
+            return;
         }
         "try" => {
             let _ = writeln!(s, "{ind}{rdy} = mbarrier.try_wait.parity{sem} {ph}, 1000");
@@ -680,7 +688,7 @@ fn bulk_poll(r: &mut Rng) -> Program {
     let t = r.pick(&[1u64, 2, 4, 32]);
     let tb = (t * 4).div_ceil(16) * 16;
     let rounds = r.range(1, 3);
-    let mut form = r.pick(&["test", "try", "test_try", "loop", "guard"]);
+    let mut form = r.pick(&["test", "try", "test_try", "loop", "guard", "spin"]);
     if form == "guard" && rounds > 1 {
         form = "loop";
     }
@@ -696,11 +704,11 @@ fn bulk_poll(r: &mut Rng) -> Program {
             sem = ".relaxed.cta";
             mutation = "relaxed poll";
         }
-        1 => {
+        1 if form != "spin" => {
             inverted = true;
             mutation = "inverted poll";
         }
-        2 if form != "guard" => {
+        2 if form != "guard" && form != "spin" => {
             fallback = false;
             mutation = "drop fallback wait";
         }
@@ -813,7 +821,7 @@ fn cluster_multicast(r: &mut Rng) -> Program {
     let mut wait = true;
     let other = r.chance(1, 3);
     let final_barrier = r.chance(1, 2);
-    let form = r.pick(&["wait", "wait", "test", "try_loop"]);
+    let form = r.pick(&["wait", "wait", "test", "try_loop", "spin"]);
     let mut mutation = "none";
     match r.range(0, 8) {
         0 if fence && !release_arrive => {
@@ -959,7 +967,7 @@ fn cpa_mbar(r: &mut Rng) -> Program {
     let rounds = r.range(1, 3);
     let mode = r.pick(&["noinc", "noinc+arrive", "plain"]);
     let other = r.chance(1, 2);
-    let form = r.pick(&["wait", "wait", "test", "try", "loop"]);
+    let form = r.pick(&["wait", "wait", "test", "try", "loop", "spin"]);
     let j = r.range(0, k - 1);
     // A count the checker can relate to the arrivals: `%ntid.x` (times 2),
     // as `init(&bar, block.size())`; or a literal that only the launch

@@ -178,6 +178,8 @@ enum Block {
     /// `since`), so polls that cannot succeed end in a hang, not a spin.
     Spin {
         since: u64,
+        /// The barrier of the poll that ends the loop, if one does.
+        slot: Option<u32>,
     },
 }
 
@@ -729,7 +731,8 @@ impl<'a> Machine<'a> {
         }
     }
 
-    fn slot(&mut self, g: u32, inst: Inst, a: Addr) -> Option<u32> {
+    /// The mbarrier object at `a`, if one is there.
+    fn slot_at(&self, a: Addr) -> Option<u32> {
         let obj = self.obj_index(a.mem);
         let slot0 = self.objects.get(obj).and_then(|o| o.slot0);
         let size = self.objects.get(obj).map_or(0, |o| o.data.len() as i64);
@@ -737,7 +740,15 @@ impl<'a> Machine<'a> {
             Some(s0) if a.off >= 0 && a.off % 8 == 0 && a.off < size => {
                 Some(s0 + (a.off / 8) as u32)
             }
-            _ => {
+            _ => None,
+        }
+    }
+
+    fn slot(&mut self, g: u32, inst: Inst, a: Addr) -> Option<u32> {
+        match self.slot_at(a) {
+            Some(s) => Some(s),
+            None => {
+                let obj = self.obj_index(a.mem);
                 let name = self
                     .objects
                     .get(obj)
@@ -1159,7 +1170,7 @@ impl<'a> Machine<'a> {
         self.spinners.retain(|&g| {
             let t = &mut threads[g as usize];
             match t.state {
-                State::Blocked(Block::Spin { since }, _) if since < progress => {
+                State::Blocked(Block::Spin { since, .. }, _) if since < progress => {
                     t.state = State::Ready;
                     ready.push(g);
                     false
@@ -1215,7 +1226,10 @@ impl<'a> Machine<'a> {
                         .flat_map(|gr| gr.ops.iter().copied())
                         .find_map(|id| self.next_event(id))
                 }
-                Block::Phase { slot, .. } => self.inflight.iter().find_map(|&id| {
+                Block::Phase { slot, .. }
+                | Block::Spin {
+                    slot: Some(slot), ..
+                } => self.inflight.iter().find_map(|&id| {
                     let op = &self.ops[id as usize];
                     let targets = op
                         .dsts
@@ -1419,11 +1433,23 @@ impl<'a> Machine<'a> {
                 }
                 if data.op == Op::While && yielded.first().is_some_and(|v| v.as_u64() & 1 == 1) {
                     f.pc = 0;
+                    // A spin that never ends hangs at the poll it repeats,
+                    // on the poll's barrier.
+                    let poll = self.k.exit_poll(owner);
+                    let slot = poll
+                        .and_then(|p| self.operand(p, "addr"))
+                        .map(|a| self.val(g, a))
+                        .and_then(|v| match v {
+                            Val::Phase(a, _) => self.slot_at(a),
+                            _ => None,
+                        });
+                    let t = &mut self.threads[g as usize];
                     t.state = State::Blocked(
                         Block::Spin {
                             since: self.progress,
+                            slot,
                         },
-                        owner,
+                        poll.unwrap_or(owner),
                     );
                     self.spinners.push(g);
                     return;
@@ -1595,7 +1621,14 @@ impl<'a> Machine<'a> {
         }
         let mut slots: Vec<u32> = Vec::new();
         for t in &self.threads {
-            if let State::Blocked(Block::Phase { slot, .. }, _) = t.state {
+            if let State::Blocked(
+                Block::Phase { slot, .. }
+                | Block::Spin {
+                    slot: Some(slot), ..
+                },
+                _,
+            ) = t.state
+            {
                 if !slots.contains(&slot) {
                     slots.push(slot);
                 }

@@ -413,6 +413,69 @@ impl Bounds {
     }
 }
 
+/// A two-dimensional block's offsets `kx·%tid.x + ky·%tid.y` (the
+/// analysed thread in `a`, the other in `b`, with the same coefficients),
+/// `ky` a positive multiple `m·kx·X` of `kx` and the block's x size `X`, are
+/// `kx·L` for `L = %tid.x + m·X·%tid.y`, which differs between any two
+/// threads: `a` and `b` with `L` in the place of `%tid.x` and bounds that
+/// cover its values, so the one-dimensional arguments apply.
+fn linear_thread_index(a: &Affine, b: &Affine, bnd: &Bounds) -> Option<(Affine, Affine, Bounds)> {
+    let (mx, [my, _]) = (bnd.max_tid?, bnd.max_tid_yz?);
+    let kx = *a.terms.get(&Atom::Tid(0))?;
+    let ky = *a.terms.get(&Atom::Tid(1))?;
+    let x_size = mx.checked_add(1)?;
+    let per_row = kx.checked_mul(x_size)?;
+    if kx == 0
+        || b.terms.get(&Atom::OtherTid(0)) != Some(&kx)
+        || b.terms.get(&Atom::OtherTid(1)) != Some(&ky)
+        || per_row == 0
+        || ky % per_row != 0
+        || ky / per_row <= 0
+    {
+        return None;
+    }
+    let stride = (ky / kx).checked_mul(my)?;
+    let mut a = a.clone();
+    let mut b = b.clone();
+    a.terms.remove(&Atom::Tid(1));
+    b.terms.remove(&Atom::OtherTid(1));
+    // Every other mention of a thread register keeps its meaning only
+    // beside `%tid.x` itself.
+    let other = |e: &Affine| {
+        e.mentions(&|x| matches!(x, Atom::Tid(1..=3) | Atom::OtherTid(1..=3)))
+            || e.terms
+                .keys()
+                .any(|x| matches!(x, Atom::Mod(..) | Atom::Div(..)) && x_mentions_thread(x))
+    };
+    if other(&a) || other(&b) {
+        return None;
+    }
+    let widen = |r: Option<(i64, i64)>| -> Option<Option<(i64, i64)>> {
+        match r {
+            Some((lo, hi)) => Some(Some((lo, hi.checked_add(stride)?))),
+            None => Some(None),
+        }
+    };
+    let bnd = Bounds {
+        max_tid: Some(mx.checked_add(stride)?),
+        tid_x: widen(bnd.tid_x)?,
+        other_tid_x: widen(bnd.other_tid_x)?,
+        max_tid_yz: None,
+        ..bnd.clone()
+    };
+    Some((a, b, bnd))
+}
+
+/// Does `%tid.x` (either thread's) appear inside a `mod` or `div` atom?
+fn x_mentions_thread(x: &Atom) -> bool {
+    match x {
+        Atom::Mod(i, _) | Atom::Div(i, _) => {
+            i.mentions(&|y| matches!(y, Atom::Tid(_) | Atom::OtherTid(_)))
+        }
+        _ => false,
+    }
+}
+
 /// [`disjoint`] for offsets in which a thread index appears under `mod` or
 /// `div` (a swizzle, a `lane ^ 1` partner): bounding those terms apart from
 /// the linear ones loses their correlation, so each `%tid.x` (and each other
@@ -544,6 +607,9 @@ pub fn disjoint(
     };
     if !(small(a) && small(b) && sa.unsigned_abs() < LARGE && sb.unsigned_abs() < LARGE) {
         return false;
+    }
+    if let Some((a, b, bnd)) = linear_thread_index(a, b, bnd) {
+        return disjoint(&a, sa, &b, sb, distinct_threads, &bnd);
     }
     let thread_under_mod = |e: &Affine| {
         e.mentions(&|x| match x {

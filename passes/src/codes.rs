@@ -88,4 +88,8 @@ pub const CODES: &[(&str, &str)] = &[
         "W1007",
         "the per-thread analysis stopped at its budget: hazards in a loop nest not proved absent",
     ),
+    (
+        "W1008",
+        "hazards only if a loop whose bounds are not constants runs no iteration",
+    ),
 ];

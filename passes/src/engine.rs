@@ -117,6 +117,9 @@ pub struct Engine<'a> {
     /// While comparing with accesses of other threads that run the same
     /// code (`race_with_others`): `here` for their `%tid.x` too.
     other_here: Option<(i64, i64)>,
+    /// Loops taken to run at least once although their bounds are not
+    /// constants ([`Engine::assuming_runs`]).
+    assumed_runs: BTreeSet<Inst>,
 }
 
 fn collect_conds(
@@ -234,7 +237,15 @@ impl<'a> Engine<'a> {
             disjoint_seen: RefCell::new(HashMap::new()),
             here: None,
             other_here: None,
+            assumed_runs: BTreeSet::new(),
         }
+    }
+
+    /// The same engine, taking each of `loops` to run at least once
+    /// (loops whose trip count the kernel's parameters or data decide).
+    pub fn assuming_runs(mut self, loops: BTreeSet<Inst>) -> Self {
+        self.assumed_runs = loops;
+        self
     }
 
     /// Applies a write to `demand` or `wait_n` and records it.
@@ -1548,11 +1559,12 @@ impl<'a> Engine<'a> {
         self.loops.push(inst);
         // A loop with constant bounds lo < hi runs at least once: it exits
         // from a back edge, never straight from the entry (an init loop
-        // leaves its barriers initialised).
+        // leaves its barriers initialised). So does one taken to
+        // ([`Engine::assuming_runs`]).
         let runs = matches!(
             (lo, data.args.get(1).and_then(|a| k.const_int(*a))),
             (Some(lo), Some(hi)) if hi > lo
-        );
+        ) || self.assumed_runs.contains(&inst);
         let trips = match (lo, data.args.get(1).and_then(|a| k.const_int(*a)), step) {
             (Some(lo), Some(hi), Some(step)) if hi > lo => Some((hi - lo + step - 1) / step),
             _ => None,
@@ -1761,6 +1773,9 @@ impl<'a> Engine<'a> {
                 CmpPred::Sle => diff <= 0,
                 CmpPred::Sgt => diff > 0,
                 CmpPred::Sge => diff >= 0,
+                // Unsigned: only equal sides decide the order.
+                CmpPred::Ult | CmpPred::Ugt if diff == 0 => false,
+                CmpPred::Ule | CmpPred::Uge if diff == 0 => true,
                 _ => return false,
             };
             holds != pol
@@ -2281,6 +2296,24 @@ impl<'a> Engine<'a> {
         }
     }
 
+    /// Records that a join put side by side but no run holds together:
+    /// for a loop `l` being walked, one was issued before `l` and has not
+    /// crossed its back edge (so this is `l`'s first iteration), the other
+    /// was issued in `l`'s body and has crossed it (a later iteration).
+    fn never_together(&self, a: &OpRec, b: &OpRec) -> bool {
+        let inside = |r: &OpRec, l: Inst| {
+            self.k.insts[r.inst]
+                .results
+                .first()
+                .is_some_and(|v| self.syms.loops[v.index()].contains(&l))
+        };
+        self.loops.iter().any(|&l| {
+            let first = |r: &OpRec| !inside(r, l) && !r.earlier.contains(&l);
+            let later = |r: &OpRec| inside(r, l) && r.earlier.contains(&l);
+            (first(a) && later(b)) || (first(b) && later(a))
+        })
+    }
+
     fn commit(&mut self, st: &mut State, inst: Inst, kind: Kind, name: Option<Value>) {
         let kidx = usize::from(kind == Kind::Bulk);
         let fresh: Vec<OpRec> = st
@@ -2292,7 +2325,7 @@ impl<'a> Engine<'a> {
         // Two copies of the new group writing the same bytes.
         for (i, a) in fresh.iter().enumerate() {
             for b in &fresh[i + 1..] {
-                if a.inst == b.inst || kind != Kind::NonBulk {
+                if a.inst == b.inst || kind != Kind::NonBulk || self.never_together(a, b) {
                     continue;
                 }
                 if let (Some(x), Some(y)) = (&a.dst, &b.dst) {
@@ -2315,6 +2348,9 @@ impl<'a> Engine<'a> {
         if kind == Kind::NonBulk && self.several_threads_here() {
             for (i, a) in fresh.iter().enumerate() {
                 for b in &fresh[i..] {
+                    if self.never_together(a, b) {
+                        continue;
+                    }
                     if let (Some(x), Some(y)) = (&a.dst, &b.dst) {
                         if self.overlap(x, y, None, true) {
                             let (first, second) = if a.inst < b.inst { (a, b) } else { (b, a) };

@@ -32,7 +32,7 @@ use cpflow_ir::{Diagnostic, Kernel, Verified};
 /// Checks one kernel of a verified module: every hazard the analyses find.
 pub fn check_kernel(k: &Kernel) -> Vec<Diagnostic> {
     let syms = values::Syms::compute(k);
-    let mut out = engine::Engine::new(k, &syms).run();
+    let mut out = per_thread(k, &syms);
     out.extend(phases::check(k, &syms));
     out.extend(srcsize::check(k));
     // The cross-thread analysis adds the hazards at instructions where the
@@ -44,6 +44,98 @@ pub fn check_kernel(k: &Kernel) -> Vec<Diagnostic> {
         .collect();
     out.extend(ordering::check(k, &syms, &reported));
     out.sort_by_key(|d| (d.span.start, d.code));
+    out
+}
+
+/// Most loops [`per_thread`] names one by one in a W1008.
+const MAX_ZERO_TRIP_LOOPS: usize = 8;
+
+/// The errors [`per_thread`] turns into W1008 when only a zero-trip path
+/// gives them: async operations issued before a loop and completed,
+/// committed or waited for only inside it. (Others, such as an
+/// initialisation loop's barriers, stay errors: the analysis of the
+/// iterations does not count which indices a loop reached.)
+const ZERO_TRIP_CODES: &[&str] = &["E1001", "E1002", "E1003", "E1014", "E1015"];
+
+/// The per-thread analysis ([`engine::Engine`]). An error that goes away
+/// when the loops whose bounds are not constants are taken to run at least
+/// once arises only on a path that skips one of them entirely. For the
+/// hazards of async operations left pending ([`ZERO_TRIP_CODES`]), kernels
+/// rely on such trip counts (a K loop over `%n` tiles with `n >= 1`), and
+/// the bounds come from the host or from data, out of the checker's sight:
+/// the error becomes W1008 at the loop (or loops) whose zero-trip path it
+/// needs, naming the instructions it would hit.
+fn per_thread(k: &Kernel, syms: &values::Syms) -> Vec<Diagnostic> {
+    let out = engine::Engine::new(k, syms).run();
+    if !out.iter().any(|d| d.is_error()) {
+        return out;
+    }
+    let mut open = std::collections::BTreeSet::new();
+    k.walk(k.body, &mut |i| {
+        let d = &k.insts[i];
+        let constant = |j: usize| d.args.get(j).and_then(|a| k.const_int(*a)).is_some();
+        if d.op == cpflow_ir::ir::Op::For && !(constant(0) && constant(1)) {
+            open.insert(i);
+        }
+    });
+    if open.is_empty() {
+        return out;
+    }
+    let key = |d: &Diagnostic| (d.code, d.span);
+    let kept: std::collections::HashSet<_> = engine::Engine::new(k, syms)
+        .assuming_runs(open.clone())
+        .run()
+        .iter()
+        .filter(|d| d.is_error())
+        .map(key)
+        .collect();
+    let (skipped, mut out): (Vec<Diagnostic>, Vec<Diagnostic>) = out.into_iter().partition(|d| {
+        d.is_error() && ZERO_TRIP_CODES.contains(&d.code) && !kept.contains(&key(d))
+    });
+    if skipped.is_empty() {
+        return out;
+    }
+    // The loops whose own zero-trip path gives some of the errors.
+    let mut named: Vec<cpflow_ir::ir::Inst> = Vec::new();
+    if open.len() <= MAX_ZERO_TRIP_LOOPS {
+        for &l in &open {
+            let others: std::collections::BTreeSet<_> =
+                open.iter().copied().filter(|&x| x != l).collect();
+            let errors: std::collections::HashSet<_> = engine::Engine::new(k, syms)
+                .assuming_runs(others)
+                .run()
+                .iter()
+                .filter(|d| d.is_error())
+                .map(key)
+                .collect();
+            if skipped.iter().any(|d| errors.contains(&key(d))) {
+                named.push(l);
+            }
+        }
+    }
+    if named.is_empty() {
+        named = open.into_iter().collect();
+    }
+    let mut first = true;
+    for l in named {
+        let d = &k.insts[l];
+        let mut w = Diagnostic::warning(
+            "W1008",
+            "the kernel is proved only for launches where this loop runs at least once",
+            d.op_span,
+        )
+        .with_label("its bounds are not constants: with no iteration, the hazards below happen");
+        // The skipped errors are listed once, at the first loop named.
+        if first {
+            for e in &skipped {
+                w = w.with_secondary(e.span, format!("{}: {}", e.code, e.message));
+            }
+        }
+        first = false;
+        out.push(w.with_help(
+            "if a launch can run it zero times, handle that path (wait or skip the work before the loop); otherwise nothing is needed: `-A W1008` silences this",
+        ));
+    }
     out
 }
 
