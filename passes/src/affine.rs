@@ -184,6 +184,13 @@ impl Affine {
         if let Some(c) = inner.as_const() {
             return out.add(&Affine::constant(c.div_euclid(d)));
         }
+        // (x div a) div d = x div (a·d) (a warp group as `(tid >> 5) >> 1`).
+        if let (0, [(Atom::Div(x, a), 1)]) = (inner.c, &inner.terms.iter().collect::<Vec<_>>()[..])
+        {
+            if let Some(ad) = a.checked_mul(d) {
+                return out.add(&Affine::atom(Atom::Div(x.clone(), ad)));
+            }
+        }
         out.add(&Affine::atom(Atom::Div(Box::new(inner), d)))
     }
 

@@ -274,6 +274,10 @@ impl Syms {
         s.infer_max_tid(k, &insts);
         let top = s.bounds.max_tid.unwrap_or(TID_INF);
         for (inst, threads) in insts {
+            // Only threads of the block count: `%wg != 2` in a block of
+            // three warp groups is the first two.
+            let threads: Vec<(i64, i64)> =
+                threads.into_iter().filter(|&(lo, _)| lo <= top).collect();
             if let (Some(&(lo, _)), Some(&(_, hi))) = (threads.first(), threads.last()) {
                 let hi = hi.min(top);
                 if lo > 0 || hi < top {
