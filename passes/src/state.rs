@@ -470,15 +470,19 @@ impl State {
             .collect();
     }
 
-    /// Mbarrier-tracked ops of the iteration that ran become a family of
-    /// instances ("some earlier iteration"), matched to waits by slot.
+    /// Mbarrier-tracked ops of the iteration that ran (bulk copies, and
+    /// `cp.async` whose completion a `cp.async.mbarrier.arrive` put on a
+    /// phase) become a family of instances ("some earlier iteration"),
+    /// matched to waits by slot.
     /// Generic reads keep their iteration (the back edge's shift makes it
     /// the previous one): what releases them is this thread's own arrive,
     /// in program order, not a completion matched by slot.
     pub fn familyize(&mut self, l: Inst) {
-        let (fam, rest): (BTreeSet<OpRec>, BTreeSet<OpRec>) = std::mem::take(&mut self.ops)
-            .into_iter()
-            .partition(|r| r.kind == Kind::Mbar);
+        let (fam, rest): (BTreeSet<OpRec>, BTreeSet<OpRec>) =
+            std::mem::take(&mut self.ops).into_iter().partition(|r| {
+                r.kind == Kind::Mbar
+                    || (r.kind == Kind::NonBulk && matches!(r.phase, Some(Sym::Phase { .. })))
+            });
         let preds = std::mem::take(&mut self.preds);
         let reads = std::mem::take(&mut self.reads);
         let released = std::mem::take(&mut self.released);
