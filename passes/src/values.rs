@@ -438,8 +438,22 @@ impl Syms {
         let init = |i: usize| data.args.get(2 + i).and_then(|a| k.const_int(*a));
         // Slot counters first: parity bits refer to them.
         let mut counters: Vec<(Value, i64, i64)> = Vec::new();
+        // What each carried value gets from the back edge (index i - 1 for
+        // region argument i).
+        let carried: Vec<Option<Value>> = args
+            .iter()
+            .enumerate()
+            .skip(1)
+            .map(|(i, &a)| {
+                yields
+                    .get(i - 1)
+                    .and_then(|y| y.value())
+                    .map(|y| self.through_role_ifs(k, l, y, a))
+            })
+            .collect();
+        let yielded = |i: usize, _: Value| carried[i - 1];
         for (i, &a) in args.iter().enumerate().skip(1) {
-            let (Some(y), Some(c)) = (yields.get(i - 1).and_then(|y| y.value()), init(i)) else {
+            let (Some(y), Some(c)) = (yielded(i, a), init(i)) else {
                 continue;
             };
             let Some(size) = self.wrap_counter(k, y, a) else {
@@ -452,10 +466,8 @@ impl Syms {
         }
         let mut found = !counters.is_empty();
         for (i, &a) in args.iter().enumerate().skip(1) {
-            let (Some(y), Some(p0)) = (
-                yields.get(i - 1).and_then(|y| y.value()),
-                init(i).filter(|p| (0..=1).contains(p)),
-            ) else {
+            let (Some(y), Some(p0)) = (yielded(i, a), init(i).filter(|p| (0..=1).contains(p)))
+            else {
                 continue;
             };
             let rounds = if y == a {
@@ -486,6 +498,70 @@ impl Syms {
     /// `S` when `y` (the yield of carried `a`) is `(a + 1) mod S`, written
     /// `rem.u (a + 1), S` or as a `select` of a comparison of `a + 1`
     /// with `S` between `a + 1` and 0.
+    /// The value loop `l` carries into `a` for the threads that use `a`:
+    /// where `y` is a result of an `if` on a condition fixed in the loop
+    /// (an elected producer's `if`) whose else-branch passes `a` on
+    /// unchanged, and every use of `a` in the body is in the then-branch
+    /// (or that pass-through), the then-branch's value, looked through the
+    /// same way; else `y`. Other threads keep `a` and never use it.
+    fn through_role_ifs(&self, k: &Kernel, l: Inst, yielded: Value, a: Value) -> Value {
+        let body = k.insts[l].regions[0];
+        let mut y = yielded;
+        let mut chain: Vec<(Region, Inst)> = Vec::new();
+        while let Some(i) = k.def_inst(y) {
+            let d = &k.insts[i];
+            let fixed = d
+                .args
+                .first()
+                .and_then(|c| c.value())
+                .is_some_and(|c| !self.loops[c.index()].contains(&l));
+            let Some(pos) = d.results.iter().position(|&r| r == y) else {
+                break;
+            };
+            let (Some(&then_r), Some(&else_r)) = (d.regions.first(), d.regions.get(1)) else {
+                break;
+            };
+            let passes = |r: Region| {
+                cpflow_ir::facts::yield_args(k, r)
+                    .get(pos)
+                    .and_then(|x| x.value())
+            };
+            let Some(inner) = passes(then_r) else { break };
+            if d.op != Op::If || !fixed || passes(else_r) != Some(a) {
+                break;
+            }
+            let Some(&else_yield) = k.regions[else_r].insts.last() else {
+                break;
+            };
+            chain.push((then_r, else_yield));
+            y = inner;
+        }
+        let Some(&(innermost, _)) = chain.last() else {
+            return y;
+        };
+        let mut allowed: BTreeSet<Inst> = chain.iter().map(|&(_, e)| e).collect();
+        k.walk(innermost, &mut |i| {
+            allowed.insert(i);
+        });
+        // The yields that pass the chain's values out are uses too.
+        for &(then_r, _) in &chain {
+            if let Some(&last) = k.regions[then_r].insts.last() {
+                allowed.insert(last);
+            }
+        }
+        let mut only_there = true;
+        k.walk(body, &mut |i| {
+            if k.insts[i].args.iter().any(|x| x.value() == Some(a)) && !allowed.contains(&i) {
+                only_there = false;
+            }
+        });
+        if only_there {
+            y
+        } else {
+            yielded
+        }
+    }
+
     fn wrap_counter(&self, k: &Kernel, y: Value, a: Value) -> Option<i64> {
         let d = &k.insts[k.def_inst(y)?];
         match d.op {
