@@ -247,7 +247,8 @@ fn bundle_launch(
         "ptx": ptx_name,
         "kernel": kernel.name,
         "grid": rl.launch.ctas,
-        "block": rl.launch.threads,
+        // A declared block's shape (its `%tid.y`, `%tid.z` matter), else 1-D.
+        "block": kernel.block.unwrap_or([rl.launch.threads, 1, 1]),
         "cluster": declared,
         "params": params,
     }))

@@ -57,7 +57,9 @@ def run_launch(bundle, launch, repeat, rtol, atol):
                 args.append(d)
             else:
                 args.append(SCALARS[p["kind"]](p["value"]))
-        kernel((launch["grid"],), (launch["block"],), tuple(args))
+        block = launch["block"]
+        block = tuple(block) if isinstance(block, list) else (block,)
+        kernel((launch["grid"],), block, tuple(args))
         cp.cuda.runtime.deviceSynchronize()
         outcome["runs"] += 1
         verdict = "exact"
