@@ -618,6 +618,8 @@ pub fn disjoint(
     if let Some((a, b, bnd)) = linear_thread_index(a, b, bnd) {
         return disjoint(&a, sa, &b, sb, distinct_threads, &bnd);
     }
+    // Two threads of a block of several rows may share their `%tid.x`.
+    let distinct_threads = distinct_threads && bnd.max_tid_yz.is_none_or(|[y, z]| y == 0 && z == 0);
     let thread_under_mod = |e: &Affine| {
         e.mentions(&|x| match x {
             Atom::Mod(i, _) | Atom::Div(i, _) => {

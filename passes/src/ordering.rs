@@ -140,11 +140,54 @@ enum GiveUp {
     Budget,
 }
 
-/// One representative thread.
+/// One representative thread: `tid` is its index in the CTA, `%tid.x +
+/// width·(%tid.y + ntid.y·%tid.z)`, with `width` the block's x size
+/// (`MAX_TID + 1` without a declared block, where every thread has
+/// `%tid.y = %tid.z = 0`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Thread {
     rank: i64,
     tid: i64,
+    width: i64,
+    /// `ntid.y` where rows are enumerated ([`enumerated_rows`]).
+    height: Option<i64>,
+}
+
+impl Thread {
+    fn x(&self) -> i64 {
+        self.tid % self.width
+    }
+
+    /// `%tid.y + ntid.y·%tid.z`.
+    fn row(&self) -> i64 {
+        self.tid / self.width
+    }
+
+    fn y(&self) -> Option<i64> {
+        self.height.map(|h| self.row() % h)
+    }
+
+    fn z(&self) -> Option<i64> {
+        self.height.map(|h| self.row() / h)
+    }
+
+    fn lane(&self) -> i64 {
+        self.tid % 32
+    }
+}
+
+/// Most rows (`ntid.y · ntid.z`) of a declared block whose threads the
+/// analysis runs row by row.
+const MAX_ROWS: i64 = 64;
+
+/// The rows of a declared block of more than one row, when the analysis
+/// runs each (its `%tid.y` and `%tid.z` are then known); a role stands for
+/// its `%tid.x` ranges in one row. Otherwise `None`: a role stands for its
+/// ranges in every row, and `%tid.y`, `%tid.z` are unknown.
+fn enumerated_rows(block: Option<[u32; 3]>) -> Option<(i64, i64)> {
+    let [_, y, z] = block?;
+    let rows = i64::from(y) * i64::from(z);
+    (rows > 1 && rows <= MAX_ROWS).then_some((rows, i64::from(y)))
 }
 
 /// An mbarrier: its CTA, allocation and byte offset, and how many times
@@ -410,15 +453,26 @@ fn analyse(
     }
     let tids = representative_tids(k, syms);
     let max_tid = syms.bounds.max_tid.unwrap_or(MAX_TID);
+    let width = k.block.map_or(MAX_TID + 1, |[x, _, _]| i64::from(x));
+    let (rows, height) = match enumerated_rows(k.block) {
+        Some((rows, height)) => (rows, Some(height)),
+        None => (1, None),
+    };
     let mut budget = MAX_STEPS;
     let mut roles: Vec<(Thread, Vec<Event>)> = Vec::new();
     // The `%tid.x` ranges each role stands for: between two neighbouring
     // representatives with different runs lies a boundary of a comparison.
     let mut ranges: Vec<Vec<(i64, i64)>> = Vec::new();
     let mut total = 0;
-    for rank in 0..ctas {
-        for (n, &tid) in tids.iter().enumerate() {
-            let th = Thread { rank, tid };
+    for (rank, row) in (0..ctas).flat_map(|r| (0..rows).map(move |w| (r, w))) {
+        for (n, &x) in tids.iter().enumerate() {
+            let tid = row * width + x;
+            let th = Thread {
+                rank,
+                tid,
+                width,
+                height,
+            };
             let (events, left) = Tracer::new(
                 k,
                 syms,
@@ -440,7 +494,7 @@ fn analyse(
             }
             let range = (
                 tid,
-                tids.get(n + 1).map_or(max_tid.max(tid), |next| next - 1),
+                row * width + tids.get(n + 1).map_or(max_tid.max(x), |next| next - 1),
             );
             match roles
                 .iter()
@@ -983,8 +1037,10 @@ impl<'a> Tracer<'a> {
         let [x, y, z] = self.launch.cluster;
         let rank = self.th.rank;
         match r {
-            SpecialReg::TidX => Some(self.th.tid),
-            SpecialReg::LaneId => Some(self.th.tid % 32),
+            SpecialReg::TidX => Some(self.th.x()),
+            SpecialReg::TidY => self.th.y(),
+            SpecialReg::TidZ => self.th.z(),
+            SpecialReg::LaneId => Some(self.th.lane()),
             SpecialReg::NtidX => self.k.block.map(|b| i64::from(b[0])),
             SpecialReg::NtidY => self.k.block.map(|b| i64::from(b[1])),
             SpecialReg::NtidZ => self.k.block.map(|b| i64::from(b[2])),
@@ -1005,7 +1061,6 @@ impl<'a> Tracer<'a> {
             SpecialReg::NctaidY => Some(y),
             SpecialReg::NctaidZ => Some(z),
             SpecialReg::ClusteridX | SpecialReg::ClusteridY | SpecialReg::ClusteridZ => Some(0),
-            _ => None,
         }
     }
 
@@ -1017,8 +1072,10 @@ impl<'a> Tracer<'a> {
         let mut out = e.clone();
         for a in atoms {
             let to = match &a {
-                Atom::Tid(0) if tid => self.th.tid,
-                Atom::Tid(3) if tid => self.th.tid % 32,
+                Atom::Tid(0) if tid => self.th.x(),
+                Atom::Tid(1) if tid && self.th.y().is_some() => self.th.y()?,
+                Atom::Tid(2) if tid && self.th.z().is_some() => self.th.z()?,
+                Atom::Tid(3) if tid => self.th.lane(),
                 Atom::Tid(_) | Atom::OtherTid(_) | Atom::Mod(..) | Atom::Div(..) => continue,
                 _ => self.atom_value(&a)?,
             };
@@ -1271,7 +1328,7 @@ impl<'a> Tracer<'a> {
                     None => i64::from(u32::MAX),
                 };
                 return Ok(Some(i64::from(
-                    self.th.tid % 32 == i64::from(elected_lane(mask)),
+                    self.th.lane() == i64::from(elected_lane(mask)),
                 )));
             }
             // No step of their own: hints, phase names, init fences
@@ -1620,10 +1677,16 @@ fn block_threads([x, y, z]: [u32; 3]) -> i64 {
     i64::from(x) * i64::from(y) * i64::from(z)
 }
 
-/// The threads a role stands for in a declared block: its `%tid.x` ranges,
-/// in every row (`%tid.y`, `%tid.z`).
-fn role_threads(ranges: &[(i64, i64)], [_, y, z]: [u32; 3]) -> i64 {
-    ranges.iter().map(|(lo, hi)| hi - lo + 1).sum::<i64>() * i64::from(y) * i64::from(z)
+/// The threads a role stands for in a declared block: its ranges of
+/// thread indices, in one row where rows are enumerated, else in every row
+/// (`%tid.y`, `%tid.z`).
+fn role_threads(ranges: &[(i64, i64)], block: [u32; 3]) -> i64 {
+    let [_, y, z] = block;
+    let rows = match enumerated_rows(Some(block)) {
+        Some(_) => 1,
+        None => i64::from(y) * i64::from(z),
+    };
+    ranges.iter().map(|(lo, hi)| hi - lo + 1).sum::<i64>() * rows
 }
 
 /// The generation of each CTA-barrier arrival, by (role, event).
@@ -2252,7 +2315,13 @@ impl Report<'_> {
     /// "thread `%tid.x` = 0 of CTA rank 1, iteration `%k` = 3".
     fn instance(&self, role: usize, i: usize) -> String {
         let th = self.roles[role].0;
-        let mut s = format!("`%tid.x` = {}", th.tid);
+        let mut s = format!("`%tid.x` = {}", th.x());
+        if let (Some(y), Some(z)) = (th.y(), th.z()) {
+            s += &format!(", `%tid.y` = {y}");
+            if z > 0 {
+                s += &format!(", `%tid.z` = {z}");
+            }
+        }
         if self.k.cluster.is_some() {
             s += &format!(" of CTA rank {}", th.rank);
         }
@@ -3367,7 +3436,18 @@ impl Report<'_> {
             _ => false,
         });
         let mut out = Vec::new();
-        for &(lo, hi) in &self.ranges[a.role] {
+        let th = self.roles[a.role].0;
+        for &(first, last) in &self.ranges[a.role] {
+            // One row's `%tid.x` range, its `%tid.y` and `%tid.z` put in
+            // where rows are enumerated.
+            let at = Thread { tid: first, ..th };
+            let (lo, hi) = (at.x(), last - at.row() * th.width);
+            let off = match (at.y(), at.z()) {
+                (Some(y), Some(z)) => off
+                    .subst(&Atom::Tid(1), &Affine::constant(y))
+                    .subst(&Atom::Tid(2), &Affine::constant(z)),
+                _ => off.clone(),
+            };
             let exact = (nonlinear && hi - lo < EXACT_EXTENT_THREADS)
                 .then(|| {
                     (lo..=hi)
