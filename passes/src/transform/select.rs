@@ -782,11 +782,20 @@ fn zfill_bound(
                     .max_tid
                     .is_some_and(|m| c + (m + 1) * s <= total),
             };
+        // The top-level instruction that holds an await (the await, or a
+        // loop or `if` around it: any load it holds counts as early).
+        let top_of = |mut i: Inst| {
+            while let Some(&r) = layout.home.get(&i).filter(|&&r| r != k.body) {
+                i = *layout.parent.get(&r)?;
+            }
+            Some(i)
+        };
         let first_await = uses
             .get(&site.token)?
             .iter()
-            .filter(|&&(r, u)| r == k.body && edit::family(k, u) == Some(Family::Await))
-            .filter_map(|&(_, u)| top.iter().position(|&x| x == u))
+            .filter(|&&(_, u)| edit::family(k, u) == Some(Family::Await))
+            .filter_map(|&(_, u)| top_of(u))
+            .filter_map(|u| top.iter().position(|&x| x == u))
             .min()?;
         let early = top[..=first_await].iter().any(|&i| loads(i));
         return (fits && top.contains(&site.inst) && !early).then_some(s);
