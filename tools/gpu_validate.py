@@ -88,6 +88,7 @@ def main():
     ap.add_argument("--rtol", type=float, default=1e-5)
     ap.add_argument("--atol", type=float, default=1e-6)
     ap.add_argument("--report")
+    ap.add_argument("--timeout", type=int, default=120, help="seconds a launch's runs may take")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     args = ap.parse_args()
     with open(os.path.join(args.bundle, "manifest.json")) as f:
@@ -101,9 +102,15 @@ def main():
         # One process per launch: a faulting kernel poisons its CUDA context.
         cmd = [sys.executable, __file__, args.bundle, "--one", launch["name"], "--repeat", str(args.repeat),
                "--rtol", str(args.rtol), "--atol", str(args.atol)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-        lines = [l for l in proc.stdout.splitlines() if l.startswith("{")]
-        if proc.returncode == 0 and lines:
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            proc = None
+        lines = [l for l in proc.stdout.splitlines() if l.startswith("{")] if proc else []
+        if proc is None:
+            r = {"name": launch["name"], "runs": 0, "exact": 0, "close": 0, "mismatch": 0,
+                 "detail": f"hang: no result in {args.timeout} s"}
+        elif proc.returncode == 0 and lines:
             r = json.loads(lines[-1])
         else:
             err = (proc.stderr.strip().splitlines() or ["no output"])[-1]
