@@ -246,7 +246,12 @@ fn bundle_launch(
         "name": tag,
         "ptx": ptx_name,
         "kernel": kernel.name,
-        "grid": rl.launch.ctas,
+        // Clusters of (cx, cy, cz) tile a grid of (ctas / (cy·cz), cy, cz),
+        // as the interpreter numbers the CTAs.
+        "grid": match kernel.cluster {
+            Some([_, cy, cz]) => [rl.launch.ctas / (cy * cz), cy, cz],
+            None => [rl.launch.ctas, 1, 1],
+        },
         // A declared block's shape (its `%tid.y`, `%tid.z` matter), else 1-D.
         "block": kernel.block.unwrap_or([rl.launch.threads, 1, 1]),
         "cluster": declared,

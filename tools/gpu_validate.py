@@ -59,7 +59,9 @@ def run_launch(bundle, launch, repeat, rtol, atol):
                 args.append(SCALARS[p["kind"]](p["value"]))
         block = launch["block"]
         block = tuple(block) if isinstance(block, list) else (block,)
-        kernel((launch["grid"],), block, tuple(args))
+        grid = launch["grid"]
+        grid = tuple(grid) if isinstance(grid, list) else (grid,)
+        kernel(grid, block, tuple(args))
         cp.cuda.runtime.deviceSynchronize()
         outcome["runs"] += 1
         verdict = "exact"

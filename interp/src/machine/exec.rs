@@ -227,8 +227,14 @@ impl Machine<'_> {
             S::NtidX => bx,
             S::NtidY => by,
             S::NtidZ => bz,
-            S::CtaidX => t.cta,
-            S::NctaidX => geo.ctas,
+            // Clusters tile a grid of (ctas / (cy·cz), cy, cz) CTAs along x:
+            // consecutive CTAs form a cluster, ranked x first.
+            S::CtaidX => t.cta / geo.cluster * cx + rank % cx,
+            S::CtaidY => rank / cx % cy,
+            S::CtaidZ => rank / (cx * cy),
+            S::NctaidX => geo.ctas / (cy * cz),
+            S::NctaidY => cy,
+            S::NctaidZ => cz,
             S::LaneId => t.tid % 32,
             S::ClusterCtaRank => rank,
             S::ClusterCtaidX => rank % cx,
@@ -239,8 +245,7 @@ impl Machine<'_> {
             S::ClusterNctaidY => cy,
             S::ClusterNctaidZ => cz,
             S::ClusteridX => t.cta / geo.cluster,
-            S::NctaidY | S::NctaidZ => 1,
-            S::CtaidY | S::CtaidZ | S::ClusteridY | S::ClusteridZ => 0,
+            S::ClusteridY | S::ClusteridZ => 0,
         }
     }
 
