@@ -560,6 +560,25 @@ pub enum Op {
     Ptx(PtxOp),
 }
 
+impl Op {
+    /// Neither touches memory nor synchronises: constants, arithmetic,
+    /// compares, selects, casts, pointer offsets, addresses and special
+    /// registers.
+    pub fn is_pure(&self) -> bool {
+        matches!(
+            self,
+            Op::Const(_)
+                | Op::Binary(_)
+                | Op::Cmp(..)
+                | Op::Select
+                | Op::Cast(..)
+                | Op::PtrAdd
+                | Op::Addr(_)
+                | Op::Sreg(_)
+        )
+    }
+}
+
 impl Module {
     /// A module with no kernels, built in memory (no header span).
     pub fn new(name: impl Into<String>, target: Target) -> Module {

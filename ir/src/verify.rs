@@ -736,18 +736,9 @@ impl Verifier<'_> {
         for &i in &k.regions[body].insts {
             let d = &k.insts[i];
             let repeatable = match &d.op {
-                Op::Const(_)
-                | Op::Binary(_)
-                | Op::Cmp(..)
-                | Op::Select
-                | Op::Cast(..)
-                | Op::PtrAdd
-                | Op::Addr(_)
-                | Op::Sreg(_)
-                | Op::Load(_)
-                | Op::Yield => true,
+                Op::Load(_) | Op::Yield => true,
                 Op::Ptx(p) => p.family.sync().repeatable(),
-                Op::Store(_) | Op::For | Op::If | Op::While => false,
+                op => op.is_pure(),
             };
             if !repeatable {
                 self.push(

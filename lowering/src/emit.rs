@@ -515,10 +515,18 @@ impl<'a> KernelEmitter<'a> {
             self.inst(i);
         }
         self.polling = false;
-        if let Some(&a) = k.insts[last].args.first() {
-            let again = self.arg(a, "i1");
-            self.line(&format!("scf.condition({})", again.name));
-        }
+        // (A verified body always yields its condition; without one it runs once.)
+        let again = match k.insts[last].args.first() {
+            Some(&a) => self.arg(a, "i1"),
+            None => self.constant(0, "i1"),
+        };
+        self.end_while(&again.name);
+    }
+
+    /// Ends the "before" region of an `scf.while` opened by the caller
+    /// with `scf.condition(again)`, and gives it an empty "after" region.
+    fn end_while(&mut self, again: &str) {
+        self.line(&format!("scf.condition({again})"));
         self.depth -= 1;
         self.line("} do {");
         self.depth += 1;
@@ -787,13 +795,7 @@ impl<'a> KernelEmitter<'a> {
                 );
                 let t = self.constant(1, "i1");
                 let again = self.def("i1", &format!("arith.xori {}, {} : i1", done.name, t.name));
-                self.line(&format!("scf.condition({})", again.name));
-                self.depth -= 1;
-                self.line("} do {");
-                self.depth += 1;
-                self.line("scf.yield");
-                self.depth -= 1;
-                self.line("}");
+                self.end_while(&again.name);
             }
             Family::FenceProxyAsync => {
                 let kind = match p.qual(Role::Space) {

@@ -171,29 +171,12 @@ impl Machine<'_> {
                 return Ok(Flow::Stay);
             }
             Op::While => {
-                self.advance(g);
-                self.threads[g as usize].frames.push(Frame {
-                    region: data.regions[0],
-                    pc: 0,
-                    owner: Some(inst),
-                    iv: 0,
-                    hi: 0,
-                    step: 0,
-                });
+                self.enter(g, inst, data.regions[0]);
                 return Ok(Flow::Stay);
             }
             Op::If => {
                 let c = self.val(g, data.args[0]).as_u64() & 1 == 1;
-                self.advance(g);
-                let region = data.regions[if c { 0 } else { 1 }];
-                self.threads[g as usize].frames.push(Frame {
-                    region,
-                    pc: 0,
-                    owner: Some(inst),
-                    iv: 0,
-                    hi: 0,
-                    step: 0,
-                });
+                self.enter(g, inst, data.regions[if c { 0 } else { 1 }]);
                 return Ok(Flow::Stay);
             }
             Op::Yield => {
@@ -204,6 +187,20 @@ impl Machine<'_> {
             Op::Ptx(p) => return self.ptx(g, inst, p),
         }
         Ok(Flow::Next)
+    }
+
+    /// Enters `region` of `inst` (an `if` branch or a poll loop's body),
+    /// past `inst` in the current frame.
+    fn enter(&mut self, g: u32, inst: Inst, region: Region) {
+        self.advance(g);
+        self.threads[g as usize].frames.push(Frame {
+            region,
+            pc: 0,
+            owner: Some(inst),
+            iv: 0,
+            hi: 0,
+            step: 0,
+        });
     }
 
     /// Moves the current frame past its instruction (before entering a region).

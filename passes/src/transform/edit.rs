@@ -48,17 +48,7 @@ pub fn any_in(k: &Kernel, i: Inst, pred: &mut impl FnMut(Inst) -> bool) -> bool 
 
 /// Instructions that neither touch memory nor synchronise.
 pub fn pure(k: &Kernel, i: Inst) -> bool {
-    matches!(
-        k.insts[i].op,
-        Op::Const(_)
-            | Op::Binary(_)
-            | Op::Cmp(..)
-            | Op::Select
-            | Op::Cast(..)
-            | Op::PtrAdd
-            | Op::Addr(_)
-            | Op::Sreg(_)
-    )
+    k.insts[i].op.is_pure()
 }
 
 /// Puts a new `op` (no operands, no results) right after (or, without
