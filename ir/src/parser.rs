@@ -748,11 +748,7 @@ impl Parser {
             }
             "for" => self.for_loop(kb),
             "if" => self.if_op(kb),
-            "while" => {
-                let body = kb.kernel.regions.push(RegionData::default());
-                self.region_body(kb, body, false)?;
-                Ok((Op::While, Vec::new(), vec![body], Vec::new()))
-            }
+            "while" => self.while_loop(kb),
             _ => self.ptx_op(kb, word, wspan),
         }
     }
@@ -818,6 +814,16 @@ impl Parser {
         let mut args = vec![lo, hi, step];
         args.extend(iters.iter().map(|(_, _, a)| *a));
         Ok((Op::For, args, vec![body], types))
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn while_loop(
+        &mut self,
+        kb: &mut KernelBuilder,
+    ) -> PResult<(Op, Vec<Arg>, Vec<Region>, Vec<Type>)> {
+        let body = kb.kernel.regions.push(RegionData::default());
+        self.region_body(kb, body, false)?;
+        Ok((Op::While, Vec::new(), vec![body], Vec::new()))
     }
 
     #[allow(clippy::type_complexity)]
