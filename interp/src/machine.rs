@@ -1372,7 +1372,9 @@ impl<'a> Machine<'a> {
                 continue;
             }
             let inst = insts[frame.pc];
-            let polling = frame.owner.is_some_and(|o| self.k.insts[o].op == Op::While);
+            let polling = frame
+                .owner
+                .is_some_and(|o| matches!(self.k.insts[o].op, Op::While));
             if !polling {
                 self.progress += 1;
             }

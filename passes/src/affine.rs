@@ -450,9 +450,7 @@ fn linear_thread_index(a: &Affine, b: &Affine, bnd: &Bounds) -> Option<(Affine, 
     // beside `%tid.x` itself.
     let other = |e: &Affine| {
         e.mentions(&|x| matches!(x, Atom::Tid(1..=3) | Atom::OtherTid(1..=3)))
-            || e.terms
-                .keys()
-                .any(|x| matches!(x, Atom::Mod(..) | Atom::Div(..)) && x_mentions_thread(x))
+            || thread_under_mod(e)
     };
     if other(&a) || other(&b) {
         return None;
@@ -473,14 +471,15 @@ fn linear_thread_index(a: &Affine, b: &Affine, bnd: &Bounds) -> Option<(Affine, 
     Some((a, b, bnd))
 }
 
-/// Does `%tid.x` (either thread's) appear inside a `mod` or `div` atom?
-fn x_mentions_thread(x: &Atom) -> bool {
-    match x {
+/// Does `%tid.x` or the lane (either thread's) appear inside a `mod` or
+/// `div` atom of `e` (a swizzle, a `lane ^ 1` partner)?
+fn thread_under_mod(e: &Affine) -> bool {
+    e.mentions(&|x| match x {
         Atom::Mod(i, _) | Atom::Div(i, _) => {
-            i.mentions(&|y| matches!(y, Atom::Tid(_) | Atom::OtherTid(_)))
+            i.mentions(&|y| matches!(y, Atom::Tid(0 | 3) | Atom::OtherTid(0 | 3)))
         }
         _ => false,
-    }
+    })
 }
 
 /// [`disjoint`] for offsets in which a thread index appears under `mod` or
@@ -615,19 +614,14 @@ pub fn disjoint(
     if !(small(a) && small(b) && sa.unsigned_abs() < LARGE && sb.unsigned_abs() < LARGE) {
         return false;
     }
-    if let Some((a, b, bnd)) = linear_thread_index(a, b, bnd) {
-        return disjoint(&a, sa, &b, sb, distinct_threads, &bnd);
+    if let Some((a, b, linear)) = linear_thread_index(a, b, bnd) {
+        let proved = disjoint(&a, sa, &b, sb, distinct_threads, &linear);
+        // The pairs compared there count against the caller's budget.
+        bnd.thread_pairs.set(linear.thread_pairs.get());
+        return proved;
     }
     // Two threads of a block of several rows may share their `%tid.x`.
     let distinct_threads = distinct_threads && bnd.max_tid_yz.is_none_or(|[y, z]| y == 0 && z == 0);
-    let thread_under_mod = |e: &Affine| {
-        e.mentions(&|x| match x {
-            Atom::Mod(i, _) | Atom::Div(i, _) => {
-                i.mentions(&|y| matches!(y, Atom::Tid(0 | 3) | Atom::OtherTid(0 | 3)))
-            }
-            _ => false,
-        })
-    };
     if thread_under_mod(a) || thread_under_mod(b) {
         if let Some(m) = bnd.max_tid {
             if let Some(proved) = disjoint_per_thread(a, sa, b, sb, distinct_threads, bnd, m) {

@@ -116,8 +116,7 @@ fn per_thread(k: &Kernel, syms: &values::Syms) -> Vec<Diagnostic> {
     if named.is_empty() {
         named = open.into_iter().collect();
     }
-    let mut first = true;
-    for l in named {
+    for (n, l) in named.into_iter().enumerate() {
         let d = &k.insts[l];
         let mut w = Diagnostic::warning(
             "W1008",
@@ -126,12 +125,11 @@ fn per_thread(k: &Kernel, syms: &values::Syms) -> Vec<Diagnostic> {
         )
         .with_label("its bounds are not constants: with no iteration, the hazards below happen");
         // The skipped errors are listed once, at the first loop named.
-        if first {
+        if n == 0 {
             for e in &skipped {
                 w = w.with_secondary(e.span, format!("{}: {}", e.code, e.message));
             }
         }
-        first = false;
         out.push(w.with_help(
             "if a launch can run it zero times, handle that path (wait or skip the work before the loop); otherwise nothing is needed: `-A W1008` silences this",
         ));

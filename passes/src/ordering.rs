@@ -1073,8 +1073,14 @@ impl<'a> Tracer<'a> {
         for a in atoms {
             let to = match &a {
                 Atom::Tid(0) if tid => self.th.x(),
-                Atom::Tid(1) if tid && self.th.y().is_some() => self.th.y()?,
-                Atom::Tid(2) if tid && self.th.z().is_some() => self.th.z()?,
+                Atom::Tid(1) if tid => match self.th.y() {
+                    Some(y) => y,
+                    None => continue,
+                },
+                Atom::Tid(2) if tid => match self.th.z() {
+                    Some(z) => z,
+                    None => continue,
+                },
                 Atom::Tid(3) if tid => self.th.lane(),
                 Atom::Tid(_) | Atom::OtherTid(_) | Atom::Mod(..) | Atom::Div(..) => continue,
                 _ => self.atom_value(&a)?,
@@ -1682,10 +1688,7 @@ fn block_threads([x, y, z]: [u32; 3]) -> i64 {
 /// (`%tid.y`, `%tid.z`).
 fn role_threads(ranges: &[(i64, i64)], block: [u32; 3]) -> i64 {
     let [_, y, z] = block;
-    let rows = match enumerated_rows(Some(block)) {
-        Some(_) => 1,
-        None => i64::from(y) * i64::from(z),
-    };
+    let rows = enumerated_rows(Some(block)).map_or(i64::from(y) * i64::from(z), |_| 1);
     ranges.iter().map(|(lo, hi)| hi - lo + 1).sum::<i64>() * rows
 }
 

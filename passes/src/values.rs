@@ -451,9 +451,8 @@ impl Syms {
                     .map(|y| self.through_role_ifs(k, l, y, a))
             })
             .collect();
-        let yielded = |i: usize, _: Value| carried[i - 1];
         for (i, &a) in args.iter().enumerate().skip(1) {
-            let (Some(y), Some(c)) = (yielded(i, a), init(i)) else {
+            let (Some(y), Some(c)) = (carried[i - 1], init(i)) else {
                 continue;
             };
             let Some(size) = self.wrap_counter(k, y, a) else {
@@ -466,7 +465,7 @@ impl Syms {
         }
         let mut found = !counters.is_empty();
         for (i, &a) in args.iter().enumerate().skip(1) {
-            let (Some(y), Some(p0)) = (yielded(i, a), init(i).filter(|p| (0..=1).contains(p)))
+            let (Some(y), Some(p0)) = (carried[i - 1], init(i).filter(|p| (0..=1).contains(p)))
             else {
                 continue;
             };
@@ -495,21 +494,21 @@ impl Syms {
         self.int(v) == Some(Affine::atom(Atom::Opaque(a)).add(&Affine::constant(1)))
     }
 
-    /// `S` when `y` (the yield of carried `a`) is `(a + 1) mod S`, written
-    /// `rem.u (a + 1), S` or as a `select` of a comparison of `a + 1`
-    /// with `S` between `a + 1` and 0.
     /// The value loop `l` carries into `a` for the threads that use `a`:
-    /// where `y` is a result of an `if` on a condition fixed in the loop
-    /// (an elected producer's `if`) whose else-branch passes `a` on
+    /// where `yielded` is a result of an `if` on a condition fixed in the
+    /// loop (an elected producer's `if`) whose else-branch passes `a` on
     /// unchanged, and every use of `a` in the body is in the then-branch
     /// (or that pass-through), the then-branch's value, looked through the
-    /// same way; else `y`. Other threads keep `a` and never use it.
+    /// same way; else `yielded`. Other threads keep `a` and never use it.
     fn through_role_ifs(&self, k: &Kernel, l: Inst, yielded: Value, a: Value) -> Value {
         let body = k.insts[l].regions[0];
         let mut y = yielded;
         let mut chain: Vec<(Region, Inst)> = Vec::new();
         while let Some(i) = k.def_inst(y) {
             let d = &k.insts[i];
+            if d.op != Op::If {
+                break;
+            }
             let fixed = d
                 .args
                 .first()
@@ -527,7 +526,7 @@ impl Syms {
                     .and_then(|x| x.value())
             };
             let Some(inner) = passes(then_r) else { break };
-            if d.op != Op::If || !fixed || passes(else_r) != Some(a) {
+            if !fixed || passes(else_r) != Some(a) {
                 break;
             }
             let Some(&else_yield) = k.regions[else_r].insts.last() else {
@@ -562,6 +561,9 @@ impl Syms {
         }
     }
 
+    /// `S` when `y` (the yield of carried `a`) is `(a + 1) mod S`, written
+    /// `rem.u (a + 1), S` or as a `select` of a comparison of `a + 1`
+    /// with `S` between `a + 1` and 0.
     fn wrap_counter(&self, k: &Kernel, y: Value, a: Value) -> Option<i64> {
         let d = &k.insts[k.def_inst(y)?];
         match d.op {

@@ -784,17 +784,11 @@ fn zfill_bound(
             };
         // The top-level instruction that holds an await (the await, or a
         // loop or `if` around it: any load it holds counts as early).
-        let top_of = |mut i: Inst| {
-            while let Some(&r) = layout.home.get(&i).filter(|&&r| r != k.body) {
-                i = *layout.parent.get(&r)?;
-            }
-            Some(i)
-        };
         let first_await = uses
             .get(&site.token)?
             .iter()
             .filter(|&&(_, u)| edit::family(k, u) == Some(Family::Await))
-            .filter_map(|&(_, u)| top_of(u))
+            .filter_map(|&(_, u)| layout.top_level(k, u))
             .filter_map(|u| top.iter().position(|&x| x == u))
             .min()?;
         let early = top[..=first_await].iter().any(|&i| loads(i));
@@ -805,10 +799,7 @@ fn zfill_bound(
     // one-thread guard, and every load of the allocation outside it comes
     // after that `if` and a later top-level `barrier.cta`.
     let c = od.as_const()?;
-    let mut a = site.inst;
-    while let Some(&r) = layout.home.get(&a).filter(|&&r| r != k.body) {
-        a = *layout.parent.get(&r)?;
-    }
+    let a = layout.top_level(k, site.inst)?;
     let guard = &k.insts[a];
     let guarded = guard.op == Op::If
         && guard
@@ -853,6 +844,15 @@ struct Layout {
 }
 
 impl Layout {
+    /// The instruction of the kernel's body that holds `i` (`i` itself,
+    /// or the loop or `if` around it).
+    fn top_level(&self, k: &Kernel, mut i: Inst) -> Option<Inst> {
+        while let Some(&r) = self.home.get(&i).filter(|&&r| r != k.body) {
+            i = *self.parent.get(&r)?;
+        }
+        Some(i)
+    }
+
     fn compute(k: &Kernel, syms: &Syms) -> Layout {
         let all = edit::all_insts(k);
         let home = all.iter().map(|&(r, i)| (i, r)).collect();
