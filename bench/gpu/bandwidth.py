@@ -62,7 +62,7 @@ STENCIL_C0, STENCIL_C1 = 0.5, 0.125  # as in gen.py
 STENCIL_RB = (32, 128, 512)  # cpflow stencil: rows per CTA (swept)
 
 CPF_RE = re.compile(
-    r"^(bulk1|bulkws|bulk|cpa|pipe)_(copy|scale|rowsum|stencil)_s(\d+)_t(\d+)k(?:_l(\d+))?(?:_w(\d+))?(_h)?(_nb)?(_wf)?(_c)?(_e)?$")
+    r"^(bulk1|bulkws|bulk|cpa|pipe)_(copy|scale|rowsum|stencil)_s(\d+)_t(\d+)k(?:_l(\d+))?(?:_w(\d+))?(_h)?(_nb)?(_wf)?(_c)?(_e)?(?:_r(\d+))?$")
 CU_RE = re.compile(r"^cu_(bulk|dyn|ws|cpadyn|cpa)_copy_s(\d+)_t(\d+)k(?:_l(\d+))?(?:_w(\d+))?$")
 # family of a kernel: (source, mech) -> name; the bulk ring launched with one
 # tile per CTA is its own family ("bulk-ring-1tile").
@@ -79,14 +79,20 @@ def parse_cpf(name):
     m = CPF_RE.match(name)
     if not m:
         return None
-    mech, job, S, T, L, W, H, NB, WF, CH, E = m.groups()
+    mech, job, S, T, L, W, H, NB, WF, CH, E, R = m.groups()
     S, T = int(S), int(T) * 1024
     threads = int(W) if W else (64 if mech == "bulkws" else 32)
     bars = {"cpa": 0, "bulkws": 16 * S}.get(mech, 8 * S) * (2 if E else 1)
     # pipe: the pipeliner's ring of S slots (and an mbarrier per slot when
     # it chooses bulk copies).
-    smem = S * (T + (32 if job == "stencil" else 0)) + bars + (4 * threads if job == "rowsum" else 0)
+    # The pipelined stencil (`_r{R}`) keeps R + 2 rows of T + 32 bytes per slot.
+    if R:
+        smem = S * (int(R) + 2) * (T + 32) + bars
+    else:
+        smem = S * (T + (32 if job == "stencil" else 0)) + bars + (4 * threads if job == "rowsum" else 0)
     fam = FAMILY[("cpf", mech + ("_nb" if NB else "") + ("_wf" if WF else "") + ("_c" if CH else "") + ("_e" if E else ""))]
+    if mech == "pipe" and S == 1:
+        fam = "plain"  # the single-buffered loop compiled as written
     return dict(name=name, src="cpf", mech=mech, job=job, stages=S, tile=T, hint=bool(H),
                 threads=threads, smem=smem, family=fam, ring=mech in ("bulk", "bulkws", "cpa", "pipe"))
 

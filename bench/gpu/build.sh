@@ -38,9 +38,15 @@ for f in "$out"/cpf/*.cpf; do
   case "$name" in
     pipe_*)
       # Written single-buffered: cpflow pipelines it with S stages (from the
-      # name), then lowers the ring.
+      # name), then lowers the ring; S = 1 is the loop compiled as written.
+      # A loop left single-buffered (W2001) fails the build.
       stages=$(echo "$name" | sed 's/.*_s\([0-9]*\)_.*/\1/')
-      "$cpflow" opt "$f" --passes "pipeline:$stages,select,coalesce,sync,fence,cleanup" -o "$out/cpf/$name.ring.cpf"
+      passes="select,coalesce,sync,fence,cleanup"
+      [ "$stages" = 1 ] || passes="pipeline:$stages,$passes"
+      optdiag=$("$cpflow" opt "$f" --passes "$passes" -o "$out/cpf/$name.ring.cpf" 2>&1)
+      if echo "$optdiag" | grep -q 'W2001'; then
+        echo "$name: not pipelined:"; echo "$optdiag"; exit 1
+      fi
       "$cpflow" compile "$out/cpf/$name.ring.cpf" -o "$out/ptx/$name.ptx"
       # The stage count the cost model would choose for this loop: launched
       # with as many CTAs per SM as fit, and persistent at 3 CTAs per SM

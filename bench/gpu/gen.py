@@ -5,7 +5,8 @@ Jobs and copy mechanisms (the table BODIES maps each pair to its emitter):
 
   job copy    y = x              job scale   y = a * x   (f32)
   job rowsum  y[r] = sum of row r of an nrows x (tpr * T/4) f32 matrix
-  job stencil 5-point stencil over a zero-padded f32 grid (bulk_stencil)
+  job stencil 5-point stencil over a zero-padded f32 grid (bulk_stencil,
+              pipe_stencil)
   mech bulk   cp.async.bulk ring (sm_90): one elected thread issues the
               global->shared::cluster loads on mbarriers (arrive.expect_tx) and
               the shared->global bulk stores (bulk_group, wait_group.read
@@ -14,12 +15,15 @@ Jobs and copy mechanisms (the table BODIES maps each pair to its emitter):
               free slots on @empty, a storer thread releases them.
   mech bulk1  one tile per CTA (grid = ntiles), same copies, no ring: the
               "let the block scheduler pipeline" variant.
-  mech pipe   no ring at all (copy, scale, rowsum): the loop written
+  mech pipe   no ring at all (copy, scale, rowsum, stencil): the loop written
               single-buffered, each thread copying its 16 bytes of the tile
               with the abstract `copy` and `await`, between two
               `barrier.cta`; build.sh pipelines it with `cpflow opt --passes
-              pipeline:S,...` (S from the name). Copy and scale store with
+              pipeline:S,...` (S from the name; the stencil's S = 1: compiled
+              as written, not pipelined). Copy and scale store with
               `st` through a `noalias` %dst, apart from the `noalias` %src.
+              The stencil copies R + 2 input rows per step of R output rows
+              (`_r{R}`).
   mech cpa    cp.async ring (sm_80 style): every thread copies 16-byte chunks
               with cp.async.cg, one commit group per tile, wait_group N derived
               from a window of loop-carried groups, ordinary ld/st back out;
@@ -49,8 +53,10 @@ STENCIL_C0, STENCIL_C1 = 0.5, 0.125  # y = C0 * x + C1 * (sum of the 4 neighbour
 
 class Cfg:
     def __init__(self, job, mech, stages, tile, threads, lookahead=None, hint=False, nobar=False,
-                 fullwait=False, chunk=False, emptybar=False):
+                 fullwait=False, chunk=False, emptybar=False, rows=None):
         self.hint = hint
+        # pipe stencil: output rows per loop step (R + 2 input rows copied)
+        self.rows = rows
         self.emptybar = emptybar
         self.chunk = chunk
         self.nobar = nobar
@@ -76,17 +82,22 @@ class Cfg:
         if self.mech == "bulk1":
             assert S == 1
         elif self.mech == "pipe":
-            assert S >= 2 and T % (16 * N) == 0, "pipe: each thread copies 16-byte multiples"
-            assert T == 16 * N or self.job == "rowsum", "pipe copy/scale: 16 bytes per thread"
+            if self.job == "stencil":
+                # S = 1: compiled as written, without the pipeline pass
+                assert S >= 1 and N == T // 16 + 2, "pipe stencil: a 16-byte chunk of a row and its halo per thread"
+            else:
+                assert S >= 2 and T % (16 * N) == 0, "pipe: each thread copies 16-byte multiples"
+                assert T == 16 * N or self.job == "rowsum", "pipe copy/scale: 16 bytes per thread"
         else:
             assert S >= 2 and 1 <= L <= S - 1, (S, L)
         assert T % 16 == 0
         assert self.smem() <= SMEM_LIMIT, "ring does not fit 48 KiB of static shared memory"
         if self.mech == "cpa":
             assert T % (16 * N) == 0, "tile must be a multiple of 16 bytes per thread"
-        if self.mech != "cpa" and self.job in ("scale", "rowsum", "stencil"):
+        if self.mech not in ("cpa", "pipe") and self.job in ("scale", "rowsum", "stencil"):
             assert T % (4 * N) == 0
-        if self.job == "stencil":
+        assert (self.rows is not None) == ((self.job, self.mech) == ("stencil", "pipe"))
+        if self.job == "stencil" and self.mech != "pipe":
             assert S >= 3, "output row r needs input rows r, r+1, r+2 resident"
         if self.mech == "bulkws":
             assert N == 64
@@ -94,6 +105,8 @@ class Cfg:
             assert N == 32
 
     def smem(self):
+        if self.job == "stencil" and self.mech == "pipe":
+            return self.stages * (self.rows + 2) * (self.tile + 32)
         if self.job == "stencil":
             return self.stages * (self.tile + 32) + 8 * self.stages
         if self.mech == "pipe":
@@ -107,7 +120,7 @@ class Cfg:
             n += f"_l{self.lookahead}"
         if self.job != "copy" or self.mech in ("cpa", "pipe"):
             n += f"_w{self.threads}"
-        return n + ("_h" if self.hint else "") + ("_nb" if self.nobar else "") + ("_wf" if self.fullwait else "") + ("_c" if self.chunk else "") + ("_e" if self.emptybar else "")
+        return n + ("_h" if self.hint else "") + ("_nb" if self.nobar else "") + ("_wf" if self.fullwait else "") + ("_c" if self.chunk else "") + ("_e" if self.emptybar else "") + (f"_r{self.rows}" if self.rows else "")
 
     def module(self):
         body = BODIES[(self.job, self.mech)](self)
@@ -927,6 +940,108 @@ def pipe_stream(c):
     return "\n".join(out) + "\n"
 
 
+def pipe_stencil(c):
+    """The 5-point stencil written the plain way for the pipeliner, over the
+    zero-padded input of bulk_stencil (row pitch w + 8 floats). CTA c owns
+    output rows [u * rb, u * rb + rb) of the column strip s (T/4 outputs),
+    u and s as in bulk_stencil. A tile row is the strip's T bytes with
+    their halo, T + 32 bytes: one 16-byte chunk per thread, so the block
+    has T/16 + 2 threads. Each step of the CTA's loop computes R output
+    rows: the threads copy the R + 2 input rows they need (rows past the
+    CTA's last are clamped to it) into the one @tile, await them,
+    `barrier.cta`; threads t < T/16 compute columns t, t + T/16, ... of
+    every row from the tile and store them with `st`; `barrier.cta`. %src
+    and %dst are `noalias`."""
+    T, N, R = c.tile, c.threads, c.rows
+    W, K = T // 4, T // 16  # outputs per strip row, computing threads
+    row = T + 32
+    out = [f"kernel @{c.name}(%src: ptr<global> align 16 noalias, %dst: ptr<global> align 16 noalias, "
+           f"%w: i32, %rb: i32) block({N}) {{",
+           f"  shared @tile: bytes[{(R + 2) * row}] align 128",
+           "  %tid = sreg tid.x",
+           "  %cta = sreg ctaid.x",
+           f"  %nstrips = div.u %w, {W} : i32",
+           "  %sx = rem.u %cta, %nstrips : i32",
+           "  %ub = div.u %cta, %nstrips : i32",
+           "  %row0 = mul %ub, %rb : i32",
+           "  %wq = div.u %w, 4 : i32",
+           "  %pitchq = add %wq, 2 : i32",
+           "  %pitchb = mul %pitchq, 16 : i32",
+           "  %pitchb64 = zext %pitchb : i32 to i64",
+           f"  %colb = mul %sx, {T} : i32",
+           # copy: thread t's chunk, bytes [16t, 16t + 16) of a tile row
+           "  %col = mul %tid, 16 : i32",
+           "  %gcol = add %colb, %col : i32",
+           "  %gcol64 = zext %gcol : i32 to i64",
+           "  %src_c = ptr.add %src, %gcol64",
+           "  %tile = addr @tile",
+           "  %mine = ptr.add %tile, %col",
+           # compute: thread t's output column t is byte 16 + 4t of a tile row
+           "  %ccol = mul %tid, 4 : i32",
+           "  %ctile = ptr.add %tile, %ccol",
+           "  %ocol = add %colb, %ccol : i32",
+           "  %ocol64 = zext %ocol : i32 to i64",
+           "  %dcol = ptr.add %dst, %ocol64",
+           "  %w4 = mul %w, 4 : i32",
+           "  %w464 = zext %w4 : i32 to i64",
+           f"  %computes = cmp.ult %tid, {K} : i32",
+           "  %lastin = add %rb, 1 : i32",
+           f"  %rb1 = add %rb, {R - 1} : i32",
+           f"  %steps = div.u %rb1, {R} : i32",
+           f"  %c0 = const {STENCIL_C0} : f32",
+           f"  %c1 = const {STENCIL_C1} : f32",
+           "  for %g = 0 to %steps step 1 {",
+           f"    %r0 = mul %g, {R} : i32"]
+    for j in range(R + 2):
+        out += [f"    %in{j} = add %r0, {j} : i32",
+                f"    %inc{j} = min.u %in{j}, %lastin : i32",
+                f"    %ir{j} = add %row0, %inc{j} : i32",
+                f"    %ir{j}_64 = zext %ir{j} : i32 to i64",
+                f"    %io{j} = mul %ir{j}_64, %pitchb64 : i64",
+                f"    %src{j} = ptr.add %src_c, %io{j}",
+                f"    %dst{j} = ptr.add %mine, {j * row}",
+                f"    %t{j} = copy %dst{j}, %src{j}, 16"]
+    out += [f"    await %t{j}" for j in range(R + 2)]
+    out += ["    barrier.cta",
+            "    if %computes {"]
+    # Thread t computes columns t, t + K, t + 2K, t + 3K of every output row
+    # (a warp's loads and stores are 128 contiguous bytes); each value of
+    # its own columns is loaded once per step.
+    for j in range(R + 2):
+        for q in range(4):
+            out += [f"      %pv{j}_{q} = ptr.add %ctile, {j * row + 16 + 4 * q * K}",
+                    f"      %v{j}_{q} = ld %pv{j}_{q} : f32"]
+    for e in range(R):
+        m = e + 1  # the output row's own input row
+        out += [f"      %o{e} = add %r0, {e} : i32",
+                f"      %in_{e} = cmp.ult %o{e}, %rb : i32",
+                f"      if %in_{e} {{",
+                f"        %orow{e} = add %row0, %o{e} : i32",
+                f"        %orow{e}_64 = zext %orow{e} : i32 to i64",
+                f"        %oro{e} = mul %orow{e}_64, %w464 : i64",
+                f"        %drow{e} = ptr.add %dcol, %oro{e}"]
+        for q in range(4):
+            x = m * row + 16 + 4 * q * K
+            out += [f"        %pl{e}_{q} = ptr.add %ctile, {x - 4}",
+                    f"        %l{e}_{q} = ld %pl{e}_{q} : f32",
+                    f"        %pr{e}_{q} = ptr.add %ctile, {x + 4}",
+                    f"        %r{e}_{q} = ld %pr{e}_{q} : f32",
+                    f"        %s1_{e}_{q} = fadd %v{e}_{q}, %v{e + 2}_{q} : f32",
+                    f"        %s2_{e}_{q} = fadd %l{e}_{q}, %r{e}_{q} : f32",
+                    f"        %s3_{e}_{q} = fadd %s1_{e}_{q}, %s2_{e}_{q} : f32",
+                    f"        %t1_{e}_{q} = fmul %s3_{e}_{q}, %c1 : f32",
+                    f"        %t0_{e}_{q} = fmul %v{m}_{q}, %c0 : f32",
+                    f"        %y{e}_{q} = fadd %t0_{e}_{q}, %t1_{e}_{q} : f32",
+                    f"        %po{e}_{q} = ptr.add %drow{e}, {4 * q * K}",
+                    f"        st %po{e}_{q}, %y{e}_{q} : f32"]
+        out += ["      }"]
+    out += ["    }",
+            "    barrier.cta",
+            "  }",
+            "}"]
+    return "\n".join(out) + "\n"
+
+
 def pipe_rowsum(c):
     """Row sums written the plain way for the pipeliner: CTA c takes rows c,
     c + nctaid, ...; for each row a loop over its tiles copies tile k into
@@ -1011,6 +1126,7 @@ BODIES = {
     ("copy", "pipe"): pipe_stream,
     ("scale", "pipe"): pipe_stream,
     ("stencil", "bulk"): bulk_stencil,
+    ("stencil", "pipe"): pipe_stencil,
 }
 
 
@@ -1078,6 +1194,13 @@ def sweep():
     for S, T, N in [(4, 4096, 256), (6, 4096, 256), (8, 4096, 256), (4, 4096, 128),
                     (6, 2048, 128), (8, 2048, 128), (4, 8192, 256), (5, 8192, 512)]:
         cfgs.append(Cfg("stencil", "bulk", S, T, N))
+    # the stencil written single-buffered, pipelined by cpflow: R output rows
+    # of a column strip per step, each thread copying its 16 bytes of the
+    # R + 2 input rows; S = 1 is the loop compiled as written
+    for T, R in [(2048, 2), (2048, 4), (2048, 8), (1024, 4), (1024, 8), (4096, 2)]:
+        for S in range(1, 9):
+            if S * (R + 2) * (T + 32) <= SMEM_LIMIT:
+                cfgs.append(Cfg("stencil", "pipe", S, T, T // 16 + 2, rows=R))
     return cfgs
 
 
@@ -1094,6 +1217,7 @@ def main():
     ap.add_argument("--stages", type=int, default=4)
     ap.add_argument("--tile", type=int, default=8192, help="tile bytes")
     ap.add_argument("--threads", type=int, default=None, help="threads per CTA")
+    ap.add_argument("--rows", type=int, default=None, help="pipe stencil: output rows per loop step")
     ap.add_argument("--lookahead", type=int, default=None, help="tiles loaded ahead (bulk: default S/2 for copy, S-1 for scale)")
     ap.add_argument("-o", "--output")
     ap.add_argument("--name", action="store_true", help="print the configuration's name and exit")
@@ -1110,7 +1234,7 @@ def main():
     stages = 1 if a.mech == "bulk1" else a.stages
     c = Cfg(a.job, a.mech, stages, a.tile, threads, a.lookahead, hint=a.hint, nobar=a.nobar,
             fullwait=a.fullwait, chunk=a.chunk,
-            emptybar=a.emptybar)
+            emptybar=a.emptybar, rows=a.rows)
     if a.name:
         print(c.name)
         return

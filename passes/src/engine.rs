@@ -29,6 +29,8 @@ const MAX_ITERS: usize = 30;
 const DONE: u32 = u32::MAX;
 /// The smallest depth cap (see [`depth_caps`]).
 const MIN_DEPTH_CAP: u32 = 8;
+/// The most commits [`depth_caps`] counts.
+const MAX_NAMED_DEPTH_CAP: u32 = 64;
 /// Loop fixed points kept per kernel (see [`Engine::loops_seen`]).
 const MAX_MEMO: usize = 512;
 /// The work the loop fixed points of one kernel may take: each walk of a
@@ -2614,19 +2616,28 @@ impl<'a> Engine<'a> {
     }
 }
 
-/// The depth cap per kind: at least [`MIN_DEPTH_CAP`], and at least the
-/// largest literal `N` of the kernel's waits of that kind. Clamping a
-/// group's depth to the cap is exact for every literal wait (`N <= cap`
-/// completes a group at depth `>= N` either way) and only loses completion
-/// (the safe side) for a wait on a group value deeper than the cap.
+/// The depth cap per kind: at least [`MIN_DEPTH_CAP`], at least the
+/// largest literal `N` of the kernel's waits of that kind, and at least the
+/// number of its commits of that kind, up to [`MAX_NAMED_DEPTH_CAP`].
+/// Clamping a group's depth to the cap is exact for every literal wait
+/// (`N <= cap` completes a group at depth `>= N` either way) and only loses
+/// completion (the safe side) for a wait on a group value deeper than the
+/// cap. A ring of `S` stages with `C` commits a step has `S * C` commits
+/// in its text and waits on groups at most `S * C - 1` deep: counting the
+/// commits keeps those names.
 fn depth_caps(k: &Kernel) -> [u32; 2] {
     let mut caps = [MIN_DEPTH_CAP; 2];
+    let mut commits = [0u32; 2];
     k.walk(k.body, &mut |i| {
         let data = &k.insts[i];
         if let Op::Ptx(p) = &data.op {
             let kidx = match p.family.sync() {
                 SyncEffect::WaitGroup(GroupKind::NonBulk) => 0,
                 SyncEffect::WaitGroup(GroupKind::Bulk) => 1,
+                SyncEffect::Commit(g) => {
+                    commits[usize::from(g == GroupKind::Bulk)] += 1;
+                    return;
+                }
                 _ => return,
             };
             if let Some(n) = data.args.first().and_then(|a| k.const_int(*a)) {
@@ -2635,6 +2646,9 @@ fn depth_caps(k: &Kernel) -> [u32; 2] {
             }
         }
     });
+    for (cap, n) in caps.iter_mut().zip(commits) {
+        *cap = (*cap).max(n.min(MAX_NAMED_DEPTH_CAP));
+    }
     caps
 }
 
