@@ -59,7 +59,7 @@ JOBS = ("copy", "scale", "rowsum", "stencil")
 TILES_PER_CTA = (4, 16, 64)  # rings launched with ntiles / t CTAs (t tiles each)
 STENCIL_W = 8192  # stencil: columns of X; rows = buffer / STENCIL_W
 STENCIL_C0, STENCIL_C1 = 0.5, 0.125  # as in gen.py
-STENCIL_RB = (32, 128, 512)  # cpflow stencil: rows per CTA (swept)
+STENCIL_RB = (16, 32, 64, 128, 512)  # cpflow stencil: rows per CTA (swept)
 
 CPF_RE = re.compile(
     r"^(bulk1|bulkws|bulk|cpa|pipe)_(copy|scale|rowsum|stencil)_s(\d+)_t(\d+)k(?:_l(\d+))?(?:_w(\d+))?(_h)?(_nb)?(_wf)?(_c)?(_e)?(?:_r(\d+))?$")

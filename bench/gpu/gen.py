@@ -1197,7 +1197,8 @@ def sweep():
     # the stencil written single-buffered, pipelined by cpflow: R output rows
     # of a column strip per step, each thread copying its 16 bytes of the
     # R + 2 input rows; S = 1 is the loop compiled as written
-    for T, R in [(2048, 2), (2048, 4), (2048, 8), (1024, 4), (1024, 8), (4096, 2)]:
+    for T, R in [(2048, 2), (2048, 4), (2048, 8), (1024, 4), (1024, 6), (1024, 8), (1024, 12),
+                 (4096, 2)]:
         for S in range(1, 9):
             if S * (R + 2) * (T + 32) <= SMEM_LIMIT:
                 cfgs.append(Cfg("stencil", "pipe", S, T, T // 16 + 2, rows=R))
