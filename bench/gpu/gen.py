@@ -770,6 +770,23 @@ def bulk_rowsum(c):
     return "\n".join(out) + "\n"
 
 
+def stencil_strip(T):
+    """The stencil's CTA c: its column strip %sx = c % (w / (T/4)) (first
+    byte %colb of a padded row), its first output row %row0 = (c / (w /
+    (T/4))) * rb, and the padded row pitch %pitchb64 = (w + 8) * 4 bytes,
+    a multiple of 16 (w % 4 == 0)."""
+    return ["  %cta = sreg ctaid.x",
+            f"  %nstrips = div.u %w, {T // 4} : i32",
+            "  %sx = rem.u %cta, %nstrips : i32",
+            "  %ub = div.u %cta, %nstrips : i32",
+            "  %row0 = mul %ub, %rb : i32",
+            "  %wq = div.u %w, 4 : i32",
+            "  %pitchq = add %wq, 2 : i32",
+            "  %pitchb = mul %pitchq, 16 : i32",
+            "  %pitchb64 = zext %pitchb : i32 to i64",
+            f"  %colb = mul %sx, {T} : i32"]
+
+
 def bulk_stencil(c):
     """5-point stencil y = C0 * x + C1 * (4 neighbours) over a zero-padded
     input (1 row above and below, 4 columns left and right; row pitch w + 8
@@ -789,18 +806,7 @@ def bulk_stencil(c):
            f"  shared @full: mbarrier[{S}]"] + ([f"  shared @empty: mbarrier[{S}]"] if c.emptybar else []) + [
            "  %tid = sreg tid.x",
            "  %ring = addr @ring",
-           "  %leader = cmp.eq %tid, 0 : i32",
-           "  %cta = sreg ctaid.x",
-           f"  %nstrips = div.u %w, {W} : i32",
-           "  %sx = rem.u %cta, %nstrips : i32",
-           "  %ub = div.u %cta, %nstrips : i32",
-           "  %row0 = mul %ub, %rb : i32",
-           # row pitch (w + 8) * 4 bytes, as a multiple of 16 (w % 4 == 0)
-           "  %wq = div.u %w, 4 : i32",
-           "  %pitchq = add %wq, 2 : i32",
-           "  %pitchb = mul %pitchq, 16 : i32",
-           "  %pitchb64 = zext %pitchb : i32 to i64",
-           f"  %colb = mul %sx, {T} : i32",
+           "  %leader = cmp.eq %tid, 0 : i32"] + stencil_strip(T) + [
            "  %colb64 = zext %colb : i32 to i64",
            "  %nrows = add %rb, 2 : i32",
            f"  %c0 = const {STENCIL_C0} : f32",
@@ -953,22 +959,12 @@ def pipe_stencil(c):
     every row from the tile and store them with `st`; `barrier.cta`. %src
     and %dst are `noalias`."""
     T, N, R = c.tile, c.threads, c.rows
-    W, K = T // 4, T // 16  # outputs per strip row, computing threads
+    K = T // 16  # the threads that compute, 4 output columns each
     row = T + 32
     out = [f"kernel @{c.name}(%src: ptr<global> align 16 noalias, %dst: ptr<global> align 16 noalias, "
            f"%w: i32, %rb: i32) block({N}) {{",
            f"  shared @tile: bytes[{(R + 2) * row}] align 128",
-           "  %tid = sreg tid.x",
-           "  %cta = sreg ctaid.x",
-           f"  %nstrips = div.u %w, {W} : i32",
-           "  %sx = rem.u %cta, %nstrips : i32",
-           "  %ub = div.u %cta, %nstrips : i32",
-           "  %row0 = mul %ub, %rb : i32",
-           "  %wq = div.u %w, 4 : i32",
-           "  %pitchq = add %wq, 2 : i32",
-           "  %pitchb = mul %pitchq, 16 : i32",
-           "  %pitchb64 = zext %pitchb : i32 to i64",
-           f"  %colb = mul %sx, {T} : i32",
+           "  %tid = sreg tid.x"] + stencil_strip(T) + [
            # copy: thread t's chunk, bytes [16t, 16t + 16) of a tile row
            "  %col = mul %tid, 16 : i32",
            "  %gcol = add %colb, %col : i32",
