@@ -255,6 +255,9 @@ fn bundle_launch(
         // A declared block's shape (its `%tid.y`, `%tid.z` matter), else 1-D.
         "block": kernel.block.unwrap_or([rl.launch.threads, 1, 1]),
         "cluster": declared,
+        // Past 48 KiB the kernel's shared memory is dynamic: the launch
+        // gives it these bytes.
+        "dynamic_shared_bytes": kernel.dynamic_shared_bytes(),
         "params": params,
     }))
 }

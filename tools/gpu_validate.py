@@ -61,7 +61,10 @@ def run_launch(bundle, launch, repeat, rtol, atol):
         block = tuple(block) if isinstance(block, list) else (block,)
         grid = launch["grid"]
         grid = tuple(grid) if isinstance(grid, list) else (grid,)
-        kernel(grid, block, tuple(args))
+        shared = launch.get("dynamic_shared_bytes", 0)
+        if shared:
+            kernel.max_dynamic_shared_size_bytes = shared
+        kernel(grid, block, tuple(args), shared_mem=shared)
         cp.cuda.runtime.deviceSynchronize()
         outcome["runs"] += 1
         verdict = "exact"

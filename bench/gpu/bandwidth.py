@@ -53,6 +53,7 @@ RINGS_CU = os.path.join(HERE, "ref", "rings.cu")
 HBM_GBS = 3350.0  # H100 SXM5 HBM3 theoretical bandwidth, GB/s
 EVICT_FIRST = 0x12F0000000000000  # L2 cache-policy encoding (CUTLASS CacheHintSm90)
 SMEM_PER_SM = 228 * 1024  # H100: 228 KiB per SM, 1 KiB reserved per CTA
+STATIC_SMEM = 48 * 1024  # static shared memory a CTA may declare
 SCALE_A = 1.7
 ROWS = 8192  # rowsum: rows of X; columns = buffer / ROWS
 JOBS = ("copy", "scale", "rowsum", "stencil")
@@ -177,6 +178,12 @@ class Loaded:
             self.fn.preferred_shared_memory_carveout = 100
         except Exception as e:  # noqa: BLE001
             print(f"note: carveout not set for {k['name']}: {e}")
+        # Past 48 KiB a cpflow kernel's shared memory is dynamic (`cpflow
+        # compile` reaches it through one `.extern .shared` array): ask for
+        # it (k["smem"] is at least the kernel's layout).
+        self.shared = k["smem"] if k["src"] == "cpf" and k["smem"] > STATIC_SMEM else 0
+        if self.shared:
+            self.fn.max_dynamic_shared_size_bytes = self.shared
 
     def args(self, x, y, nbytes, rb=None):
         import numpy as np
@@ -197,7 +204,7 @@ class Loaded:
         return a
 
     def launch(self, grid, args):
-        self.fn((grid,), (self.k["threads"],), tuple(args))
+        self.fn((grid,), (self.k["threads"],), tuple(args), shared_mem=self.shared)
 
 
 # ---------------------------------------------------------------- smoke test

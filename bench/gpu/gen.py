@@ -48,6 +48,9 @@ import os
 import sys
 
 SMEM_LIMIT = 48 * 1024  # static shared memory per CTA (0xc000)
+# pipe kernels: the pipeliner's rings past 48 KiB take dynamic shared memory
+# (up to the H100's 227 KiB per CTA), which bandwidth.py asks for at launch
+PIPE_SMEM_LIMIT = 227 * 1024
 STENCIL_C0, STENCIL_C1 = 0.5, 0.125  # y = C0 * x + C1 * (sum of the 4 neighbours)
 
 
@@ -91,7 +94,8 @@ class Cfg:
         else:
             assert S >= 2 and 1 <= L <= S - 1, (S, L)
         assert T % 16 == 0
-        assert self.smem() <= SMEM_LIMIT, "ring does not fit 48 KiB of static shared memory"
+        limit = PIPE_SMEM_LIMIT if self.mech == "pipe" else SMEM_LIMIT
+        assert self.smem() <= limit, "ring does not fit the shared memory of a CTA"
         if self.mech == "cpa":
             assert T % (16 * N) == 0, "tile must be a multiple of 16 bytes per thread"
         if self.mech not in ("cpa", "pipe") and self.job in ("scale", "rowsum", "stencil"):
@@ -1186,6 +1190,12 @@ def sweep():
         for S in range(2, 9):
             if S * (T + 8) + 4 * N <= SMEM_LIMIT:
                 cfgs.append(Cfg("rowsum", "pipe", S, T, N))
+    # ... and with tiles of 16 and 32 KiB, past 48 KiB of shared memory
+    # (Triton's best row sum streams 32 KiB blocks through 4 stages)
+    for T, N in [(16384, 128), (32768, 128), (32768, 256)]:
+        for S in range(2, 7):
+            if S * (T + 8) + 4 * N > SMEM_LIMIT and S * (T + 8) + 4 * N <= PIPE_SMEM_LIMIT:
+                cfgs.append(Cfg("rowsum", "pipe", S, T, N))
     # 5-point stencil: column strips of T bytes, input rows through a ring
     for S, T, N in [(4, 4096, 256), (6, 4096, 256), (8, 4096, 256), (4, 4096, 128),
                     (6, 2048, 128), (8, 2048, 128), (4, 8192, 256), (5, 8192, 512)]:
@@ -1193,10 +1203,11 @@ def sweep():
     # the stencil written single-buffered, pipelined by cpflow: R output rows
     # of a column strip per step, each thread copying its 16 bytes of the
     # R + 2 input rows; S = 1 is the loop compiled as written
-    for T, R in [(2048, 2), (2048, 4), (2048, 8), (1024, 4), (1024, 6), (1024, 8), (1024, 12),
-                 (4096, 2)]:
+    for T, R in [(1024, 4), (1024, 6), (1024, 8), (1024, 12), (1024, 16),
+                 (2048, 2), (2048, 4), (2048, 6), (2048, 8), (2048, 12),
+                 (4096, 2), (4096, 4), (4096, 8)]:
         for S in range(1, 9):
-            if S * (R + 2) * (T + 32) <= SMEM_LIMIT:
+            if S * (R + 2) * (T + 32) <= PIPE_SMEM_LIMIT:
                 cfgs.append(Cfg("stencil", "pipe", S, T, T // 16 + 2, rows=R))
     return cfgs
 

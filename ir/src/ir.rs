@@ -214,6 +214,12 @@ pub enum SharedKind {
     Mbarriers(u32),
 }
 
+/// The most static shared memory a CTA may declare without opting in (48
+/// KiB, the CUDA C Programming Guide's "Shared Memory"): a kernel whose
+/// [`Kernel::shared_layout`] ends past it gets its shared memory at launch
+/// (dynamic shared memory), which the launch must ask for.
+pub const STATIC_SHARED_LIMIT: u64 = 48 * 1024;
+
 impl SharedAlloc {
     /// The allocation's size in bytes.
     pub fn size_bytes(&self) -> u64 {
@@ -704,6 +710,36 @@ impl Kernel {
         let polls = matches!(&self.insts[poll].op, Op::Ptx(p)
             if matches!(p.family.sync(), spec::SyncEffect::PhaseWait(spec::WaitKind::Test | spec::WaitKind::Try)));
         (negates && polls && body.contains(&poll)).then_some(poll)
+    }
+
+    /// The byte offset of each shared allocation and the end of the last:
+    /// the allocations in declaration order, each at its alignment.
+    pub fn shared_layout(&self) -> (Vec<u64>, u64) {
+        let mut end = 0u64;
+        let offsets = self
+            .shared
+            .iter()
+            .map(|(_, s)| {
+                let align = u64::from(s.align.max(1));
+                let at = end.div_ceil(align).saturating_mul(align);
+                end = at.saturating_add(s.size_bytes());
+                at
+            })
+            .collect();
+        (offsets, end)
+    }
+
+    /// The bytes of dynamic shared memory a launch of the kernel must give
+    /// it: the end of its [`Kernel::shared_layout`] when that passes
+    /// [`STATIC_SHARED_LIMIT`] (the lowering then reaches every allocation
+    /// at its offset in one `.extern .shared` array), else 0.
+    pub fn dynamic_shared_bytes(&self) -> u64 {
+        let (_, end) = self.shared_layout();
+        if end > STATIC_SHARED_LIMIT {
+            end
+        } else {
+            0
+        }
     }
 
     /// The [`Kernel::exit_poll`] of every poll loop: the polls that block

@@ -354,13 +354,9 @@ impl Verifier<'_> {
     /// E0105 when a kernel's shared allocations, laid out in declaration
     /// order at their alignments, pass [`MAX_SHARED_BYTES`].
     fn shared_total(&mut self, k: &Kernel) {
-        let mut end = 0u64;
-        for (_, s) in k.shared.iter() {
-            let align = u64::from(s.align.max(1));
-            end = end
-                .div_ceil(align)
-                .saturating_mul(align)
-                .saturating_add(s.size_bytes());
+        let (offsets, _) = k.shared_layout();
+        for ((_, s), at) in k.shared.iter().zip(offsets) {
+            let end = at.saturating_add(s.size_bytes());
             if end > MAX_SHARED_BYTES {
                 self.push(
                     Diagnostic::error(

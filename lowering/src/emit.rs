@@ -96,6 +96,10 @@ struct KernelEmitter<'a> {
     /// Emitting a poll loop's body: its loads are volatile, so LLVM reads
     /// memory on every run instead of hoisting the load out of the loop.
     polling: bool,
+    /// Each allocation's byte offset in the kernel's dynamic shared memory
+    /// (see [`Kernel::dynamic_shared_bytes`]); `None`: one static `.shared`
+    /// array each.
+    dynamic_shared: Option<Vec<u64>>,
     errors: Vec<Diagnostic>,
 }
 
@@ -103,6 +107,7 @@ impl<'a> KernelEmitter<'a> {
     fn new(module: &'a Module, k: &'a Kernel) -> Result<Self, Vec<Diagnostic>> {
         let waits = waits::plan(k)?;
         let facts = Facts::compute(k);
+        let dynamic_shared = (k.dynamic_shared_bytes() > 0).then(|| k.shared_layout().0);
         Ok(KernelEmitter {
             module,
             k,
@@ -113,6 +118,7 @@ impl<'a> KernelEmitter<'a> {
             vals: HashMap::new(),
             depth: 3,
             polling: false,
+            dynamic_shared,
             errors: Vec::new(),
         })
     }
@@ -121,19 +127,39 @@ impl<'a> KernelEmitter<'a> {
         format!("__cpflow_{}_{}", sym(&self.k.name), self.k.shared[id].name)
     }
 
+    /// The `extern` array the kernel's dynamic shared memory is reached by.
+    fn dynamic_shared_name(&self) -> String {
+        format!("__cpflow_{}_dynamic_shared", sym(&self.k.name))
+    }
+
     fn run(mut self) -> Result<String, Vec<Diagnostic>> {
         let k = self.k;
-        for (id, alloc) in k.shared.iter() {
-            let ty = match alloc.kind {
-                SharedKind::Bytes(n) => format!("!llvm.array<{n} x i8>"),
-                SharedKind::Mbarriers(n) => format!("!llvm.array<{n} x i64>"),
-            };
+        if self.dynamic_shared.is_some() {
+            let align = k
+                .shared
+                .iter()
+                .map(|(_, a)| a.align)
+                .max()
+                .unwrap_or(1)
+                .max(16);
             let _ = writeln!(
                 self.out,
-                "    llvm.mlir.global internal @{}() {{addr_space = 3 : i32, alignment = {} : i64}} : {ty}",
-                self.global_name(id),
-                alloc.align
+                "    llvm.mlir.global external @{}() {{addr_space = 3 : i32, alignment = {align} : i64}} : !llvm.array<0 x i8>",
+                self.dynamic_shared_name()
             );
+        } else {
+            for (id, alloc) in k.shared.iter() {
+                let ty = match alloc.kind {
+                    SharedKind::Bytes(n) => format!("!llvm.array<{n} x i8>"),
+                    SharedKind::Mbarriers(n) => format!("!llvm.array<{n} x i64>"),
+                };
+                let _ = writeln!(
+                    self.out,
+                    "    llvm.mlir.global internal @{}() {{addr_space = 3 : i32, alignment = {} : i64}} : {ty}",
+                    self.global_name(id),
+                    alloc.align
+                );
+            }
         }
         let mut params = Vec::new();
         for (i, &p) in k.params.iter().enumerate() {
@@ -332,11 +358,26 @@ impl<'a> KernelEmitter<'a> {
                 self.define(data.results[0], vec![m]);
             }
             Op::Addr(id) => {
-                let g = self.global_name(*id);
-                let base = self.def(
-                    "!llvm.ptr<3>",
-                    &format!("llvm.mlir.addressof @{g} : !llvm.ptr<3>"),
-                );
+                let base = match self.dynamic_shared.as_ref().map(|o| o[id.index()]) {
+                    Some(offset) => {
+                        let g = self.dynamic_shared_name();
+                        let start = self.def(
+                            "!llvm.ptr<3>",
+                            &format!("llvm.mlir.addressof @{g} : !llvm.ptr<3>"),
+                        );
+                        self.def(
+                            "!llvm.ptr<3>",
+                            &format!("llvm.getelementptr {}[{offset}] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8", start.name),
+                        )
+                    }
+                    None => {
+                        let g = self.global_name(*id);
+                        self.def(
+                            "!llvm.ptr<3>",
+                            &format!("llvm.mlir.addressof @{g} : !llvm.ptr<3>"),
+                        )
+                    }
+                };
                 let m = match data.args.first() {
                     Some(a) => {
                         let i = self.arg(*a, "i32");

@@ -37,7 +37,7 @@ use cpflow_ir::build::{imm, val, Builder};
 use cpflow_ir::diag::Span;
 use cpflow_ir::ir::{
     Arg, BinaryOp, CmpPred, Constant, Inst, Kernel, Op, Operand, Region, SharedId, SharedKind,
-    Value, ValueDef,
+    Value, ValueDef, STATIC_SHARED_LIMIT,
 };
 use cpflow_ir::spec::Family;
 use cpflow_ir::types::{Scalar, Space, Type};
@@ -45,11 +45,6 @@ use cpflow_ir::{Diagnostic, Module};
 
 use super::edit::{self, family, pure};
 use super::{stages, warpspec};
-
-/// Static shared memory a CTA may declare without opting in (48 KiB, CUDA
-/// C Programming Guide, "Shared Memory"): the ring and every other
-/// allocation must fit in it.
-pub const SHARED_BUDGET: u64 = 48 * 1024;
 
 /// The output a loop is rewritten into.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -269,7 +264,7 @@ pub fn loop_comments(text: &str, module: &Module) -> Vec<LoopAsk> {
 /// Pipelines every loop of the input shape but those in `skip` (the `for`'s
 /// span, with the reason to give), as `ask` says; a loop in `per_loop`
 /// takes what its comment asks for first (the stage count still capped by
-/// [`SHARED_BUDGET`]).
+/// [`shared_budget`]).
 pub fn pipeline(
     module: &mut Module,
     ask: Ask,
@@ -589,8 +584,22 @@ enum Asked {
     Loop(u32),
 }
 
+/// The shared bytes a kernel's rings and other allocations may take. A
+/// stage count the cost model chooses keeps a kernel that fits the static
+/// [`STATIC_SHARED_LIMIT`] in it (its launch needs nothing more); a stage
+/// count asked for, or a kernel already past that limit, may take what the
+/// target gives one CTA ([`stages::Machine::shared_per_cta`]), and the
+/// kernel then gets dynamic shared memory ([`Kernel::dynamic_shared_bytes`]).
+pub fn shared_budget(k: &Kernel, asked: bool, sm: u32) -> u64 {
+    if asked || k.dynamic_shared_bytes() > 0 {
+        stages::Machine::of(sm).shared_per_cta
+    } else {
+        STATIC_SHARED_LIMIT
+    }
+}
+
 /// The stage count asked for, capped so that the ring and the other
-/// allocations fit in [`SHARED_BUDGET`]; at least 2. Asked for nothing,
+/// allocations fit in [`shared_budget`]; at least 2. Asked for nothing,
 /// the cost model chooses ([`stages::choose`]), and its candidates come
 /// back for `--explain`.
 fn choose_stages(
@@ -607,7 +616,8 @@ fn choose_stages(
         .filter(|(a, _)| !p.allocs.contains(a))
         .map(|(_, s)| s.size_bytes())
         .sum();
-    let fit = SHARED_BUDGET.saturating_sub(others) / per_stage.max(1);
+    let budget = shared_budget(k, !matches!(asked, Asked::Model(_)), sm);
+    let fit = budget.saturating_sub(others) / per_stage.max(1);
     // A loop of a constant T trips has at most T tiles to issue ahead:
     // more than T + 1 stages only re-load its last tile.
     let d = &k.insts[p.lp];
@@ -618,7 +628,7 @@ fn choose_stages(
     let useful = trips.map_or(u64::MAX, |t| (t + 1).max(2));
     if fit < 2 {
         return Err(format!(
-            "two stages of {per_stage} bytes do not fit beside {others} other shared bytes in {SHARED_BUDGET}"
+            "two stages of {per_stage} bytes do not fit beside {others} other shared bytes in {budget}"
         ));
     }
     let wanted = match asked {
@@ -648,7 +658,7 @@ fn choose_stages(
             trips.unwrap_or(0)
         )
     } else if s < u64::from(wanted) {
-        format!("{wanted} wanted, {s} fit: {per_stage} bytes per stage, {others} other shared bytes, budget {SHARED_BUDGET}")
+        format!("{wanted} wanted, {s} fit: {per_stage} bytes per stage, {others} other shared bytes, budget {budget}")
     } else if let Asked::Loop(_) = asked {
         format!("{wanted} asked for on this loop; {per_stage} bytes per stage fit")
     } else {
@@ -1017,10 +1027,15 @@ kernel @k(%src: ptr<global> align 16, %idx: ptr<global> align 16, %n: i32) {{
         // two stages keep 32 KiB in flight, enough.
         assert_eq!(stages_of(module(2048, "1", ""), None), Ok(2));
         assert_eq!(stages_of(module(2048, "1", ""), Some(6)), Ok(6));
-        // 20 KiB per stage: only two fit in 48 KiB.
-        assert_eq!(stages_of(module(20480, "1", ""), Some(4)), Ok(2));
+        // 20 KiB per stage: the cost model keeps the kernel within the 48
+        // KiB of static shared memory (two stages); asked for, stages may
+        // take the A100's 163 KiB of one CTA (dynamic shared memory).
+        assert_eq!(stages_of(module(20480, "1", ""), None), Ok(2));
+        assert_eq!(stages_of(module(20480, "1", ""), Some(4)), Ok(4));
+        assert_eq!(stages_of(module(20480, "1", ""), Some(10)), Ok(8));
         let err = stages_of(module(30720, "1", ""), None).expect_err("too big");
         assert!(err.contains("do not fit"), "{err}");
+        assert_eq!(stages_of(module(30720, "1", ""), Some(2)), Ok(2));
     }
 
     #[test]

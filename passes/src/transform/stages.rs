@@ -4,7 +4,7 @@
 //! Terms: `(ring S)` is an S-slot ring of the loop's tiles, `(ws S)` its
 //! warp-specialised form. The loop's schedule starts as the form asked
 //! for at 2 stages; rule `deepen` adds `(F S+1)` to the same class while
-//! S + 1 slots fit [`super::pipeline::SHARED_BUDGET`], stay useful (a loop
+//! S + 1 slots fit [`super::pipeline::shared_budget`], stay useful (a loop
 //! of T trips issues at most T tiles ahead) and stay within [`MAX_STAGES`].
 //! Every term of the class is a correct schedule of the loop (the rewrite
 //! proves each, whatever S); the extractor keeps the cheapest.
@@ -44,13 +44,17 @@ pub struct Machine {
     pub latency_ns: u64,
     /// Shared memory of one SM, bytes.
     pub shared_per_sm: u64,
+    /// The most shared memory one CTA may have (dynamic, opted into at
+    /// launch), bytes.
+    pub shared_per_cta: u64,
     /// Resident threads per SM.
     pub threads_per_sm: u64,
     /// Resident CTAs per SM.
     pub ctas_per_sm: u64,
 }
 
-/// H100 SXM: 132 SMs, 3.35 TB/s, 228 KiB of shared memory per SM. The
+/// H100 SXM: 132 SMs, 3.35 TB/s, 228 KiB of shared memory per SM (227 KiB
+/// for one CTA). The
 /// latency is the one at which the persistent row sums of
 /// `docs/bandwidth.md` saturate (about 40 KB in flight per SM).
 pub const H100: Machine = Machine {
@@ -59,17 +63,20 @@ pub const H100: Machine = Machine {
     bytes_per_us: 3_350_000,
     latency_ns: 1_500,
     shared_per_sm: 228 * 1024,
+    shared_per_cta: 227 * 1024,
     threads_per_sm: 2048,
     ctas_per_sm: 32,
 };
 
-/// A100 SXM: 108 SMs, 2.04 TB/s, 164 KiB of shared memory per SM.
+/// A100 SXM: 108 SMs, 2.04 TB/s, 164 KiB of shared memory per SM (163 KiB
+/// for one CTA).
 pub const A100: Machine = Machine {
     name: "A100",
     sms: 108,
     bytes_per_us: 2_039_000,
     latency_ns: 1_500,
     shared_per_sm: 164 * 1024,
+    shared_per_cta: 163 * 1024,
     threads_per_sm: 2048,
     ctas_per_sm: 32,
 };
