@@ -68,6 +68,17 @@ pub fn run(args: CompileArgs, rep: &mut Reporter) -> ExitCode {
         Ok(out) => out,
         Err(diags) => return fail(&source, with_spans(diags), "compile", rep),
     };
+    for k in &module.kernels {
+        let bytes = k.dynamic_shared_bytes();
+        if bytes > 0 {
+            rep.note(format!(
+                "note: @{} takes {bytes} bytes of dynamic shared memory (its allocations pass 48 KiB): \
+                 launch it with that many, after setting cudaFuncAttributeMaxDynamicSharedMemorySize \
+                 (docs/compile.md)",
+                k.name
+            ));
+        }
+    }
     rep.summary("compile", 1);
     write_output(args.output.as_deref(), &out)
 }

@@ -210,6 +210,30 @@ fn explain_prints_the_code_page() {
     assert_eq!(run(&["--explain", "E9999"]).code, 2);
 }
 
+/// A kernel past 48 KiB of shared memory compiles with a note giving the
+/// bytes of dynamic shared memory its launch must ask for.
+#[test]
+fn compile_notes_dynamic_shared_memory() {
+    let ptx = temp("dynamic_shared.ptx");
+    let p = ptx.to_str().expect("utf-8 path");
+    let out = run(&["compile", "tests/lowering/dynamic_shared.cpf", "-o", p]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("@k takes 65544 bytes of dynamic shared memory"),
+        "{}",
+        out.stderr
+    );
+    let out = run(&[
+        "compile",
+        "-q",
+        "tests/lowering/dynamic_shared.cpf",
+        "-o",
+        p,
+    ]);
+    assert_eq!(out.stderr, "", "-q keeps the note back");
+}
+
 /// Diagnostics go to stderr, with each code's page and a summary line;
 /// stdout stays empty for a human check.
 #[test]
