@@ -1045,10 +1045,12 @@ def pipe_stencil(c):
 def pipe_rowsum(c):
     """Row sums written the plain way for the pipeliner: CTA c takes rows c,
     c + nctaid, ...; for each row a loop over its tiles copies tile k into
-    the one @tile (each thread its 16 bytes), awaits it, `barrier.cta`, adds
-    the thread's T/(4N) words, `barrier.cta`. At the row's end the threads'
-    sums meet in @part and tid 0 stores the row's sum. The stage count is
-    build.sh's `pipeline:S`, not this kernel's."""
+    the one @tile (thread t its 16-byte chunks t, t + N, ..., so a warp's
+    copies read 512 contiguous bytes), awaits it, `barrier.cta`, adds the
+    thread's T/(4N) words (a tree of adds, onto its running sum),
+    `barrier.cta`. At the row's end the threads' sums meet in @part and tid
+    0 stores the row's sum. The stage count is build.sh's `pipeline:S`, not
+    this kernel's."""
     T, N = c.tile, c.threads
     per = T // (4 * N)
     share = T // N
@@ -1062,7 +1064,7 @@ def pipe_rowsum(c):
         "  %leader = cmp.eq %tid, 0 : i32",
         "  %tile = addr @tile",
         "  %part = addr @part",
-        f"  %off = mul %tid, {share} : i32",
+        "  %off = mul %tid, 16 : i32",
         "  %off64 = zext %off : i32 to i64",
         "  %mine_t = ptr.add %tile, %off",
         "  %col = mul %tid, 4 : i32",
@@ -1082,22 +1084,36 @@ def pipe_rowsum(c):
         "      %k64 = zext %k : i32 to i64",
         f"      %k_off = mul %k64, {T} : i64",
         "      %src_k = ptr.add %src_t, %k_off",
-        f"      %t = copy %mine_t, %src_k, {share}",
-        "      await %t",
+    ]
+    # thread t copies the 16-byte chunks t, t + N, ...: each chunk of a
+    # warp's copies is 512 contiguous bytes
+    for j in range(share // 16):
+        out += [f"      %src_k{j} = ptr.add %src_k, {16 * N * j}",
+                f"      %mine_t{j} = ptr.add %mine_t, {16 * N * j}",
+                f"      %t{j} = copy %mine_t{j}, %src_k{j}, 16"]
+    out += [f"      await %t{j}" for j in range(share // 16)]
+    out += [
         "      barrier.cta",
         "      %p = ptr.add %tile, %col",
     ]
-    prev = "%a"
     for e in range(per):
         out += [
             f"      %p{e} = ptr.add %p, {e * 4 * N}",
             f"      %x{e} = ld %p{e} : f32",
-            f"      %a{e} = fadd {prev}, %x{e} : f32",
         ]
-        prev = f"%a{e}"
+    # the tile's words in a tree of adds, then onto the running sum
+    level, n = [f"%x{e}" for e in range(per)], 0
+    while len(level) > 1:
+        nxt = []
+        for i in range(0, len(level) - 1, 2):
+            out.append(f"      %u{n} = fadd {level[i]}, {level[i + 1]} : f32")
+            nxt.append(f"%u{n}")
+            n += 1
+        level = nxt + level[len(level) - len(level) % 2:]
     out += [
+        f"      %sum = fadd %a, {level[0]} : f32",
         "      barrier.cta",
-        f"      yield {prev}",
+        "      yield %sum",
         "    }",
         "    st %mypart, %acc : f32",
         "    barrier.cta",
@@ -1192,7 +1208,7 @@ def sweep():
                 cfgs.append(Cfg("rowsum", "pipe", S, T, N))
     # ... and with tiles of 16 and 32 KiB, past 48 KiB of shared memory
     # (Triton's best row sum streams 32 KiB blocks through 4 stages)
-    for T, N in [(16384, 128), (32768, 128), (32768, 256)]:
+    for T, N in [(16384, 128), (32768, 128), (32768, 256), (32768, 512), (65536, 256), (65536, 512), (65536, 1024)]:
         for S in range(2, 7):
             if S * (T + 8) + 4 * N > SMEM_LIMIT and S * (T + 8) + 4 * N <= PIPE_SMEM_LIMIT:
                 cfgs.append(Cfg("rowsum", "pipe", S, T, N))
