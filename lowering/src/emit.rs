@@ -358,26 +358,25 @@ impl<'a> KernelEmitter<'a> {
                 self.define(data.results[0], vec![m]);
             }
             Op::Addr(id) => {
-                let base = match self.dynamic_shared.as_ref().map(|o| o[id.index()]) {
-                    Some(offset) => {
-                        let g = self.dynamic_shared_name();
-                        let start = self.def(
-                            "!llvm.ptr<3>",
-                            &format!("llvm.mlir.addressof @{g} : !llvm.ptr<3>"),
-                        );
-                        self.def(
-                            "!llvm.ptr<3>",
-                            &format!("llvm.getelementptr {}[{offset}] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8", start.name),
-                        )
-                    }
-                    None => {
-                        let g = self.global_name(*id);
-                        self.def(
-                            "!llvm.ptr<3>",
-                            &format!("llvm.mlir.addressof @{g} : !llvm.ptr<3>"),
-                        )
-                    }
+                // Its own global, or its offset in the dynamic shared memory.
+                let offset = self.dynamic_shared.as_ref().map(|o| o[id.index()]);
+                let g = match offset {
+                    Some(_) => self.dynamic_shared_name(),
+                    None => self.global_name(*id),
                 };
+                let mut base = self.def(
+                    "!llvm.ptr<3>",
+                    &format!("llvm.mlir.addressof @{g} : !llvm.ptr<3>"),
+                );
+                if let Some(offset) = offset {
+                    base = self.def(
+                        "!llvm.ptr<3>",
+                        &format!(
+                            "llvm.getelementptr {}[{offset}] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8",
+                            base.name
+                        ),
+                    );
+                }
                 let m = match data.args.first() {
                     Some(a) => {
                         let i = self.arg(*a, "i32");

@@ -54,9 +54,8 @@ pub struct Machine {
 }
 
 /// H100 SXM: 132 SMs, 3.35 TB/s, 228 KiB of shared memory per SM (227 KiB
-/// for one CTA). The
-/// latency is the one at which the persistent row sums of
-/// `docs/bandwidth.md` saturate (about 40 KB in flight per SM).
+/// for one CTA). The latency is the one at which the persistent row sums
+/// of `docs/bandwidth.md` saturate (about 40 KB in flight per SM).
 pub const H100: Machine = Machine {
     name: "H100",
     sms: 132,
