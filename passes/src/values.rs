@@ -852,8 +852,10 @@ impl Syms {
                 }
             }
             // A parity bit names the phase its closed form says it tracks
-            // (`wraps`); a bit computed as `n mod 2` names phase `n` (the
-            // round `(k div S) & 1` of ThunderKittens' and Triton's rings).
+            // (`wraps`, or `round_of_parity`: the round `(k div S) & 1` of
+            // ThunderKittens' and Triton's rings). A bit of any other value
+            // (a word of per-slot phase bits) names a phase by its parity
+            // alone.
             // A constant bit outside loops names the first phase of its
             // parity not before the latest phase of the barrier named so far
             // (from phase -1, complete at init: a fresh barrier's parity 1
@@ -864,13 +866,7 @@ impl Syms {
                 let idx = bit
                     .and_then(|b| b.value())
                     .and_then(|v| self.parity_index[v.index()].clone())
-                    .or_else(|| {
-                        let x = int(1)?;
-                        match x.terms.iter().collect::<Vec<_>>()[..] {
-                            [(Atom::Mod(n, 2), 1)] if x.c == 0 => Some((**n).clone()),
-                            _ => None,
-                        }
-                    })
+                    .or_else(|| round_of_parity(&int(1)?))
                     .or_else(|| {
                         let c = int(1).and_then(|x| x.as_const())? & 1;
                         if !loops.is_empty() {
@@ -1401,4 +1397,39 @@ pub fn intersect(a: &[(i64, i64)], b: &[(i64, i64)]) -> TidSet {
         }
     }
     union(out)
+}
+
+/// The round a parity bit computed as `x` names, when `x` is `n mod 2`
+/// or `(n mod 2m) div m` (TileLang's `(k % 2S) / S`, which is
+/// `(k div S) mod 2`) of a count `n` of loop iterations: round `n`, or
+/// `n div m`.
+fn round_of_parity(x: &Affine) -> Option<Affine> {
+    let [(atom, 1)] = x.terms.iter().collect::<Vec<_>>()[..] else {
+        return None;
+    };
+    if x.c != 0 {
+        return None;
+    }
+    match atom {
+        Atom::Mod(n, 2) if counts_iterations(n) => Some((**n).clone()),
+        Atom::Div(inner, m) => match inner.terms.iter().collect::<Vec<_>>()[..] {
+            [(Atom::Mod(n, mm), 1)] if inner.c == 0 && *mm == 2 * m && counts_iterations(n) => {
+                Some(n.div(*m))
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Whether `n` counts loop iterations: built from induction variables,
+/// step counts and trip counts alone (with `div` and `mod` of such), so
+/// that it advances by whole rounds, not from loaded or opaque values or
+/// thread ids.
+fn counts_iterations(n: &Affine) -> bool {
+    n.terms.keys().all(|a| match a {
+        Atom::Iv(_) | Atom::Exist(_) | Atom::Steps(..) | Atom::Trips(..) => true,
+        Atom::Mod(i, _) | Atom::Div(i, _) => counts_iterations(i),
+        Atom::Tid(_) | Atom::OtherTid(_) | Atom::Opaque(_) => false,
+    })
 }
