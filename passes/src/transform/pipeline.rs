@@ -4,7 +4,7 @@
 //! Input shape, a `for` of step 1 whose body is, at its top level:
 //!
 //! ```text
-//! %t = copy %dst_k, %src_k, SIZE   // one or more, dst into a shared allocation
+//! %t = copy %dst, %src_k, SIZE     // one or more, each into the same bytes of a shared allocation in every iteration
 //! await %t                         // the copy's only use
 //! barrier.cta
 //! ... loads of the destination ...
@@ -395,6 +395,25 @@ pub(super) fn defined_in(k: &Kernel, body: Region, inside: &HashSet<Inst>, v: Va
     }
 }
 
+/// Whether `a` is computed in `body` from `v` (through instructions of
+/// the body; values from outside it are taken as they are).
+fn depends_on(k: &Kernel, body: Region, inside: &HashSet<Inst>, a: Arg, v: Value) -> bool {
+    let mut stack: Vec<Value> = a.value().into_iter().collect();
+    let mut seen = HashSet::new();
+    while let Some(x) = stack.pop() {
+        if x == v {
+            return true;
+        }
+        if !seen.insert(x) || !defined_in(k, body, inside, x) {
+            continue;
+        }
+        if let Some(def) = k.def_inst(x) {
+            stack.extend(k.insts[def].args.iter().filter_map(|a| a.value()));
+        }
+    }
+    false
+}
+
 /// Checks the loop against the input shape; `Err` is the reason it is left
 /// alone.
 fn plan(k: &Kernel, region: Region, lp: Inst) -> Result<Plan, String> {
@@ -457,6 +476,17 @@ fn plan(k: &Kernel, region: Region, lp: Inst) -> Result<Plan, String> {
                 return Err("a copy's address depends on a value loaded in the loop".into());
             }
             stack.extend(k.insts[def].args.iter().filter_map(|a| a.value()));
+        }
+        // Every iteration must copy the same bytes of the allocation: a
+        // ring gives each iteration its own slot, so bytes an iteration
+        // reads but an earlier one copied (a rolling window, a shorter
+        // last tile) would come from another slot.
+        for (what, a) in [("destination", c.args[0]), ("size", c.args[2])] {
+            if depends_on(k, body, &inside, a, iv) {
+                return Err(format!(
+                    "a copy's {what} depends on the loop index: an iteration would read bytes an earlier one copied, which the ring keeps in another slot"
+                ));
+            }
         }
         let token = c.results[0];
         let users: Vec<usize> = (0..insts.len())
