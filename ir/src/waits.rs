@@ -265,8 +265,15 @@ impl Analysis<'_> {
                 }
             }
         }
+        // The body commits when it leaves more entries, or an unknown
+        // number where the entry state had a group (an unknown number of
+        // groups committed before the loop is not the body's).
         let commits = |kind: usize| {
-            end[kind].len() != entry[kind].len() || end[kind].contains(&Entry::Unknown)
+            end[kind].len() != entry[kind].len()
+                || end[kind]
+                    .iter()
+                    .zip(&entry[kind])
+                    .any(|(e, b)| *e == Entry::Unknown && *b != Entry::Unknown)
         };
         if !commits(0) && !commits(1) && stable.len() == carried.len() {
             // Nothing committed per iteration: the first pass is the answer.
