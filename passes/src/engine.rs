@@ -1461,6 +1461,32 @@ impl<'a> Engine<'a> {
         }
     }
 
+    /// Whether an enclosing `if lo < hi` (signed, the loop's own bounds as
+    /// its operands, a positive constant step) holds where loop `data`
+    /// starts: then it runs at least once (a pipelined ring under the guard
+    /// its prologue needs).
+    fn guarded_to_run(&self, data: &cpflow_ir::ir::InstData) -> bool {
+        let (Some(lo), Some(hi)) = (data.args.first(), data.args.get(1)) else {
+            return false;
+        };
+        let step_up = data
+            .args
+            .get(2)
+            .and_then(|a| self.k.const_int(*a))
+            .is_some_and(|s| s > 0);
+        step_up
+            && self.conds.iter().any(|&(c, taken)| {
+                taken
+                    && self.k.def_inst(c).is_some_and(|i| {
+                        let d = &self.k.insts[i];
+                        d.op == Op::Cmp(CmpPred::Slt, Scalar::I32)
+                            && d.args.len() == 2
+                            && d.args[0].operand == lo.operand
+                            && d.args[1].operand == hi.operand
+                    })
+            })
+    }
+
     /// Leaves out of `st` the generic accesses of code that no thread
     /// running the current branch ran: its `if`
     /// conditions and the current ones compare `%tid.x` with constants that
@@ -1566,7 +1592,8 @@ impl<'a> Engine<'a> {
         let runs = matches!(
             (lo, data.args.get(1).and_then(|a| k.const_int(*a))),
             (Some(lo), Some(hi)) if hi > lo
-        ) || self.assumed_runs.contains(&inst);
+        ) || self.assumed_runs.contains(&inst)
+            || self.guarded_to_run(data);
         let trips = match (lo, data.args.get(1).and_then(|a| k.const_int(*a)), step) {
             (Some(lo), Some(hi), Some(step)) if hi > lo => Some((hi - lo + step - 1) / step),
             _ => None,

@@ -11,13 +11,16 @@
 //! barrier.cta
 //! ```
 //!
-//! Output: each copied allocation grows to `S` slots; under `if lo < hi`, a
-//! prologue issues tiles `lo .. lo+S-2` into slots `0 .. S-2`, iteration `k`
-//! issues tile `min(k+S-1, hi-1)` into slot `(k-lo+S-1) mod S` where the
-//! copy stood, awaits tile `k` through `S-1` loop-carried tokens and reads
-//! slot `(k-lo) mod S`; the tokens still in flight are awaited after the
-//! loop. Invariants: every copy the output issues reads a tile the input
-//! reads (indices are clamped to `hi-1`, and nothing is issued when the
+//! Output: each copied allocation grows to `S` slots; under `if lo < mid`
+//! (`mid = hi - min(T-1, S-1)` for a loop of `T >= 1` trips, else `lo`), a
+//! prologue issues tiles `lo .. lo+S-2` into slots `0 .. S-2`; ring
+//! iteration `k` in `lo .. mid` issues tile `min(k+S-1, hi-1)` into slot
+//! `(k-lo+S-1) mod S` where the copy stood, awaits tile `k` through `S-1`
+//! loop-carried tokens and reads slot `(k-lo) mod S`; the tokens still in
+//! flight are then awaited, and drain iterations `mid .. hi` run the body
+//! without its copies and awaits. Invariants: every copy the output issues
+//! reads a tile the input reads (indices are clamped to `hi-1`, which only
+//! a loop of fewer than S trips reaches, and nothing is issued when the
 //! loop runs zero times); a slot is overwritten only after the second
 //! `barrier.cta` of the iteration that read it; global memory is neither
 //! written nor read through other means inside the loop, so issuing a tile
@@ -700,6 +703,55 @@ fn choose_stages(
     Ok((s as u32, why, Vec::new()))
 }
 
+/// Clones instruction `i` and the regions nested in it at the builder's
+/// cursor, its operands through `map`; the clones' results and region
+/// arguments are added to `map`.
+fn clone_inst(b: &mut Builder, i: Inst, map: &mut HashMap<Value, Value>) {
+    let d = b.k.insts[i].clone();
+    let args: Vec<Arg> = d
+        .args
+        .iter()
+        .map(|a| match a.operand {
+            Operand::Value(v) => val(*map.get(&v).unwrap_or(&v)),
+            Operand::Imm(n) => imm(n),
+        })
+        .collect();
+    let results: Vec<(Type, String)> = d
+        .results
+        .iter()
+        .map(|&r| (b.k.ty(r), b.k.values[r].name.clone()))
+        .collect();
+    let named: Vec<(Type, &str)> = results.iter().map(|(t, n)| (*t, n.as_str())).collect();
+    let (new, new_results) = b.inst(d.op.clone(), args, &named);
+    for (&o, &n) in d.results.iter().zip(&new_results) {
+        map.insert(o, n);
+    }
+    let cursor = b.cursor;
+    let mut regions = Vec::new();
+    for &r in &d.regions {
+        let spec: Vec<(Type, String)> = b.k.regions[r]
+            .args
+            .iter()
+            .map(|&a| (b.k.ty(a), b.k.values[a].name.clone()))
+            .collect();
+        let named: Vec<(Type, &str)> = spec.iter().map(|(t, n)| (*t, n.as_str())).collect();
+        let (nr, nargs) = b.region(&named);
+        for (&o, &n) in b.k.regions[r].args.clone().iter().zip(&nargs) {
+            map.insert(o, n);
+        }
+        b.cursor = Some(nr);
+        for j in b.k.regions[r].insts.clone() {
+            clone_inst(b, j, map);
+        }
+        regions.push(nr);
+    }
+    b.cursor = cursor;
+    b.k.insts[new].regions = regions;
+    b.k.insts[new].span = d.span;
+    b.k.insts[new].op_span = d.op_span;
+    b.k.insts[new].qual_spans = d.qual_spans;
+}
+
 /// Replaces every use of a key of `map` in `insts` and the regions nested
 /// in them.
 pub(super) fn substitute(k: &mut Kernel, insts: &[Inst], map: &HashMap<Value, Value>) {
@@ -849,16 +901,66 @@ fn rewrite(k: &mut Kernel, p: &Plan, s: u32, why: String) -> Schedule {
     let mut before: Vec<Inst> = hoisted.clone();
     b.cursor = None;
     // if lo < hi { prologue; ring; drain } else { inits }
-    let go = {
-        let (i, v) = b.inst1(
-            Op::Cmp(CmpPred::Slt, Scalar::I32),
-            vec![lo, hi],
-            Type::I1,
-            "pipe_go",
-        );
+    // The ring issues a tile ahead in iterations `lo .. mid` and the last
+    // `hi - mid` iterations follow it as a drain that issues nothing: `mid
+    // = hi - min.u(hi - lo - 1, S-1)` when `lo < hi` (then `lo < mid <= hi`,
+    // with no intermediate overflow: `hi - lo - 1` is the trip count less
+    // one as u32), else `lo`. So the ring runs at least once whenever the
+    // loop does, and `lo < mid` guards both.
+    let mut placed = |b: &mut Builder, op: Op, args: Vec<Arg>, ty: Type, name: &str| {
+        let (i, v) = b.inst1(op, args, ty, name);
         before.push(i);
         v
     };
+    let runs = placed(
+        &mut b,
+        Op::Cmp(CmpPred::Slt, Scalar::I32),
+        vec![lo, hi],
+        Type::I1,
+        "pipe_runs",
+    );
+    let trips = placed(
+        &mut b,
+        Op::Binary(BinaryOp::Sub),
+        vec![hi, lo],
+        Type::I32,
+        "pipe_trips",
+    );
+    let more = placed(
+        &mut b,
+        Op::Binary(BinaryOp::Sub),
+        vec![val(trips), imm(1)],
+        Type::I32,
+        "pipe_more",
+    );
+    let tail = placed(
+        &mut b,
+        Op::Binary(BinaryOp::MinU),
+        vec![val(more), imm(i64::from(s - 1))],
+        Type::I32,
+        "pipe_tail",
+    );
+    let last_ring = placed(
+        &mut b,
+        Op::Binary(BinaryOp::Sub),
+        vec![hi, val(tail)],
+        Type::I32,
+        "pipe_end",
+    );
+    let mid = placed(
+        &mut b,
+        Op::Select,
+        vec![val(runs), val(last_ring), lo],
+        Type::I32,
+        "pipe_mid",
+    );
+    let go = placed(
+        &mut b,
+        Op::Cmp(CmpPred::Slt, Scalar::I32),
+        vec![lo, val(mid)],
+        Type::I1,
+        "pipe_go",
+    );
     let result_types: Vec<Type> = old_results.iter().map(|&r| b.k.ty(r)).collect();
     let branch = b.if_else(val(go), &result_types);
     before.push(branch.inst);
@@ -901,7 +1003,7 @@ fn rewrite(k: &mut Kernel, p: &Plan, s: u32, why: String) -> Schedule {
     }
     let mut loop_inits = inits.clone();
     loop_inits.extend(prologue.iter().flatten().map(|&t| val(t)));
-    let ring = b.for_loop(lo, hi, imm(1), &loop_inits);
+    let ring = b.for_loop(lo, val(mid), imm(1), &loop_inits);
     let nold = old_carried.len();
     let per = (s - 1) as usize;
     // The new body: slot arithmetic, then the old body with the copies
@@ -914,6 +1016,8 @@ fn rewrite(k: &mut Kernel, p: &Plan, s: u32, why: String) -> Schedule {
     let slot = b.binary(BinaryOp::RemU, val(rel), imm(i64::from(s)), Scalar::I32);
     let ahead = b.binary(BinaryOp::Add, val(rel), imm(i64::from(s - 1)), Scalar::I32);
     let next_slot = b.binary(BinaryOp::RemU, val(ahead), imm(i64::from(s)), Scalar::I32);
+    // Past the last tile only in a loop of fewer than S trips (a ring of
+    // one iteration).
     let next = clamp(&mut b, val(ring.index), s - 1);
     let mut here = HashMap::new();
     let mut ahead_roots = HashMap::new();
@@ -942,6 +1046,7 @@ fn rewrite(k: &mut Kernel, p: &Plan, s: u32, why: String) -> Schedule {
     if !moved.last().is_some_and(|&i| b.k.insts[i].op == Op::Yield) {
         moved.push(b.yield_(Vec::new()));
     }
+    let ring_roots: HashMap<Value, Value> = here.clone();
     let mut map: HashMap<Value, Value> = here;
     map.insert(iv, ring.index);
     for (&o, &n) in old_carried.iter().zip(&ring.carried) {
@@ -958,12 +1063,60 @@ fn rewrite(k: &mut Kernel, p: &Plan, s: u32, why: String) -> Schedule {
         }
         b.k.insts[y].args.push(val(tok));
     }
+
+    // The drain: every token still in flight is awaited, then iterations
+    // `mid .. hi` run the old body (its copies and awaits dropped) on slot
+    // `(k-lo) mod S`. The tiles they read are all complete, whatever the
+    // ring ran; their loads overlap nothing but other CTAs' work.
     b.cursor = Some(branch.then_region);
     for &t in &ring.results[nold..] {
         b.ptx(Family::Await, &[], vec![val(t)]);
     }
+    let drained: Vec<Inst> = moved
+        .iter()
+        .copied()
+        .filter(|&i| i != y && !p.awaits.contains(&i))
+        .collect();
+    let ring_yield: Vec<Arg> = b.k.insts[y].args[..nold].to_vec();
+    let drain_inits: Vec<Arg> = ring.results[..nold].iter().map(|&v| val(v)).collect();
+    let drain = b.for_loop(val(mid), hi, imm(1), &drain_inits);
+    b.cursor = Some(drain.body);
+    let rel_d = match lo.imm() {
+        Some(0) => drain.index,
+        _ => b.binary(BinaryOp::Sub, val(drain.index), lo, Scalar::I32),
+    };
+    let slot_d = b.binary(BinaryOp::RemU, val(rel_d), imm(i64::from(s)), Scalar::I32);
+    let mut map: HashMap<Value, Value> = HashMap::new();
+    map.insert(ring.index, drain.index);
+    for (&o, &n) in ring.carried[..nold].iter().zip(&drain.carried) {
+        map.insert(o, n);
+    }
+    for &(r, al) in &roots {
+        let off = b.binary(
+            BinaryOp::Mul,
+            val(slot_d),
+            imm(slot_of(al) as i64),
+            Scalar::I32,
+        );
+        let root_d = b.ptr_add(r, val(off));
+        if let Some(&h) = ring_roots.get(&r) {
+            map.insert(h, root_d);
+        }
+    }
+    for &i in &drained {
+        clone_inst(&mut b, i, &mut map);
+    }
+    let yields = ring_yield
+        .iter()
+        .map(|a| match a.operand {
+            Operand::Value(v) => val(*map.get(&v).unwrap_or(&v)),
+            Operand::Imm(n) => imm(n),
+        })
+        .collect();
+    b.yield_(yields);
+    b.cursor = Some(branch.then_region);
     if !result_types.is_empty() {
-        b.yield_(ring.results[..nold].iter().map(|&v| val(v)).collect());
+        b.yield_(drain.results.iter().map(|&v| val(v)).collect());
     }
     let after: HashMap<Value, Value> = old_results
         .iter()
