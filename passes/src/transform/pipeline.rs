@@ -708,21 +708,7 @@ fn choose_stages(
 /// arguments are added to `map`.
 fn clone_inst(b: &mut Builder, i: Inst, map: &mut HashMap<Value, Value>) {
     let d = b.k.insts[i].clone();
-    let args: Vec<Arg> = d
-        .args
-        .iter()
-        .map(|a| match a.operand {
-            Operand::Value(v) => val(*map.get(&v).unwrap_or(&v)),
-            Operand::Imm(n) => imm(n),
-        })
-        .collect();
-    let results: Vec<(Type, String)> = d
-        .results
-        .iter()
-        .map(|&r| (b.k.ty(r), b.k.values[r].name.clone()))
-        .collect();
-    let named: Vec<(Type, &str)> = results.iter().map(|(t, n)| (*t, n.as_str())).collect();
-    let (new, new_results) = b.inst(d.op.clone(), args, &named);
+    let (new, new_results) = emit_like(b, &d, mapped(&d.args, map));
     for (&o, &n) in d.results.iter().zip(&new_results) {
         map.insert(o, n);
     }
@@ -800,26 +786,36 @@ pub(super) fn drop_dead(k: &mut Kernel, r: Region) {
     }
 }
 
-/// Clones copy `c` and its address slice at the builder's cursor, through
-/// `map` (the induction variable to the tile issued, each copied
-/// allocation's root pointer to its slot); clones are added to `map`, so
-/// copies of one stage share their common address arithmetic. Returns the
-/// new copy's token.
 /// Emits `d`'s operation with `args`; its results take `d`'s types and names.
 pub(super) fn emit_like(
     b: &mut Builder,
     d: &cpflow_ir::ir::InstData,
     args: Vec<Arg>,
-) -> Vec<Value> {
+) -> (Inst, Vec<Value>) {
     let results: Vec<(Type, String)> = d
         .results
         .iter()
         .map(|&r| (b.k.ty(r), b.k.values[r].name.clone()))
         .collect();
     let named: Vec<(Type, &str)> = results.iter().map(|(t, n)| (*t, n.as_str())).collect();
-    b.inst(d.op.clone(), args, &named).1
+    b.inst(d.op.clone(), args, &named)
 }
 
+/// `args` with each value replaced by its image in `map`, if any.
+fn mapped(args: &[Arg], map: &HashMap<Value, Value>) -> Vec<Arg> {
+    args.iter()
+        .map(|a| match a.operand {
+            Operand::Value(v) => val(*map.get(&v).unwrap_or(&v)),
+            Operand::Imm(n) => imm(n),
+        })
+        .collect()
+}
+
+/// Clones copy `c` and its address slice at the builder's cursor, through
+/// `map` (the induction variable to the tile issued, each copied
+/// allocation's root pointer to its slot); clones are added to `map`, so
+/// copies of one stage share their common address arithmetic. Returns the
+/// new copy's token.
 fn clone_copy(b: &mut Builder, body: Region, c: Inst, map: &mut HashMap<Value, Value>) -> Value {
     let order: Vec<Inst> = b.k.regions[body].insts.clone();
     let mut need: HashSet<Value> = b.k.insts[c].args.iter().filter_map(|a| a.value()).collect();
@@ -835,15 +831,7 @@ fn clone_copy(b: &mut Builder, body: Region, c: Inst, map: &mut HashMap<Value, V
     slice.retain(|i| !map.contains_key(&b.k.insts[*i].results[0]));
     for i in slice.into_iter().chain([c]) {
         let d = b.k.insts[i].clone();
-        let args: Vec<Arg> = d
-            .args
-            .iter()
-            .map(|a| match a.operand {
-                Operand::Value(v) => val(*map.get(&v).unwrap_or(&v)),
-                Operand::Imm(n) => imm(n),
-            })
-            .collect();
-        let new = emit_like(b, &d, args);
+        let (_, new) = emit_like(b, &d, mapped(&d.args, map));
         for (old, new) in d.results.iter().zip(new) {
             map.insert(*old, new);
         }
@@ -919,34 +907,19 @@ fn rewrite(k: &mut Kernel, p: &Plan, s: u32, why: String) -> Schedule {
         Type::I1,
         "pipe_runs",
     );
-    let trips = placed(
+    let mut arith = |b: &mut Builder, op: BinaryOp, x: Arg, y: Arg, name: &str| {
+        placed(b, Op::Binary(op), vec![x, y], Type::I32, name)
+    };
+    let trips = arith(&mut b, BinaryOp::Sub, hi, lo, "pipe_trips");
+    let more = arith(&mut b, BinaryOp::Sub, val(trips), imm(1), "pipe_more");
+    let tail = arith(
         &mut b,
-        Op::Binary(BinaryOp::Sub),
-        vec![hi, lo],
-        Type::I32,
-        "pipe_trips",
-    );
-    let more = placed(
-        &mut b,
-        Op::Binary(BinaryOp::Sub),
-        vec![val(trips), imm(1)],
-        Type::I32,
-        "pipe_more",
-    );
-    let tail = placed(
-        &mut b,
-        Op::Binary(BinaryOp::MinU),
-        vec![val(more), imm(i64::from(s - 1))],
-        Type::I32,
+        BinaryOp::MinU,
+        val(more),
+        imm(i64::from(s - 1)),
         "pipe_tail",
     );
-    let last_ring = placed(
-        &mut b,
-        Op::Binary(BinaryOp::Sub),
-        vec![hi, val(tail)],
-        Type::I32,
-        "pipe_end",
-    );
+    let last_ring = arith(&mut b, BinaryOp::Sub, hi, val(tail), "pipe_end");
     let mid = placed(
         &mut b,
         Op::Select,
@@ -1106,14 +1079,7 @@ fn rewrite(k: &mut Kernel, p: &Plan, s: u32, why: String) -> Schedule {
     for &i in &drained {
         clone_inst(&mut b, i, &mut map);
     }
-    let yields = ring_yield
-        .iter()
-        .map(|a| match a.operand {
-            Operand::Value(v) => val(*map.get(&v).unwrap_or(&v)),
-            Operand::Imm(n) => imm(n),
-        })
-        .collect();
-    b.yield_(yields);
+    b.yield_(mapped(&ring_yield, &map));
     b.cursor = Some(branch.then_region);
     if !result_types.is_empty() {
         b.yield_(drain.results.iter().map(|&v| val(v)).collect());

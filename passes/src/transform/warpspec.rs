@@ -429,7 +429,7 @@ fn clone_for_producer(
                     None => *a,
                 })
                 .collect();
-            super::pipeline::emit_like(b, &d, args)
+            super::pipeline::emit_like(b, &d, args).1
         }
     };
     for (&old, &w) in d.results.iter().zip(&new) {
