@@ -126,6 +126,7 @@ fn bundle_file(
                 .map_err(|d| file.render(&d))?
         }
         None => crate::opt::lower_abstract(&mut module, &text, Default::default())
+            .map(|_| ())
             .map_err(|d| file.render(&d))?,
     }
     if module.target.sm.number > arch.number {

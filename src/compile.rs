@@ -53,8 +53,14 @@ pub fn run(args: CompileArgs, rep: &mut Reporter) -> ExitCode {
     if let Err(code) = gate(&source, &module, args.no_check, "compile", rep) {
         return code;
     }
-    if let Err(diags) = crate::opt::lower_abstract(&mut module, &source.text, args.transform) {
-        return fail(&source, diags, "compile", rep);
+    match crate::opt::lower_abstract(&mut module, &source.text, args.transform) {
+        Ok(left_alone) => {
+            if rep.report(&source.file(), left_alone) {
+                rep.summary("compile", 1);
+                return rep.status();
+            }
+        }
+        Err(diags) => return fail(&source, diags, "compile", rep),
     }
     // The lowering takes the verifier's handle: the module as the passes
     // left it (their output verifies, or they refuse with T0004).

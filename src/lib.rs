@@ -130,6 +130,7 @@ pub fn all_codes() -> Vec<(&'static str, &'static str)> {
         .iter()
         .chain(cpflow_ir::verify::CODES)
         .chain(cpflow_passes::CODES)
+        .chain(cpflow_passes::transform::CODES)
         .copied()
         .collect()
 }

@@ -60,16 +60,16 @@ pub struct TransformArgs {
 
 /// Runs the default pipeline on a verified module when it has abstract ops
 /// (what `cpflow compile` does before lowering), with the `// pipeline:`
-/// comments of its source `text`.
+/// comments of its source `text`; returns the loops left alone (`W2001`).
 pub fn lower_abstract(
     module: &mut Module,
     text: &str,
     args: TransformArgs,
-) -> Result<(), Vec<Diagnostic>> {
+) -> Result<Vec<Diagnostic>, Vec<Diagnostic>> {
     if !transform::has_abstract(module) {
-        return Ok(());
+        return Ok(Vec::new());
     }
-    transform_verified(module, transform::DEFAULT_PIPELINE, text, args).map(|_| ())
+    transform_verified(module, transform::DEFAULT_PIPELINE, text, args).map(|r| r.not_pipelined)
 }
 
 /// Runs `passes` on `module` once it verifies clean, with the `// pipeline:`
@@ -235,6 +235,11 @@ pub fn run(args: OptArgs, rep: &mut Reporter) -> ExitCode {
         Ok(r) => r,
         Err(diags) => return fail(&source, diags, "opt", rep),
     };
+    // A loop left single-buffered is a warning (`-D W2001` fails the run).
+    if rep.report(&source.file(), done.not_pipelined.clone()) {
+        rep.summary("opt", 1);
+        return rep.status();
+    }
     let mut out = String::new();
     if args.explain {
         out.push_str(&explain(&done, &source.text));

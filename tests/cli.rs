@@ -471,3 +471,28 @@ fn bundle_reads_stdin() {
     assert!(out.stdout.contains("bundled 1 launches"), "{}", out.stdout);
     assert!(dir.join("stdin.0.ptx").exists());
 }
+
+/// A loop with a copy that `pipeline` leaves single-buffered is a W2001
+/// warning on `opt` and `compile`, which `-D W2001` makes an error; a ring
+/// written by hand (its copy's token carried) gets none.
+#[test]
+fn loops_left_single_buffered_warn() {
+    let refused = "tests/pipeline/refuse_global_store.cpf";
+    let out = run(&["opt", refused, "-o", "-"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("warning[W2001]: loop not pipelined: it stores outside shared memory"),
+        "{}",
+        out.stderr
+    );
+    let ptx = temp("refused.ptx");
+    let p = ptx.to_str().expect("utf-8 path");
+    let out = run(&["compile", refused, "-o", p]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains("warning[W2001]"), "{}", out.stderr);
+    assert_eq!(run(&["opt", refused, "-D", "W2001", "-o", "-"]).code, 1);
+    let out = run(&["compile", "examples/abstract_copy.cpf", "-o", p]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stderr.contains("W2001"), "{}", out.stderr);
+}

@@ -159,6 +159,13 @@ pub struct Report {
     pub not_pipelined: Vec<Diagnostic>,
 }
 
+/// Code and one-line summary of every transform warning (the lint levels
+/// of `-A`, `-W` and `-D` apply to them).
+pub const CODES: &[(&str, &str)] = &[(
+    "W2001",
+    "a loop with a copy in its body left single-buffered by `pipeline`",
+)];
+
 /// Whether the module still has abstract `copy` or `await` operations.
 pub fn has_abstract(module: &Module) -> bool {
     module.kernels.iter().any(|k| {

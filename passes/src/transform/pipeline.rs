@@ -277,14 +277,26 @@ pub fn pipeline(
     let mut out = Outcome::default();
     let sm = module.target.sm.number;
     for k in &mut module.kernels {
+        // Loops with a copy in their body, but for rings written by hand
+        // (a copy's token carried to the next iteration): those are not
+        // single-buffered, and are left as they are without a warning.
         let loops: Vec<(Region, Inst)> = edit::all_insts(k)
             .into_iter()
             .filter(|&(_, i)| {
-                k.insts[i].op == Op::For
-                    && k.regions[k.insts[i].regions[0]]
-                        .insts
-                        .iter()
-                        .any(|&j| family(k, j) == Some(Family::Copy))
+                let body = match (&k.insts[i].op, k.insts[i].regions.first()) {
+                    (Op::For, Some(&b)) => b,
+                    _ => return false,
+                };
+                let copies: Vec<Value> = k.regions[body]
+                    .insts
+                    .iter()
+                    .filter(|&&j| family(k, j) == Some(Family::Copy))
+                    .map(|&j| k.insts[j].results[0])
+                    .collect();
+                let carried = cpflow_ir::facts::yield_args(k, body)
+                    .iter()
+                    .any(|a| a.value().is_some_and(|v| copies.contains(&v)));
+                !copies.is_empty() && !carried
             })
             .collect();
         for (region, lp) in loops {
