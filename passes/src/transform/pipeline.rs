@@ -1057,6 +1057,10 @@ fn rewrite(k: &mut Kernel, p: &Plan, s: u32, why: String) -> Schedule {
     for &t in &ring.results[nold..] {
         b.ptx(Family::Await, &[], vec![val(t)]);
     }
+    // The awaits' bytes are read by other threads in the drain: a barrier
+    // in the same region publishes them, whether the `if` around the ring
+    // is uniform or not (a trip count loaded from memory).
+    b.ptx(Family::BarrierCta, &[], Vec::new());
     let drained: Vec<Inst> = moved
         .iter()
         .copied()
