@@ -39,8 +39,8 @@ use std::collections::{HashMap, HashSet};
 use cpflow_ir::build::{imm, val, Builder};
 use cpflow_ir::diag::Span;
 use cpflow_ir::ir::{
-    Arg, BinaryOp, CmpPred, Constant, Inst, Kernel, Op, Operand, Region, SharedId, SharedKind,
-    Value, ValueDef, STATIC_SHARED_LIMIT,
+    Arg, BinaryOp, CastOp, CmpPred, Constant, Inst, Kernel, Op, Operand, Region, SharedId,
+    SharedKind, Value, ValueDef, STATIC_SHARED_LIMIT,
 };
 use cpflow_ir::spec::Family;
 use cpflow_ir::types::{Scalar, Space, Type};
@@ -213,6 +213,25 @@ pub(super) struct Plan {
     pub(super) targets: Vec<SharedId>,
     /// The allocations the copies write, each once.
     pub(super) allocs: Vec<SharedId>,
+    /// Loop-carried source pointers advanced by a loop-invariant stride
+    /// each iteration (Triton's `a_ptrs += BLOCK_K`): the carried value,
+    /// its position among the carried values, and the stride.
+    pub(super) strides: Vec<(Value, usize, Arg)>,
+}
+
+/// The stride of carried value `v` (position `n` among the loop's carried
+/// values) when the body yields `ptr.add v, c` for it, `c` an immediate or
+/// a value from outside the body.
+fn stride_of(k: &Kernel, body: Region, inside: &HashSet<Inst>, v: Value, n: usize) -> Option<Arg> {
+    let next = cpflow_ir::facts::yield_args(k, body).get(n)?.value()?;
+    let def = k.def_inst(next)?;
+    let d = &k.insts[def];
+    let outside = |a: &Arg| a.value().is_none_or(|x| !defined_in(k, body, inside, x));
+    (d.op == Op::PtrAdd
+        && k.regions[body].insts.contains(&def)
+        && d.args.first().and_then(|a| a.value()) == Some(v)
+        && d.args.get(1).is_some_and(outside))
+    .then(|| d.args[1])
 }
 
 /// What a loop's `// pipeline:` comment asks for.
@@ -455,6 +474,7 @@ fn plan(k: &Kernel, region: Region, lp: Inst) -> Result<Plan, String> {
     let mut awaits = Vec::new();
     let mut targets = Vec::new();
     let mut allocs = Vec::new();
+    let mut strides: Vec<(Value, usize, Arg)> = Vec::new();
     for (n, &i) in insts.iter().enumerate() {
         if family(k, i) != Some(Family::Copy) {
             continue;
@@ -471,15 +491,30 @@ fn plan(k: &Kernel, region: Region, lp: Inst) -> Result<Plan, String> {
             return Err("a copy's source is not global memory".into());
         }
         // The address slice must be recomputable for a later tile: pure,
-        // in the body's top level, free of loop-carried values.
-        let mut stack: Vec<Value> = c.args.iter().filter_map(|a| a.value()).collect();
+        // in the body's top level, free of loop-carried values but source
+        // pointers advanced by a constant stride.
+        let mut stack: Vec<(Value, bool)> = c
+            .args
+            .iter()
+            .enumerate()
+            .filter_map(|(n, a)| Some((a.value()?, n == 1)))
+            .collect();
         let mut seen = HashSet::new();
-        while let Some(v) = stack.pop() {
-            if !seen.insert(v) {
+        while let Some((v, source)) = stack.pop() {
+            if !seen.insert((v, source)) {
                 continue;
             }
             if carried.contains(&v) {
-                return Err("a copy's address depends on a loop-carried value".into());
+                let n = k.regions[body].args[1..].iter().position(|&a| a == v);
+                match n.and_then(|n| Some((n, stride_of(k, body, &inside, v, n)?))) {
+                    Some((n, c)) if source => {
+                        if !strides.iter().any(|&(w, _, _)| w == v) {
+                            strides.push((v, n, c));
+                        }
+                        continue;
+                    }
+                    _ => return Err("a copy's address depends on a loop-carried value".into()),
+                }
             }
             if v == iv || !defined_in(k, body, &inside, v) {
                 continue;
@@ -490,7 +525,12 @@ fn plan(k: &Kernel, region: Region, lp: Inst) -> Result<Plan, String> {
             if !pure(k, def) {
                 return Err("a copy's address depends on a value loaded in the loop".into());
             }
-            stack.extend(k.insts[def].args.iter().filter_map(|a| a.value()));
+            stack.extend(
+                k.insts[def]
+                    .args
+                    .iter()
+                    .filter_map(|a| Some((a.value()?, source))),
+            );
         }
         // Every iteration must copy the same bytes of the allocation: a
         // ring gives each iteration its own slot, so bytes an iteration
@@ -614,6 +654,7 @@ fn plan(k: &Kernel, region: Region, lp: Inst) -> Result<Plan, String> {
         awaits,
         targets,
         allocs,
+        strides,
     })
 }
 
@@ -851,6 +892,39 @@ fn clone_copy(b: &mut Builder, body: Region, c: Inst, map: &mut HashMap<Value, V
     map[&b.k.insts[c].results[0]]
 }
 
+/// `dist * stride` as an `i64` byte offset (`dist` a non-negative `i32`
+/// count of iterations; an `i32` stride is taken as signed).
+fn stride_offset(b: &mut Builder, dist: Value, stride: Arg) -> Arg {
+    let wide = b
+        .inst1(
+            Op::Cast(CastOp::Zext, Scalar::I32),
+            vec![val(dist)],
+            Type::I64,
+            "x",
+        )
+        .1;
+    let stride = match stride.value() {
+        Some(c) if b.k.ty(c) == Type::I32 => val(b
+            .inst1(
+                Op::Cast(CastOp::Sext, Scalar::I32),
+                vec![stride],
+                Type::I64,
+                "x",
+            )
+            .1),
+        _ => stride,
+    };
+    val(b.binary(BinaryOp::Mul, val(wide), stride, Scalar::I64))
+}
+
+/// The pointer a carried source pointer `init`, advanced by `stride` each
+/// iteration, holds `dist` iterations later.
+fn advanced(b: &mut Builder, init: Arg, dist: Value, stride: Arg) -> Option<Value> {
+    let p = init.value()?;
+    let off = stride_offset(b, dist, stride);
+    Some(b.ptr_add(p, off))
+}
+
 /// Rewrites the planned loop into an `s`-stage ring (see the module doc).
 fn rewrite(k: &mut Kernel, p: &Plan, s: u32, why: String) -> Schedule {
     let lp = p.lp;
@@ -976,6 +1050,18 @@ fn rewrite(k: &mut Kernel, p: &Plan, s: u32, why: String) -> Schedule {
             _ => clamp(&mut b, lo, j),
         };
         map.insert(iv, t);
+        for &(v, n, stride) in &p.strides {
+            let start = match (j, inits[n].value()) {
+                (0, Some(init)) => Some(init),
+                _ => {
+                    let dist = b.binary(BinaryOp::Sub, val(t), lo, Scalar::I32);
+                    advanced(&mut b, inits[n], dist, stride)
+                }
+            };
+            if let Some(start) = start {
+                map.insert(v, start);
+            }
+        }
         for &(r, al) in &roots {
             if j > 0 {
                 let off = i64::from(j) * slot_of(al) as i64;
@@ -1015,6 +1101,14 @@ fn rewrite(k: &mut Kernel, p: &Plan, s: u32, why: String) -> Schedule {
     }
     let mut issued = Vec::new();
     let mut moved = Vec::new();
+    if !p.strides.is_empty() {
+        let dist = b.binary(BinaryOp::Sub, val(next), val(ring.index), Scalar::I32);
+        for &(v, n, stride) in &p.strides {
+            if let Some(q) = advanced(&mut b, val(ring.carried[n]), dist, stride) {
+                ahead_roots.insert(v, q);
+            }
+        }
+    }
     ahead_roots.insert(iv, next);
     let old_body = b.k.regions[body].insts.clone();
     for &i in &old_body {

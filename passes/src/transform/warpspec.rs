@@ -123,6 +123,12 @@ pub(super) fn check(k: &Kernel, p: &Plan, sm: u32) -> Result<Ws, String> {
                 .into(),
         );
     }
+    if !p.strides.is_empty() {
+        return Err(
+            "a copy's source is a loop-carried pointer, which the producer warp does not carry"
+                .into(),
+        );
+    }
     let threads = match k.block {
         None => {
             return Err(
