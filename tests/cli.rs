@@ -50,6 +50,13 @@ fn run(args: &[&str]) -> Out {
     cpflow_with(args, "", &[])
 }
 
+/// Runs a command that must exit 0; its stderr.
+fn succeeds(args: &[&str]) -> String {
+    let out = run(args);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    out.stderr
+}
+
 fn cpflow(args: &[&str]) -> (i32, String) {
     let out = run(args);
     (out.code, out.stdout)
@@ -216,13 +223,10 @@ fn explain_prints_the_code_page() {
 fn compile_notes_dynamic_shared_memory() {
     let ptx = temp("dynamic_shared.ptx");
     let p = ptx.to_str().expect("utf-8 path");
-    let out = run(&["compile", "tests/lowering/dynamic_shared.cpf", "-o", p]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    let stderr = succeeds(&["compile", "tests/lowering/dynamic_shared.cpf", "-o", p]);
     assert!(
-        out.stderr
-            .contains("@k takes 65544 bytes of dynamic shared memory"),
-        "{}",
-        out.stderr
+        stderr.contains("@k takes 65544 bytes of dynamic shared memory"),
+        "{stderr}"
     );
     let out = run(&[
         "compile",
@@ -478,21 +482,16 @@ fn bundle_reads_stdin() {
 #[test]
 fn loops_left_single_buffered_warn() {
     let refused = "tests/pipeline/refuse_global_store.cpf";
-    let out = run(&["opt", refused, "-o", "-"]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    let stderr = succeeds(&["opt", refused, "-o", "-"]);
     assert!(
-        out.stderr
-            .contains("warning[W2001]: loop not pipelined: it stores outside shared memory"),
-        "{}",
-        out.stderr
+        stderr.contains("warning[W2001]: loop not pipelined: it stores outside shared memory"),
+        "{stderr}"
     );
     let ptx = temp("refused.ptx");
     let p = ptx.to_str().expect("utf-8 path");
-    let out = run(&["compile", refused, "-o", p]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(out.stderr.contains("warning[W2001]"), "{}", out.stderr);
+    let stderr = succeeds(&["compile", refused, "-o", p]);
+    assert!(stderr.contains("warning[W2001]"), "{stderr}");
     assert_eq!(run(&["opt", refused, "-D", "W2001", "-o", "-"]).code, 1);
-    let out = run(&["compile", "examples/abstract_copy.cpf", "-o", p]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(!out.stderr.contains("W2001"), "{}", out.stderr);
+    let stderr = succeeds(&["compile", "examples/abstract_copy.cpf", "-o", p]);
+    assert!(!stderr.contains("W2001"), "{stderr}");
 }
