@@ -55,9 +55,8 @@ pub fn run(args: CompileArgs, rep: &mut Reporter) -> ExitCode {
     }
     match crate::opt::lower_abstract(&mut module, &source.text, args.transform) {
         Ok(left_alone) => {
-            if rep.report(&source.file(), left_alone) {
-                rep.summary("compile", 1);
-                return rep.status();
+            if let Err(code) = warn(&source, left_alone, "compile", rep) {
+                return code;
             }
         }
         Err(diags) => return fail(&source, diags, "compile", rep),
@@ -129,6 +128,21 @@ pub fn fail(
     rep.report(&source.file(), diags);
     rep.summary(command, 1);
     ExitCode::from(1)
+}
+
+/// Reports warnings of the transform passes (W2001); `Err` with the exit
+/// code when the lint levels (`-D`) made one of them an error.
+pub fn warn(
+    source: &Source,
+    diags: Vec<Diagnostic>,
+    command: &str,
+    rep: &mut Reporter,
+) -> Result<(), ExitCode> {
+    if rep.report(&source.file(), diags) {
+        rep.summary(command, 1);
+        return Err(rep.status());
+    }
+    Ok(())
 }
 
 /// MLIR's own errors have no span in the cpflow source; point them at its start.

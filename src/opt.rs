@@ -7,7 +7,7 @@ use cpflow::interp::runline;
 use cpflow::ir::{Diagnostic, Module, Span};
 use cpflow::passes::transform::{self, Pass, Report};
 
-use crate::compile::{fail, gate};
+use crate::compile::{fail, gate, warn};
 use crate::input::{retarget, usage, write_output, Source};
 use crate::report::Reporter;
 
@@ -236,9 +236,8 @@ pub fn run(args: OptArgs, rep: &mut Reporter) -> ExitCode {
         Err(diags) => return fail(&source, diags, "opt", rep),
     };
     // A loop left single-buffered is a warning (`-D W2001` fails the run).
-    if rep.report(&source.file(), done.not_pipelined.clone()) {
-        rep.summary("opt", 1);
-        return rep.status();
+    if let Err(code) = warn(&source, done.not_pipelined.clone(), "opt", rep) {
+        return code;
     }
     let mut out = String::new();
     if args.explain {

@@ -1210,7 +1210,7 @@ def sweep():
     # (Triton's best row sum streams 32 KiB blocks through 4 stages)
     for T, N in [(16384, 128), (32768, 128), (32768, 256), (32768, 512), (65536, 256), (65536, 512), (65536, 1024)]:
         for S in range(2, 7):
-            if S * (T + 8) + 4 * N > SMEM_LIMIT and S * (T + 8) + 4 * N <= PIPE_SMEM_LIMIT:
+            if SMEM_LIMIT < S * (T + 8) + 4 * N <= PIPE_SMEM_LIMIT:
                 cfgs.append(Cfg("rowsum", "pipe", S, T, N))
     # 5-point stencil: column strips of T bytes, input rows through a ring
     for S, T, N in [(4, 4096, 256), (6, 4096, 256), (8, 4096, 256), (4, 4096, 128),

@@ -1427,9 +1427,5 @@ fn round_of_parity(x: &Affine) -> Option<Affine> {
 /// that it advances by whole rounds, not from loaded or opaque values or
 /// thread ids.
 fn counts_iterations(n: &Affine) -> bool {
-    n.terms.keys().all(|a| match a {
-        Atom::Iv(_) | Atom::Exist(_) | Atom::Steps(..) | Atom::Trips(..) => true,
-        Atom::Mod(i, _) | Atom::Div(i, _) => counts_iterations(i),
-        Atom::Tid(_) | Atom::OtherTid(_) | Atom::Opaque(_) => false,
-    })
+    !n.mentions(&|a| matches!(a, Atom::Tid(_) | Atom::OtherTid(_) | Atom::Opaque(_)))
 }

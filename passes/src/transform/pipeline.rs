@@ -966,6 +966,21 @@ fn rewrite(k: &mut Kernel, p: &Plan, s: u32, why: String) -> Schedule {
         }
     }
     let slot_of = |al: SharedId| slot_bytes[p.allocs.iter().position(|&x| x == al).unwrap_or(0)];
+    // Iteration `k`'s position from `lo`, and root `r` of allocation `al`
+    // moved to a slot: the arithmetic the ring and the drain share.
+    let relative = |b: &mut Builder, k: Value| match lo.imm() {
+        Some(0) => k,
+        _ => b.binary(BinaryOp::Sub, val(k), lo, Scalar::I32),
+    };
+    let in_slot = |b: &mut Builder, r: Value, al: SharedId, slot: Value| {
+        let off = b.binary(
+            BinaryOp::Mul,
+            val(slot),
+            imm(slot_of(al) as i64),
+            Scalar::I32,
+        );
+        b.ptr_add(r, val(off))
+    };
 
     let pos = edit::next_index(k, p.region, lp) - 1;
     k.regions[p.region].insts.remove(pos);
@@ -1080,10 +1095,7 @@ fn rewrite(k: &mut Kernel, p: &Plan, s: u32, why: String) -> Schedule {
     // The new body: slot arithmetic, then the old body with the copies
     // reissued for tile k+S-1 and the awaits on tile k's carried token.
     b.cursor = Some(ring.body);
-    let rel = match lo.imm() {
-        Some(0) => ring.index,
-        _ => b.binary(BinaryOp::Sub, val(ring.index), lo, Scalar::I32),
-    };
+    let rel = relative(&mut b, ring.index);
     let slot = b.binary(BinaryOp::RemU, val(rel), imm(i64::from(s)), Scalar::I32);
     let ahead = b.binary(BinaryOp::Add, val(rel), imm(i64::from(s - 1)), Scalar::I32);
     let next_slot = b.binary(BinaryOp::RemU, val(ahead), imm(i64::from(s)), Scalar::I32);
@@ -1093,11 +1105,8 @@ fn rewrite(k: &mut Kernel, p: &Plan, s: u32, why: String) -> Schedule {
     let mut here = HashMap::new();
     let mut ahead_roots = HashMap::new();
     for &(r, al) in &roots {
-        let bytes = slot_of(al) as i64;
-        let off = b.binary(BinaryOp::Mul, val(slot), imm(bytes), Scalar::I32);
-        here.insert(r, b.ptr_add(r, val(off)));
-        let off = b.binary(BinaryOp::Mul, val(next_slot), imm(bytes), Scalar::I32);
-        ahead_roots.insert(r, b.ptr_add(r, val(off)));
+        here.insert(r, in_slot(&mut b, r, al, slot));
+        ahead_roots.insert(r, in_slot(&mut b, r, al, next_slot));
     }
     let mut issued = Vec::new();
     let mut moved = Vec::new();
@@ -1164,10 +1173,7 @@ fn rewrite(k: &mut Kernel, p: &Plan, s: u32, why: String) -> Schedule {
     let drain_inits: Vec<Arg> = ring.results[..nold].iter().map(|&v| val(v)).collect();
     let drain = b.for_loop(val(mid), hi, imm(1), &drain_inits);
     b.cursor = Some(drain.body);
-    let rel_d = match lo.imm() {
-        Some(0) => drain.index,
-        _ => b.binary(BinaryOp::Sub, val(drain.index), lo, Scalar::I32),
-    };
+    let rel_d = relative(&mut b, drain.index);
     let slot_d = b.binary(BinaryOp::RemU, val(rel_d), imm(i64::from(s)), Scalar::I32);
     let mut map: HashMap<Value, Value> = HashMap::new();
     map.insert(ring.index, drain.index);
@@ -1175,13 +1181,7 @@ fn rewrite(k: &mut Kernel, p: &Plan, s: u32, why: String) -> Schedule {
         map.insert(o, n);
     }
     for &(r, al) in &roots {
-        let off = b.binary(
-            BinaryOp::Mul,
-            val(slot_d),
-            imm(slot_of(al) as i64),
-            Scalar::I32,
-        );
-        let root_d = b.ptr_add(r, val(off));
+        let root_d = in_slot(&mut b, r, al, slot_d);
         if let Some(&h) = ring_roots.get(&r) {
             map.insert(h, root_d);
         }
