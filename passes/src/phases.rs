@@ -244,6 +244,9 @@ fn eval(e: &Affine, env: &[(Inst, i64)]) -> Option<i64> {
 /// Most loop instances [`Walk::instances`] enumerates for one site.
 const MAX_INSTANCES: usize = 4096;
 
+/// Iterations of a wait's loop [`Walk::arrivals_by_iteration`] counts.
+const ITERATIONS_TRIED: i64 = 16;
+
 /// The constant rank of the `mapa` behind a barrier or phase operand.
 fn mapa_rank(k: &Kernel, a: Arg) -> Option<i64> {
     k.const_int(*mapa_of(k, a)?.args.get(1)?)
@@ -699,32 +702,7 @@ impl Walk<'_> {
     /// expressions depend on nothing else (None otherwise, or when there
     /// are more than [`MAX_INSTANCES`]).
     fn instances(&self, s: &Site) -> Option<BTreeSet<(i64, i64)>> {
-        let mut envs: Vec<Vec<(Inst, i64)>> = vec![Vec::new()];
-        for &l in &s.loops {
-            let (lo, trips, step) = self.constant_loop(l)?;
-            // The cap is tested on the trip count, before any value is made
-            // (alone too: an earlier loop of no trips leaves no env).
-            let cap = MAX_INSTANCES as i64;
-            if trips > cap
-                || i64::try_from(envs.len()).map_or(true, |e| e.saturating_mul(trips) > cap)
-            {
-                return None;
-            }
-            let values: Vec<i64> = (0..trips).map(|i| lo + i * step).collect();
-            envs = envs
-                .into_iter()
-                .flat_map(|env| {
-                    values.iter().map(move |&v| {
-                        let mut e = env.clone();
-                        e.push((l, v));
-                        e
-                    })
-                })
-                .collect();
-        }
-        envs.iter()
-            .map(|env| Some((eval(&s.off, env)?, eval(&s.idx, env)?)))
-            .collect()
+        Some(self.instance_list(s)?.into_iter().collect())
     }
 
     /// E1010 for waits some of whose iterations name a phase no instance
@@ -937,6 +915,7 @@ impl Walk<'_> {
 
     fn report(&self) -> Vec<Diagnostic> {
         let mut out = Vec::new();
+        let mut counted: BTreeSet<SharedId> = BTreeSet::new();
         let span = |i: Inst| self.k.insts[i].span;
         for w in self.sites.iter().filter(|s| s.what == What::Wait) {
             // Phase -1 is complete from `init` (docs/readings.md #15): a wait
@@ -1069,92 +1048,385 @@ impl Walk<'_> {
                 continue;
             }
             // E1011: the arrivals that can reach this phase against the count.
-            let inits: Vec<&Site> = on_bar
-                .iter()
-                .copied()
-                .filter(|s| matches!(s.what, What::Init(_)))
-                .filter(|s| {
-                    let o = s.off.sub(&w.off).as_const();
-                    o == Some(0) || o.is_none()
-                })
-                .collect();
-            let Some(need) = init_count(inits.iter().copied()) else {
-                continue;
-            };
-            // `most` bounds the arrivals from above; `exact` when every
-            // acting site surely runs that often.
-            let mut most = Some(Count::ZERO);
-            let mut exact = true;
-            for s in &acting {
-                let each = match s.what {
-                    What::Arrive(c) => c,
-                    What::ExpectTx { arrives, .. } => Some(i64::from(arrives)),
-                    What::AsyncArrive { noinc } => Some(i64::from(noinc)),
-                    What::CompleteTx { multicast, .. } => {
-                        if multicast {
-                            None
-                        } else {
-                            Some(0)
-                        }
-                    }
-                    _ => Some(0),
-                };
-                let n = if each == Some(0) {
-                    Some(Count::ZERO)
-                } else {
-                    self.threads(s).and_then(|(t, sure)| {
-                        exact &= sure && self.rel(w, s) == Rel::Same;
-                        t.scale(each?)?.scale(self.iterations_per_phase(s)?)
-                    })
-                };
-                most = most.zip(n).and_then(|(a, b)| a.add(b));
-            }
-            let (Some(most), Some(init)) = (most, inits.first()) else {
-                continue;
-            };
-            let arrivers = |mut d: Diagnostic| {
-                for s in acting.iter().filter(|s| {
-                    matches!(
-                        s.what,
-                        What::Arrive(_)
-                            | What::ExpectTx { arrives: true, .. }
-                            | What::AsyncArrive { noinc: true }
-                    )
-                }) {
-                    d = d.with_secondary(span(s.inst), "arrives here");
+            if let Some(d) = self.arrival_count(w, &on_bar, &acting) {
+                out.push(d);
+            } else if !counted.contains(&w.alloc) {
+                // One report per barrier: its other waits name the same phases.
+                if let Some(d) = self.arrivals_by_iteration(w, &on_bar) {
+                    out.push(d);
+                    counted.insert(w.alloc);
                 }
-                d
-            };
-            let (bound, label, or) = if most.always_below(need) {
-                (
-                    "at most ",
-                    "the phase can never complete: this wait hangs",
-                    ", or have every counted thread arrive",
-                )
-            } else if exact && need.always_below(most) {
-                (
-                    "",
-                    "the phase completes before the last arrivals, which land in the next phase",
-                    "",
-                )
-            } else {
-                continue;
-            };
-            let d = Diagnostic::error(
-                "E1011",
-                format!("{bound}{most} arrival(s) reach this phase of `@{name}`, initialised with count {need}"),
-                span(w.inst),
-            )
-            .with_label(label)
-            .with_secondary(span(init.inst), format!("initialised with count {need}"));
-            out.push(arrivers(d).with_help(format!(
-                "initialise `@{name}` with the number of arrivals per phase ({most}){or}"
-            )));
+            }
         }
         out.extend(self.expect_tx());
         out.extend(self.too_many_arrivals(&out));
         out.extend(self.async_arrive_after_arrive());
         out
+    }
+
+    /// E1011 for wait `w`: the arrivals that can reach its phase (from the
+    /// sites `acting` on it) against the count of its barrier's `init`.
+    fn arrival_count(&self, w: &Site, on_bar: &[&Site], acting: &[&Site]) -> Option<Diagnostic> {
+        let span = |i: Inst| self.k.insts[i].span;
+        let name = &self.k.shared[w.alloc].name;
+        let inits: Vec<&Site> = on_bar
+            .iter()
+            .copied()
+            .filter(|s| matches!(s.what, What::Init(_)))
+            .filter(|s| {
+                let o = s.off.sub(&w.off).as_const();
+                o == Some(0) || o.is_none()
+            })
+            .collect();
+        let need = init_count(inits.iter().copied())?;
+        // `most` bounds the arrivals from above; `exact` when every
+        // acting site surely runs that often.
+        let mut most = Some(Count::ZERO);
+        let mut exact = true;
+        for s in acting {
+            let each = match s.what {
+                What::Arrive(c) => c,
+                What::ExpectTx { arrives, .. } => Some(i64::from(arrives)),
+                What::AsyncArrive { noinc } => Some(i64::from(noinc)),
+                What::CompleteTx { multicast, .. } => {
+                    if multicast {
+                        None
+                    } else {
+                        Some(0)
+                    }
+                }
+                _ => Some(0),
+            };
+            let n = if each == Some(0) {
+                Some(Count::ZERO)
+            } else {
+                self.threads(s).and_then(|(t, sure)| {
+                    exact &= sure && self.rel(w, s) == Rel::Same;
+                    t.scale(each?)?.scale(self.iterations_per_phase(s)?)
+                })
+            };
+            most = most.zip(n).and_then(|(a, b)| a.add(b));
+        }
+        let (Some(most), Some(init)) = (most, inits.first()) else {
+            return None;
+        };
+        let arrivers = |mut d: Diagnostic| {
+            for s in acting.iter().filter(|s| {
+                matches!(
+                    s.what,
+                    What::Arrive(_)
+                        | What::ExpectTx { arrives: true, .. }
+                        | What::AsyncArrive { noinc: true }
+                )
+            }) {
+                d = d.with_secondary(span(s.inst), "arrives here");
+            }
+            d
+        };
+        let (bound, label, or) = if most.always_below(need) {
+            (
+                "at most ",
+                "the phase can never complete: this wait hangs",
+                ", or have every counted thread arrive",
+            )
+        } else if exact && need.always_below(most) {
+            (
+                "",
+                "the phase completes before the last arrivals, which land in the next phase",
+                "",
+            )
+        } else {
+            return None;
+        };
+        let d = Diagnostic::error(
+            "E1011",
+            format!("{bound}{most} arrival(s) reach this phase of `@{name}`, initialised with count {need}"),
+            span(w.inst),
+        )
+        .with_label(label)
+        .with_secondary(span(init.inst), format!("initialised with count {need}"));
+        Some(arrivers(d).with_help(format!(
+            "initialise `@{name}` with the number of arrivals per phase ({most}){or}"
+        )))
+    }
+
+    /// E1011 for a wait in one loop from a constant lower bound whose
+    /// barrier and phase are functions of the loop's iteration alone,
+    /// taken iteration by iteration: in each of the loop's first
+    /// [`ITERATIONS_TRIED`] iterations the arrivals on the barrier and phase
+    /// the wait names are counted over the instances of every site on the
+    /// barrier ([`Walk::named_at`]), against the count of the `init` of that
+    /// barrier. Reported when fewer than the count can arrive (the wait
+    /// hangs) or more than the count surely arrive (the phase completes
+    /// early). None when a site cannot be counted this way.
+    fn arrivals_by_iteration(&self, w: &Site, on_bar: &[&Site]) -> Option<Diagnostic> {
+        let &[l] = w.loops.as_slice() else {
+            return None;
+        };
+        let lo = self.k.const_int(*self.k.insts[l].args.first()?)?;
+        let step = self.constant_step(l)?;
+        // A barrier initialised again in a loop its sites run in starts its
+        // phases over.
+        let reinit = on_bar.iter().any(|i| {
+            matches!(i.what, What::Init(_))
+                && on_bar.iter().any(|s| {
+                    !matches!(s.what, What::Init(_)) && s.loops.iter().any(|m| i.loops.contains(m))
+                })
+        });
+        if reinit || !self.only_iv(&w.off, l) || !self.only_iv(&w.idx, l) {
+            return None;
+        }
+        let tried = self
+            .constant_loop(l)
+            .map_or(ITERATIONS_TRIED, |(_, trips, _)| {
+                trips.min(ITERATIONS_TRIED)
+            });
+        for n in 0..tried {
+            let k = lo.checked_add(n.checked_mul(step)?)?;
+            let target = (eval(&w.off, &[(l, k)])?, eval(&w.idx, &[(l, k)])?);
+            if target.1 == -1 {
+                continue;
+            }
+            let mut need: Option<(Count, &Site)> = None;
+            let (mut most, mut sure) = (Count::ZERO, Count::ZERO);
+            let mut arrivers = Vec::new();
+            let mut first_sure = None;
+            let mut acted = false;
+            for s in on_bar.iter().copied().filter(|s| s.what != What::Wait) {
+                if let What::Init(count) = s.what {
+                    if self.init_offsets(s)?.contains(&target.0) {
+                        let count = count?;
+                        if need.is_some_and(|(c, _)| c != count) {
+                            return None;
+                        }
+                        need = Some((count, s));
+                    }
+                    continue;
+                }
+                let each = match s.what {
+                    What::Arrive(c) => c?,
+                    What::ExpectTx { arrives, .. } => i64::from(arrives),
+                    What::AsyncArrive { noinc } => i64::from(noinc),
+                    What::CompleteTx {
+                        multicast: false, ..
+                    } => 0,
+                    _ => return None,
+                };
+                let (sure_n, maybe_n) = self.named_at(s, l, k, target)?;
+                acted |= sure_n + maybe_n > 0;
+                if each == 0 || sure_n + maybe_n == 0 {
+                    continue;
+                }
+                let (threads, exact) = self.threads(s)?;
+                let per = threads.scale(each)?;
+                most = most.add(per.scale(sure_n + maybe_n)?)?;
+                if exact && self.surely_runs(s) && sure_n > 0 {
+                    sure = sure.add(per.scale(sure_n)?)?;
+                    first_sure = first_sure.or(Some(s.inst));
+                }
+                arrivers.push(s.inst);
+            }
+            let (need, init) = need?;
+            let span = |i: Inst| self.k.insts[i].span;
+            let name = &self.k.shared[w.alloc].name;
+            let iv = self.k.insts[l]
+                .regions
+                .first()
+                .and_then(|r| self.k.regions[*r].args.first())
+                .map_or(String::new(), |v| {
+                    format!(" ({} = {k})", self.k.value_name(*v))
+                });
+            let (slot, phase) = (target.0 / 8, target.1);
+            if !acted {
+                let mut d = Diagnostic::error(
+                    "E1010",
+                    format!("waits on phase {phase} of `@{name}[{slot}]`, which no arrival or copy acts on"),
+                    span(w.inst),
+                )
+                .with_label(format!("in the loop's iteration {n}{iv} this waits on phase {phase} (parity {}): it never completes, so the wait hangs or passes at once on an older phase", phase & 1));
+                for s in on_bar
+                    .iter()
+                    .filter(|s| !matches!(s.what, What::Init(_) | What::Wait))
+                {
+                    d = d.with_secondary(
+                        span(s.inst),
+                        "acts on the barrier's phases here, never that one",
+                    );
+                }
+                return Some(d.with_help("wait on the phase index the producer's arrivals and copies complete (parity = index & 1)"));
+            }
+            // A hang is reported at the wait, an overflow at the first
+            // arrival that surely lands.
+            let (bound, most, at, label) = if most.always_below(need) {
+                (
+                    "at most ",
+                    most,
+                    w.inst,
+                    "the phase can never complete: this wait hangs",
+                )
+            } else if need.always_below(sure) {
+                (
+                    "",
+                    sure,
+                    first_sure?,
+                    "the phase completes before the last arrivals, which land in the next phase",
+                )
+            } else {
+                continue;
+            };
+            let mut d = Diagnostic::error(
+                "E1011",
+                format!("{bound}{most} arrival(s) reach phase {phase} of `@{name}[{slot}]`, initialised with count {need}"),
+                span(at),
+            )
+            .with_label(if at == w.inst {
+                format!("{label}; this is the phase the wait names in the loop's iteration {n}{iv}")
+            } else {
+                label.to_string()
+            })
+            .with_secondary(span(init.inst), format!("initialised with count {need}"));
+            if at != w.inst {
+                d = d.with_secondary(
+                    span(w.inst),
+                    format!("waits on that phase in the loop's iteration {n}{iv}"),
+                );
+            }
+            for a in arrivers.into_iter().filter(|a| *a != at) {
+                d = d.with_secondary(span(a), "arrives here");
+            }
+            let or = if at == w.inst {
+                ", or have every counted thread arrive"
+            } else {
+                ""
+            };
+            return Some(d.with_help(format!(
+                "initialise `@{name}` with the number of arrivals per phase ({most}){or}"
+            )));
+        }
+        None
+    }
+
+    /// How many instances of site `s`, per thread that runs it, name
+    /// `target` (barrier offset, phase index) by the iteration `k` of loop
+    /// `l` (a wait's): `(surely, maybe)`. Every iteration of a loop with
+    /// constant bounds runs; of a loop with `l`'s iterations those up to
+    /// `k` surely run and later ones may: all of them are tried when the
+    /// bounds are constant, else those before the site's phase index,
+    /// which must rise with the loop, passes the target's. None when `s`
+    /// sits in other loops or names a phase through anything but its
+    /// loops' variables.
+    fn named_at(&self, s: &Site, l: Inst, k: i64, target: (i64, i64)) -> Option<(i64, i64)> {
+        let Some(&m) = s.loops.last().filter(|&&m| self.same_iterations(l, m)) else {
+            let named = self.instance_list(s)?;
+            return Some((named.iter().filter(|n| **n == target).count() as i64, 0));
+        };
+        if s.loops.len() != 1 || !self.only_iv(&s.off, m) || !self.only_iv(&s.idx, m) {
+            return None;
+        }
+        let iv = Atom::Iv(m);
+        let rising = s.idx.terms.iter().all(|(a, c)| {
+            *c > 0
+                && match a {
+                    Atom::Iv(x) => *x == m,
+                    Atom::Div(inner, _) => inner.terms.iter().all(|(b, j)| *b == iv && *j > 0),
+                    _ => false,
+                }
+        }) && !s.idx.terms.is_empty();
+        let lo = self.k.const_int(*self.k.insts[m].args.first()?)?;
+        let step = self.constant_step(m)?;
+        let trips = match self.constant_loop(m) {
+            Some((_, trips, _)) => trips.min(MAX_INSTANCES as i64),
+            None if rising => MAX_INSTANCES as i64,
+            None => return None,
+        };
+        let (mut surely, mut maybe) = (0, 0);
+        for n in 0..trips {
+            let j = lo.checked_add(n.checked_mul(step)?)?;
+            let named = (eval(&s.off, &[(m, j)])?, eval(&s.idx, &[(m, j)])?);
+            if named == target {
+                if j <= k {
+                    surely += 1;
+                } else {
+                    maybe += 1;
+                }
+            }
+            if j >= k && named.1 > target.1 && rising {
+                return Some((surely, maybe));
+            }
+        }
+        (trips < MAX_INSTANCES as i64).then_some((surely, maybe))
+    }
+
+    /// The barrier offsets an `init` site initialises: over the iterations
+    /// of its loops with constant bounds, or over the threads that run it
+    /// when it picks the barrier by `%tid.x` (outside loops, in a kernel
+    /// with a declared block).
+    fn init_offsets(&self, s: &Site) -> Option<Vec<i64>> {
+        if !s.off.mentions(&|a| matches!(a, Atom::Tid(_))) {
+            return Some(
+                self.instance_list(s)?
+                    .into_iter()
+                    .map(|(off, _)| off)
+                    .collect(),
+            );
+        }
+        if !s.loops.is_empty()
+            || s.off.mentions(&|a| matches!(a, Atom::Tid(1 | 2)))
+            || !lane_is_tid_x_mod_32(self.k)
+        {
+            return None;
+        }
+        let conds: Vec<&(Value, bool)> = s.conds.iter().collect();
+        let (xs, _) = self.threads_in_block(&conds)?;
+        xs.iter()
+            .map(|&t| {
+                s.off.eval(&|a: &Atom| match a {
+                    Atom::Tid(0) => Some(t),
+                    Atom::Tid(3) => Some(t % 32),
+                    _ => None,
+                })
+            })
+            .collect()
+    }
+
+    /// Every (barrier offset, phase index) site `s` names, once per
+    /// instance, over all iterations of its loops with constant bounds;
+    /// None when a loop's bounds are not constant, an expression depends
+    /// on anything else, or there are more than [`MAX_INSTANCES`].
+    fn instance_list(&self, s: &Site) -> Option<Vec<(i64, i64)>> {
+        let mut envs: Vec<Vec<(Inst, i64)>> = vec![Vec::new()];
+        for &l in &s.loops {
+            let (lo, trips, step) = self.constant_loop(l)?;
+            // Tested on the trip count, before any value is made.
+            if (envs.len() as i64).saturating_mul(trips) > MAX_INSTANCES as i64 {
+                return None;
+            }
+            envs = envs
+                .into_iter()
+                .flat_map(|env| {
+                    (0..trips).map(move |i| {
+                        let mut e = env.clone();
+                        e.push((l, lo + i * step));
+                        e
+                    })
+                })
+                .collect();
+        }
+        envs.iter()
+            .map(|env| Some((eval(&s.off, env)?, eval(&s.idx, env)?)))
+            .collect()
+    }
+
+    /// Whether every condition around site `s` chooses threads (`%tid.x`
+    /// tests, `elect.sync`, the CTA's rank): a thread it names runs it
+    /// whenever its loops run.
+    fn surely_runs(&self, s: &Site) -> bool {
+        s.conds.iter().all(|&(c, _)| {
+            self.syms.tid_cond(self.k, c).is_some()
+                || elect_lane(self.k, c).is_some()
+                || rank_cond(self.k, c).is_some()
+                || self.syms.single_thread(self.k, c)
+        })
     }
 
     /// E1011 at a plain `cp.async.mbarrier.arrive` that follows the same
@@ -1228,10 +1500,11 @@ impl Walk<'_> {
                 continue;
             }
             let name = &self.k.shared[a.alloc].name;
-            if reported
-                .iter()
-                .any(|d| d.code == "E1011" && d.message.contains(&format!("`@{name}`")))
-            {
+            let names = |d: &Diagnostic| {
+                d.message.contains(&format!("`@{name}`"))
+                    || d.message.contains(&format!("`@{name}["))
+            };
+            if reported.iter().any(|d| d.code == "E1011" && names(d)) {
                 continue;
             }
             let on_bar: Vec<&Site> = self.sites.iter().filter(|s| s.alloc == a.alloc).collect();
