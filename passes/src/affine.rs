@@ -407,6 +407,16 @@ impl Bounds {
         }
     }
 
+    /// Inclusive range of `%tid.x` of the analysed thread minus that of
+    /// the other thread, each within the threads that run its access (all
+    /// of the block's when not known); None without a block size.
+    pub fn tid_difference(&self) -> Option<(i64, i64)> {
+        let m = self.max_tid?;
+        let clamp = |r: Option<(i64, i64)>| r.map_or((0, m), |(lo, hi)| (lo.max(0), hi.min(m)));
+        let ((alo, ahi), (blo, bhi)) = (clamp(self.tid_x), clamp(self.other_tid_x));
+        Some((alo.saturating_sub(bhi), ahi.saturating_sub(blo)))
+    }
+
     /// Inclusive range of an expression, when every atom is bounded.
     pub fn interval(&self, e: &Affine) -> Option<(i64, i64)> {
         let (mut lo, mut hi) = (e.c, e.c);
@@ -713,10 +723,12 @@ pub fn disjoint(
     // values, so an overlap needs some `n` (a difference of `%tid.x`) and
     // some `x ≡ c + k·n (mod m)` strictly between the gaps (two threads'
     // iterations of a block-strided loop, `16·%tid.x + 1024·i`).
-    if let (Some((k, nonzero)), Some(span), true) = (delta, bnd.max_tid, choices.is_empty()) {
+    if let (Some((k, nonzero)), Some((dlo, dhi)), true) =
+        (delta, bnd.tid_difference(), choices.is_empty())
+    {
         let m = rest.terms.values().fold(0, |g, c| gcd(g, *c));
-        if m > 1 && span < 4096 {
-            let apart = (-span..=span).filter(|&n| !(nonzero && n == 0)).all(|n| {
+        if m > 1 && dhi.saturating_sub(dlo) < 8192 {
+            let apart = (dlo..=dhi).filter(|&n| !(nonzero && n == 0)).all(|n| {
                 let r = rest.c.saturating_add(k.saturating_mul(n)).rem_euclid(m);
                 lo_gap + 1 + (r - (lo_gap + 1)).rem_euclid(m) >= hi_gap
             });
@@ -773,7 +785,8 @@ pub fn disjoint(
                 }
             }
             Some((k, nonzero)) => {
-                let span = bnd.max_tid.unwrap_or(i64::MAX / 4 / k.abs().max(1));
+                let span = i64::MAX / 4 / k.abs().max(1);
+                let (dlo, dhi) = bnd.tid_difference().unwrap_or((-span, span));
                 // n ranges over the tid differences; find any n with overlap.
                 let ka = k.abs();
                 // lo + k n < hi_gap and hi + k n > lo_gap  =>  n in an open interval.
@@ -788,7 +801,7 @@ pub fn disjoint(
                         -(lo_gap.saturating_sub(hi).div_euclid(ka) + 1),
                     )
                 };
-                let (nlo, nhi) = (nlo.max(-span), nhi.min(span));
+                let (nlo, nhi) = (nlo.max(dlo), nhi.min(dhi));
                 if nlo > nhi {
                     continue;
                 }
