@@ -959,9 +959,12 @@ def pipe_stencil(c):
     has T/16 + 2 threads. Each step of the CTA's loop computes R output
     rows: the threads copy the R + 2 input rows they need (rows past the
     CTA's last are clamped to it) into the one @tile, await them,
-    `barrier.cta`; threads t < T/16 compute columns t, t + T/16, ... of
-    every row from the tile and store them with `st`; `barrier.cta`. %src
-    and %dst are `noalias`."""
+    `barrier.cta`; threads t < T/16 compute the four adjacent output
+    columns 4t .. 4t + 3 of every row from the tile and store them with
+    `st`; `barrier.cta`. A thread's four loads and four stores are 16
+    contiguous bytes at 16-byte-aligned addresses (the output pitch is
+    (w / 4) * 16 bytes), which LLVM merges into one 16-byte access each.
+    %src and %dst are `noalias`."""
     T, N, R = c.tile, c.threads, c.rows
     K = T // 16  # the threads that compute, 4 output columns each
     row = T + 32
@@ -976,13 +979,14 @@ def pipe_stencil(c):
            "  %src_c = ptr.add %src, %gcol64",
            "  %tile = addr @tile",
            "  %mine = ptr.add %tile, %col",
-           # compute: thread t's output column t is byte 16 + 4t of a tile row
-           "  %ccol = mul %tid, 4 : i32",
+           # compute: thread t's output columns 4t .. 4t + 3 are bytes
+           # 16 + 16t .. 16 + 16t + 15 of a tile row
+           "  %ccol = mul %tid, 16 : i32",
            "  %ctile = ptr.add %tile, %ccol",
            "  %ocol = add %colb, %ccol : i32",
            "  %ocol64 = zext %ocol : i32 to i64",
            "  %dcol = ptr.add %dst, %ocol64",
-           "  %w4 = mul %w, 4 : i32",
+           "  %w4 = mul %wq, 16 : i32",
            "  %w464 = zext %w4 : i32 to i64",
            f"  %computes = cmp.ult %tid, {K} : i32",
            "  %lastin = add %rb, 1 : i32",
@@ -1004,12 +1008,12 @@ def pipe_stencil(c):
     out += [f"    await %t{j}" for j in range(R + 2)]
     out += ["    barrier.cta",
             "    if %computes {"]
-    # Thread t computes columns t, t + K, t + 2K, t + 3K of every output row
-    # (a warp's loads and stores are 128 contiguous bytes); each value of
-    # its own columns is loaded once per step.
+    # Thread t computes columns 4t .. 4t + 3 of every output row (a warp's
+    # loads and stores are 512 contiguous bytes); each value of its own
+    # columns is loaded once per step.
     for j in range(R + 2):
         for q in range(4):
-            out += [f"      %pv{j}_{q} = ptr.add %ctile, {j * row + 16 + 4 * q * K}",
+            out += [f"      %pv{j}_{q} = ptr.add %ctile, {j * row + 16 + 4 * q}",
                     f"      %v{j}_{q} = ld %pv{j}_{q} : f32"]
     for e in range(R):
         m = e + 1  # the output row's own input row
@@ -1021,7 +1025,7 @@ def pipe_stencil(c):
                 f"        %oro{e} = mul %orow{e}_64, %w464 : i64",
                 f"        %drow{e} = ptr.add %dcol, %oro{e}"]
         for q in range(4):
-            x = m * row + 16 + 4 * q * K
+            x = m * row + 16 + 4 * q
             out += [f"        %pl{e}_{q} = ptr.add %ctile, {x - 4}",
                     f"        %l{e}_{q} = ld %pl{e}_{q} : f32",
                     f"        %pr{e}_{q} = ptr.add %ctile, {x + 4}",
@@ -1032,7 +1036,7 @@ def pipe_stencil(c):
                     f"        %t1_{e}_{q} = fmul %s3_{e}_{q}, %c1 : f32",
                     f"        %t0_{e}_{q} = fmul %v{m}_{q}, %c0 : f32",
                     f"        %y{e}_{q} = fadd %t0_{e}_{q}, %t1_{e}_{q} : f32",
-                    f"        %po{e}_{q} = ptr.add %drow{e}, {4 * q * K}",
+                    f"        %po{e}_{q} = ptr.add %drow{e}, {4 * q}",
                     f"        st %po{e}_{q}, %y{e}_{q} : f32"]
         out += ["      }"]
     out += ["    }",

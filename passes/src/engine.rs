@@ -30,7 +30,7 @@ const DONE: u32 = u32::MAX;
 /// The smallest depth cap (see [`depth_caps`]).
 const MIN_DEPTH_CAP: u32 = 8;
 /// The most commits [`depth_caps`] counts.
-const MAX_NAMED_DEPTH_CAP: u32 = 64;
+const MAX_NAMED_DEPTH_CAP: u32 = 256;
 /// Loop fixed points kept per kernel (see [`Engine::loops_seen`]).
 const MAX_MEMO: usize = 512;
 /// The work the loop fixed points of one kernel may take: each walk of a
