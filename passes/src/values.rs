@@ -1402,7 +1402,10 @@ pub fn intersect(a: &[(i64, i64)], b: &[(i64, i64)]) -> TidSet {
 /// The round a parity bit computed as `x` names, when `x` is `n mod 2`
 /// or `(n mod 2m) div m` (TileLang's `(k % 2S) / S`, which is
 /// `(k div S) mod 2`) of a count `n` of loop iterations: round `n`, or
-/// `n div m`.
+/// `n div m`. A parity fixes the round only modulo 2: an odd constant in
+/// `n` names the round before (`(r + 1) mod 2`, the producer's empty wait
+/// of DeepGEMM and CUTLASS, is round `r - 1`, complete at init for `r =
+/// 0`), an even one the round itself.
 fn round_of_parity(x: &Affine) -> Option<Affine> {
     let [(atom, 1)] = x.terms.iter().collect::<Vec<_>>()[..] else {
         return None;
@@ -1411,7 +1414,11 @@ fn round_of_parity(x: &Affine) -> Option<Affine> {
         return None;
     }
     match atom {
-        Atom::Mod(n, 2) if counts_iterations(n) => Some((**n).clone()),
+        Atom::Mod(n, 2) if counts_iterations(n) => {
+            let mut round = (**n).clone();
+            round.c = -round.c.rem_euclid(2);
+            Some(round)
+        }
         Atom::Div(inner, m) => match inner.terms.iter().collect::<Vec<_>>()[..] {
             [(Atom::Mod(n, mm), 1)] if inner.c == 0 && *mm == 2 * m && counts_iterations(n) => {
                 Some(n.div(*m))
