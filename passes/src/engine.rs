@@ -491,6 +491,19 @@ impl<'a> Engine<'a> {
 
     /// May `a` (this thread) overlap `b` (of record `r`, by this thread or, with `cross`, another)?
     fn overlap(&self, a: &Mem, b: &Mem, guard: Option<(Inst, i64)>, cross: bool) -> bool {
+        self.overlap_with(a, b, guard, cross, self.other_here)
+    }
+
+    /// [`Engine::overlap`], the other thread's `%tid.x` within `other`
+    /// (when known) under `cross`.
+    fn overlap_with(
+        &self,
+        a: &Mem,
+        b: &Mem,
+        guard: Option<(Inst, i64)>,
+        cross: bool,
+        other: Option<(i64, i64)>,
+    ) -> bool {
         let (ba, bb) = (norm_base(&a.base), norm_base(&b.base));
         if ba != Base::Unknown && bb != Base::Unknown && ba != bb {
             return false;
@@ -517,7 +530,7 @@ impl<'a> Engine<'a> {
             guard,
             cross,
             self.here,
-            self.other_here,
+            other,
         );
         if let Some(&apart) = self.disjoint_seen.borrow().get(&key) {
             return !apart;
@@ -528,7 +541,7 @@ impl<'a> Engine<'a> {
             ob = ob.other_thread();
         }
         // The threads that run the instruction bound `%tid.x`.
-        let apart = match (self.here, self.other_here) {
+        let apart = match (self.here, other) {
             (None, None) => disjoint(&oa, sa, &ob, sb, cross, &self.syms.bounds),
             (here, other) => {
                 let bounds = Bounds {
@@ -543,9 +556,14 @@ impl<'a> Engine<'a> {
         !apart
     }
 
+    /// May `a` overlap `b` of record `r` as issued by this thread, and as
+    /// issued by another thread (one of those that run `r`'s instruction)?
     fn either_thread(&self, a: &Mem, b: &Mem, r: &OpRec) -> (bool, bool) {
         let same = self.overlap(a, b, r.guard, false);
-        let cross = !self.same_single_thread(r) && self.overlap(a, b, r.guard, true);
+        let other = self
+            .other_here
+            .or_else(|| self.syms.tid_hull.get(&r.inst).copied());
+        let cross = !self.same_single_thread(r) && self.overlap_with(a, b, r.guard, true, other);
         (same, cross)
     }
 
