@@ -384,6 +384,10 @@ pub struct Bounds {
     /// Pairs of threads whose offsets the per-thread proofs of [`disjoint`]
     /// have compared so far: the measure of their cost, for a budget.
     pub thread_pairs: Cell<u64>,
+    /// Inclusive ranges of sums of atoms that no single atom's range gives:
+    /// the variable `lo + step·i` of a block-strided loop stays below the
+    /// loop's upper bound (either thread's, in any iteration).
+    pub sums: Vec<(Affine, (i64, i64))>,
 }
 
 impl Bounds {
@@ -415,6 +419,35 @@ impl Bounds {
         let clamp = |r: Option<(i64, i64)>| r.map_or((0, m), |(lo, hi)| (lo.max(0), hi.min(m)));
         let ((alo, ahi), (blo, bhi)) = (clamp(self.tid_x), clamp(self.other_tid_x));
         Some((alo.saturating_sub(bhi), ahi.saturating_sub(blo)))
+    }
+
+    /// Inclusive range of `e` as a multiple of one of [`Bounds::sums`] plus
+    /// a rest that mentions none of its atoms, when that rest is bounded.
+    fn interval_by_sums(&self, e: &Affine) -> Option<(i64, i64)> {
+        self.sums.iter().find_map(|(sum, (lo, hi))| {
+            let (atom, k) = sum.terms.iter().next()?;
+            let ke = e.terms.get(atom)?;
+            if ke % k != 0 {
+                return None;
+            }
+            let m = ke / k;
+            // `sum·m` must not wrap for `e - sum·m` to be exact.
+            if sum
+                .terms
+                .values()
+                .chain([&sum.c])
+                .any(|c| c.checked_mul(m).is_none())
+            {
+                return None;
+            }
+            let rest = e.sub(&sum.scale(m));
+            if sum.terms.keys().any(|a| rest.terms.contains_key(a)) {
+                return None;
+            }
+            let (rlo, rhi) = self.interval(&rest)?;
+            let (x, y) = (lo.checked_mul(m)?, hi.checked_mul(m)?);
+            Some((rlo.checked_add(x.min(y))?, rhi.checked_add(x.max(y))?))
+        })
     }
 
     /// Inclusive range of an expression, when every atom is bounded.
@@ -476,6 +509,7 @@ fn linear_thread_index(a: &Affine, b: &Affine, bnd: &Bounds) -> Option<(Affine, 
         tid_x: widen(bnd.tid_x)?,
         other_tid_x: widen(bnd.other_tid_x)?,
         max_tid_yz: None,
+        sums: Vec::new(),
         ..bnd.clone()
     };
     Some((a, b, bnd))
@@ -623,6 +657,14 @@ pub fn disjoint(
     };
     if !(small(a) && small(b) && sa.unsigned_abs() < LARGE && sb.unsigned_abs() < LARGE) {
         return false;
+    }
+    // Two accesses whose ranges lie apart (block-strided chunks below
+    // their loops' bounds).
+    if let (Some((alo, ahi)), Some((blo, bhi))) = (bnd.interval_by_sums(a), bnd.interval_by_sums(b))
+    {
+        if ahi.saturating_add(sa) <= blo || bhi.saturating_add(sb) <= alo {
+            return true;
+        }
     }
     if let Some((a, b, linear)) = linear_thread_index(a, b, bnd) {
         let proved = disjoint(&a, sa, &b, sb, distinct_threads, &linear);

@@ -215,6 +215,10 @@ struct Bytes {
     alloc: SharedId,
     off: Option<Affine>,
     size: i64,
+    /// The largest `%tid.x` of the role's threads that make the access,
+    /// where its block-strided loops leave some out (see
+    /// [`Unroller::strided_tid_cap`]).
+    tid_cap: Option<i64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1144,7 +1148,38 @@ impl<'a> Tracer<'a> {
             alloc,
             off: self.pin(&off, false),
             size: size.unwrap_or(HUGE),
+            tid_cap: self.strided_tid_cap(),
         })
+    }
+
+    /// The largest `%tid.x` that runs the current iteration of every
+    /// enclosing block-strided loop of the form `for %c = %tid.x + c to
+    /// %hi step s`: its iteration n runs in the threads with `%tid.x + c +
+    /// s·n < %hi` (the representative thread stands for its role's threads,
+    /// and a role's thread past that bound makes none of its accesses).
+    fn strided_tid_cap(&self) -> Option<i64> {
+        let mut cap: Option<i64> = None;
+        for (&(l, _), &n) in self.iters.iter().zip(&self.counts) {
+            if !self.syms.iv_counts.contains(&l) {
+                continue;
+            }
+            let data = &self.k.insts[l];
+            let (Some(lo), Some(hi), Some(step)) = (
+                data.args.first().and_then(|a| self.syms.int(*a)),
+                data.args.get(1).and_then(|a| self.val(*a)),
+                data.args.get(2).and_then(|a| self.k.const_int(*a)),
+            ) else {
+                continue;
+            };
+            let tid_only = lo.terms.len() == 1 && lo.terms.get(&Atom::Tid(0)) == Some(&1);
+            let last = step
+                .checked_mul(n)
+                .and_then(|sn| hi.checked_sub(1)?.checked_sub(lo.c)?.checked_sub(sn));
+            if let (true, Some(last)) = (tid_only, last) {
+                cap = Some(cap.map_or(last, |c| c.min(last)));
+            }
+        }
+        cap
     }
 
     fn bar(&self, a: Arg, ptr: &Sym) -> Result<Bar, GiveUp> {
@@ -3445,6 +3480,10 @@ impl Report<'_> {
             // where rows are enumerated.
             let at = Thread { tid: first, ..th };
             let (lo, hi) = (at.x(), last - at.row() * th.width);
+            let hi = a.bytes.tid_cap.map_or(hi, |cap| hi.min(cap));
+            if hi < lo {
+                continue;
+            }
             let off = match (at.y(), at.z()) {
                 (Some(y), Some(z)) => off
                     .subst(&Atom::Tid(1), &Affine::constant(y))

@@ -57,11 +57,7 @@ pub fn check(k: &Kernel) -> Vec<Diagnostic> {
     if sites.is_empty() {
         return Vec::new();
     }
-    let owner: HashMap<Region, Inst> = insts
-        .iter()
-        .flat_map(|&i| k.insts[i].regions.iter().map(move |&r| (r, i)))
-        .collect();
-    let bounds = Bounds { k, owner };
+    let bounds = Intervals::new(k);
     let mut out = Vec::new();
     for (size, cp) in sites {
         let range = bounds.arg(size, 0);
@@ -110,13 +106,30 @@ pub fn check(k: &Kernel) -> Vec<Diagnostic> {
     out
 }
 
-/// Bounds of values: the kernel and the op owning each region.
-struct Bounds<'a> {
+/// Intervals of `i32` values bounded by their definitions: the kernel and
+/// the op owning each region.
+pub struct Intervals<'a> {
     k: &'a Kernel,
     owner: HashMap<Region, Inst>,
 }
 
-impl Bounds<'_> {
+impl<'a> Intervals<'a> {
+    /// The intervals of `k`'s values.
+    pub fn new(k: &'a Kernel) -> Intervals<'a> {
+        let mut owner = HashMap::new();
+        k.walk(k.body, &mut |i| {
+            for &r in &k.insts[i].regions {
+                owner.insert(r, i);
+            }
+        });
+        Intervals { k, owner }
+    }
+
+    /// The inclusive range of `a`, if its definition bounds it.
+    pub fn range(&self, a: Arg) -> Option<(i64, i64)> {
+        self.arg(a, 0).map(|r| (r.lo, r.hi))
+    }
+
     /// The interval of `a` as an `i32`, if its definition bounds it.
     fn arg(&self, a: Arg, depth: u32) -> Option<Range> {
         match a.operand {

@@ -14,6 +14,7 @@ use cpflow_ir::spec::{Family, SyncEffect, WaitKind};
 use cpflow_ir::types::{Scalar, Type};
 
 use crate::affine::{Affine, Atom, Bounds};
+use crate::srcsize::Intervals;
 
 /// Where a pointer points.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -64,6 +65,19 @@ pub struct Syms {
     /// For a loop-carried parity bit recognised by [`Syms::wraps`], the
     /// index of the phase it names in each iteration.
     parity_index: Vec<Option<Affine>>,
+    /// For such a bit flipped as the rounds go, and its `xor 1`, `(r, c)`:
+    /// its value is `(r + c) mod 2`, `r` a count of rounds. A wait on it
+    /// names round `r - (c mod 2)` (as [`round_of_parity`]): DeepGEMM's
+    /// producer waiting on `phase ^ 1` of a bit that starts at 0 waits for
+    /// the round before its own, where CuTe's producer arming `phase ^ 1`
+    /// of the same bit names the round after.
+    parity_round: Vec<Option<(Affine, i64)>>,
+    /// Phase values that only phase waits use: a parity wait returns once
+    /// the latest phase of that parity completed, so a bit counting rounds
+    /// names, for a wait, the round before the current one where its value
+    /// has the other parity (the window of docs/readings.md), not the one
+    /// after, which an arrival arming the next round names.
+    waited_only: HashSet<Value>,
     /// Loops whose lower bound differs between threads (`for %c = %tid.x
     /// to %n step %ntid`, a block-strided loop): their [`Atom::Iv`] counts
     /// the iterations from 0 and the induction variable is `lo + step·Iv`,
@@ -188,6 +202,25 @@ fn xor_one(k: &Kernel, d: &InstData) -> Option<Arg> {
     }
 }
 
+/// The values of `k` that phase waits use and nothing else does.
+fn waited_only(k: &Kernel) -> HashSet<Value> {
+    let (mut waited, mut other) = (HashSet::new(), HashSet::new());
+    k.walk(k.body, &mut |i| {
+        let data = &k.insts[i];
+        let wait =
+            matches!(&data.op, Op::Ptx(p) if matches!(p.family.sync(), SyncEffect::PhaseWait(_)));
+        for v in data.args.iter().filter_map(|a| a.value()) {
+            if wait {
+                waited.insert(v);
+            } else {
+                other.insert(v);
+            }
+        }
+    });
+    waited.retain(|v| !other.contains(v));
+    waited
+}
+
 /// The arms of `select w, x, y` as (the value once a counter wrapped, the
 /// value otherwise), `wrapped` saying whether `w` is "it wrapped".
 fn wrap_arms(d: &InstData, wrapped: bool) -> (Arg, Arg) {
@@ -256,6 +289,8 @@ impl Syms {
             tid_dependent: vec![false; n],
             bounds: Bounds::default(),
             parity_index: vec![None; n],
+            parity_round: vec![None; n],
+            waited_only: waited_only(k),
             iv_counts: BTreeSet::new(),
             tid_hull: HashMap::new(),
             named_floor: HashMap::new(),
@@ -285,7 +320,35 @@ impl Syms {
                 }
             }
         }
+        s.strided_sums(k);
         s
+    }
+
+    /// [`Bounds::sums`]: the variable `lo + step·i` of each block-strided
+    /// loop lies in `[min lo, max hi - 1]`, where `lo` is bounded by the
+    /// threads and `hi` by its definition (a chunk count `min(n, C) / 16`),
+    /// for either thread and in any iteration that ran.
+    fn strided_sums(&mut self, k: &Kernel) {
+        let intervals = Intervals::new(k);
+        for &l in &self.iv_counts {
+            let data = &k.insts[l];
+            let (Some(lo), Some(step), Some(hi)) = (
+                data.args.first().and_then(|a| self.int(*a)),
+                data.args.get(2).and_then(|a| k.const_int(*a)),
+                data.args.get(1).and_then(|a| intervals.range(*a)),
+            ) else {
+                continue;
+            };
+            let Some((lo_min, _)) = self.bounds.interval(&lo) else {
+                continue;
+            };
+            let var = lo.add(&Affine::atom(Atom::Iv(l)).scale(step));
+            let range = (lo_min, hi.1 - 1);
+            for v in [var.clone(), var.exist(l)] {
+                self.bounds.sums.push((v.other_thread(), range));
+                self.bounds.sums.push((v, range));
+            }
+        }
     }
 
     fn region(&mut self, k: &Kernel, r: Region, loops: &mut Vec<Inst>) {
@@ -483,6 +546,9 @@ impl Syms {
             if let Some(rounds) = rounds {
                 self.vals[a.index()] = Sym::Int(rounds.add(&Affine::constant(p0)).modulo(2));
                 self.parity_index[a.index()] = Some(rounds.sub(&Affine::constant(p0)));
+                if rounds.as_const().is_none() {
+                    self.parity_round[a.index()] = Some((rounds, p0));
+                }
                 found = true;
             }
         }
@@ -659,11 +725,18 @@ impl Syms {
 
     /// Whether `y` is `a` flipped when counter `s` wraps at `size`:
     /// `select w, a xor 1, a` with `w` "s + 1 reached size" (or the
-    /// arms swapped under the opposite test).
+    /// arms swapped under the opposite test), or `a xor b` with `b` 1
+    /// exactly when it wraps (DeepGEMM's `phase ^= stage == 0`, see
+    /// [`Syms::wrap_bit`]).
     fn flip_on_wrap(&self, k: &Kernel, y: Value, a: Value, s: Value, size: i64) -> bool {
         let Some(d) = k.def_inst(y).map(|i| &k.insts[i]) else {
             return false;
         };
+        if d.op == Op::Binary(BinaryOp::Xor) {
+            let (x, b) = (d.args[0].value(), d.args[1].value());
+            let bit = |v: Option<Value>| v.is_some_and(|v| self.wrap_bit(k, v, s, size, 0));
+            return (x == Some(a) && bit(b)) || (b == Some(a) && bit(x));
+        }
         if d.op != Op::Select {
             return false;
         }
@@ -674,6 +747,42 @@ impl Syms {
         at == size
             && otherwise.value() == Some(a)
             && on_wrap.value().is_some_and(|f| self.flip_of(k, f, a))
+    }
+
+    /// Whether `f` is 1 exactly when counter `s` wraps at `size` and 0
+    /// otherwise: the test "s + 1 reached size" itself, `s' == 0` of the
+    /// counter's next value `s'`, or either one widened by `zext` or
+    /// `select`ed to 1 and 0 (`depth` counts those steps).
+    fn wrap_bit(&self, k: &Kernel, f: Value, s: Value, size: i64, depth: u32) -> bool {
+        let Some(d) = k.def_inst(f).map(|i| &k.insts[i]) else {
+            return false;
+        };
+        let inner = |x: Arg| {
+            depth < 4
+                && x.value()
+                    .is_some_and(|w| self.wrap_bit(k, w, s, size, depth + 1))
+        };
+        match d.op {
+            Op::Cast(CastOp::Zext, _) => inner(d.args[0]),
+            Op::Select => {
+                k.const_int(d.args[1]) == Some(1)
+                    && k.const_int(d.args[2]) == Some(0)
+                    && inner(d.args[0])
+            }
+            Op::Cmp(pred, _) => {
+                if self.wrap_test(k, f, s) == Some((size, true)) {
+                    return true;
+                }
+                let next = match (k.const_int(d.args[0]), k.const_int(d.args[1])) {
+                    (_, Some(0)) => d.args[0],
+                    (Some(0), _) => d.args[1],
+                    _ => return false,
+                };
+                pred == CmpPred::Eq
+                    && next.value().and_then(|n| self.wrap_counter(k, n, s)) == Some(size)
+            }
+            _ => false,
+        }
     }
 
     /// The results of loop `l` that are carried inductions with a constant
@@ -792,9 +901,14 @@ impl Syms {
                         .map(|c| x.modulo(c + 1)),
                     _ => None,
                 };
-                // `p xor 1` of a parity bit names the phase after p's.
-                self.parity_index[res.index()] = xor_one(k, data)
-                    .and_then(Arg::value)
+                // `p xor 1` of a parity bit names the phase after p's (where
+                // it arms the next round), or, for a wait, the round its value
+                // names (see `parity_round`).
+                let flipped = xor_one(k, data).and_then(Arg::value);
+                self.parity_round[res.index()] = flipped
+                    .and_then(|p| self.parity_round[p.index()].clone())
+                    .map(|(r, c)| (r, c + 1));
+                self.parity_index[res.index()] = flipped
                     .and_then(|p| self.parity_index[p.index()].as_ref())
                     .map(|idx| idx.add(&Affine::constant(1)));
                 Sym::Int(r.unwrap_or_else(|| Affine::atom(Atom::Opaque(res))))
@@ -865,7 +979,12 @@ impl Syms {
                 let bit = data.args.get(1).copied();
                 let idx = bit
                     .and_then(|b| b.value())
-                    .and_then(|v| self.parity_index[v.index()].clone())
+                    .and_then(|v| match &self.parity_round[v.index()] {
+                        Some((r, c)) if self.waited_only.contains(&res) => {
+                            Some(r.sub(&Affine::constant(c.rem_euclid(2))))
+                        }
+                        _ => self.parity_index[v.index()].clone(),
+                    })
                     .or_else(|| round_of_parity(&int(1)?))
                     .or_else(|| {
                         let c = int(1).and_then(|x| x.as_const())? & 1;
