@@ -274,3 +274,27 @@ fn malformed_loop_comment_refuses_the_loop() {
         assert_eq!(&text[at.clone()], word, "{bad}: the label is at {at:?}");
     }
 }
+
+/// A ring the checker cannot prove is undone in its own kernel only: the
+/// rings of the module's other kernels stay.
+#[test]
+fn an_unproven_ring_leaves_other_kernels_pipelined() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/pipeline");
+    let unproven = common::read(&dir.join("refuse_unproven.cpf"));
+    let provable = common::read(&dir.join("one_tile_sm80.cpf"));
+    let kernel_of = |text: &str| text[text.find("kernel @").expect("a kernel")..].to_string();
+    let text = format!(
+        "module @two target sm_80 ptx 8.0\n\n{}\n{}",
+        kernel_of(&unproven),
+        kernel_of(&provable)
+    );
+    let module = parse(&text).expect("it parses");
+    let (input, _) = verified(&module).expect("it verifies");
+    let (_, report) = transform::run(input, &passes(None)).expect("it runs");
+    let pipelined: Vec<&str> = report.pipelined.iter().map(|p| p.kernel.as_str()).collect();
+    assert_eq!(pipelined, ["colsum"]);
+    assert_eq!(report.not_pipelined.len(), 1);
+    assert!(report.not_pipelined[0]
+        .message
+        .contains("the checker cannot prove the lowered ring safe"));
+}

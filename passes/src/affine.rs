@@ -422,9 +422,10 @@ impl Bounds {
     }
 
     /// Inclusive range of `e` as a multiple of one of [`Bounds::sums`] plus
-    /// a rest that mentions none of its atoms, when that rest is bounded.
+    /// a rest that mentions none of its atoms, when that rest is bounded:
+    /// the narrowest such range over the sums.
     fn interval_by_sums(&self, e: &Affine) -> Option<(i64, i64)> {
-        self.sums.iter().find_map(|(sum, (lo, hi))| {
+        let ranges = self.sums.iter().filter_map(|(sum, (lo, hi))| {
             let (atom, k) = sum.terms.iter().next()?;
             let ke = e.terms.get(atom)?;
             if ke % k != 0 {
@@ -447,7 +448,8 @@ impl Bounds {
             let (rlo, rhi) = self.interval(&rest)?;
             let (x, y) = (lo.checked_mul(m)?, hi.checked_mul(m)?);
             Some((rlo.checked_add(x.min(y))?, rhi.checked_add(x.max(y))?))
-        })
+        });
+        ranges.reduce(|(alo, ahi), (blo, bhi)| (alo.max(blo), ahi.min(bhi)))
     }
 
     /// Inclusive range of an expression, when every atom is bounded.
@@ -658,11 +660,17 @@ pub fn disjoint(
     if !(small(a) && small(b) && sa.unsigned_abs() < LARGE && sb.unsigned_abs() < LARGE) {
         return false;
     }
-    // Two accesses whose ranges lie apart (block-strided chunks below
-    // their loops' bounds).
+    // Two accesses whose ranges, or the range of whose difference, lie
+    // apart by the ranges of sums (block-strided chunks below their loops'
+    // bounds, threads below a value).
     if let (Some((alo, ahi)), Some((blo, bhi))) = (bnd.interval_by_sums(a), bnd.interval_by_sums(b))
     {
         if ahi.saturating_add(sa) <= blo || bhi.saturating_add(sb) <= alo {
+            return true;
+        }
+    }
+    if let Some((dlo, dhi)) = bnd.interval_by_sums(&a.sub(b)) {
+        if dhi <= -sa || dlo >= sb {
             return true;
         }
     }

@@ -54,6 +54,10 @@ enum Effect {
 /// A question [`Engine::overlap`] asks of [`disjoint`]: two offsets and
 /// sizes, the guard that pins a loop's iteration, whether the second
 /// access is another thread's, and the analysed thread's `%tid.x` range.
+/// An upper end for a range bounded below only (far past any offset
+/// [`disjoint`] compares).
+const FAR: i64 = 1 << 50;
+
 type DisjointQuery = (
     Affine,
     i64,
@@ -63,6 +67,7 @@ type DisjointQuery = (
     bool,
     Option<(i64, i64)>,
     Option<(i64, i64)>,
+    [Option<Affine>; 2],
 );
 
 /// A loop's fixed point from one entry state: the head state, the state
@@ -522,6 +527,13 @@ impl<'a> Engine<'a> {
         // The guard matters only inside its loop.
         let guard = guard.filter(|(l, _)| self.loops.contains(l));
         let (sa, sb) = (a.size.unwrap_or(HUGE), b.size.unwrap_or(HUGE));
+        // Bounds on `%tid.x` by a value (tree reductions, `%tid.x < w`)
+        // matter between threads.
+        let below = if cross {
+            [a.below.clone(), b.below.clone()]
+        } else {
+            [None, None]
+        };
         let key = (
             oa.clone(),
             sa,
@@ -531,6 +543,7 @@ impl<'a> Engine<'a> {
             cross,
             self.here,
             other,
+            below.clone(),
         );
         if let Some(&apart) = self.disjoint_seen.borrow().get(&key) {
             return !apart;
@@ -540,15 +553,25 @@ impl<'a> Engine<'a> {
         if cross {
             ob = ob.other_thread();
         }
-        // The threads that run the instruction bound `%tid.x`.
-        let apart = match (self.here, other) {
-            (None, None) => disjoint(&oa, sa, &ob, sb, cross, &self.syms.bounds),
-            (here, other) => {
-                let bounds = Bounds {
+        // The threads that run the instruction bound `%tid.x`: by
+        // constants, and by a value `X` as `X - %tid.x >= 1`.
+        let apart = match (self.here, other, &below) {
+            (None, None, [None, None]) => disjoint(&oa, sa, &ob, sb, cross, &self.syms.bounds),
+            (here, other, [below_a, below_b]) => {
+                let mut bounds = Bounds {
                     tid_x: here,
                     other_tid_x: other,
                     ..self.syms.bounds.clone()
                 };
+                let tid = |t: Atom| Affine::atom(t);
+                if let Some(x) = below_a {
+                    let x = self.guarded(x, guard);
+                    bounds.sums.push((x.sub(&tid(Atom::Tid(0))), (1, FAR)));
+                }
+                if let Some(x) = below_b {
+                    let x = self.guarded(x, guard).other_thread();
+                    bounds.sums.push((x.sub(&tid(Atom::OtherTid(0))), (1, FAR)));
+                }
                 disjoint(&oa, sa, &ob, sb, cross, &bounds)
             }
         };
@@ -948,6 +971,10 @@ impl<'a> Engine<'a> {
     /// threads' accesses ([`Self::race_with_others`]), then recorded for
     /// the accesses after it.
     fn plain_access(&mut self, st: &mut State, m: &Mem, at: Inst, write: bool) {
+        let m = &Mem {
+            below: self.syms.tid_below.get(&at).cloned(),
+            ..m.clone()
+        };
         self.race_with_others(st, m, at, write);
         if !st.partial_sync {
             st.unsynced.insert((m.clone(), at, write));

@@ -1005,7 +1005,14 @@ impl<'a> Tracer<'a> {
             Op::Load(s) | Op::Store(s) => {
                 let write = matches!(data.op, Op::Store(_));
                 let size = i64::from(s.bits().max(8) / 8);
-                if let Some(bytes) = data.args.first().and_then(|a| self.bytes(*a, Some(size))) {
+                if let Some(mut bytes) = data.args.first().and_then(|a| self.bytes(*a, Some(size)))
+                {
+                    // Under `if %tid.x < X`, only the threads below X.
+                    let below = self.syms.tid_below.get(&inst);
+                    if let Some(x) = below.and_then(|x| self.pin(x, false)?.as_const()) {
+                        let last = x.saturating_sub(1);
+                        bytes.tid_cap = Some(bytes.tid_cap.map_or(last, |c| c.min(last)));
+                    }
                     self.push(inst, Step::Access { bytes, write });
                 }
                 // An integer every thread loads from one global address (a

@@ -219,14 +219,16 @@ fn binary(op: BinaryOp, x: Option<Range>, y: Option<Range>) -> Option<Range> {
             let hi = nonneg(x).map_or(m.hi - 1, |a| a.hi.min(m.hi - 1));
             Range { lo: 0, hi }
         }
+        // A shift by an unknown amount keeps a non-negative value in `[0,
+        // a]` (PTX clamps the amount: past 31 the result is 0).
         BinaryOp::ShrU => {
-            let (a, s) = (
-                nonneg(x)?,
-                y.filter(|s| s.lo == s.hi && (0..32).contains(&s.lo))?,
-            );
-            Range {
-                lo: a.lo >> s.lo,
-                hi: a.hi >> s.lo,
+            let a = nonneg(x)?;
+            match y.filter(|s| s.lo == s.hi && (0..32).contains(&s.lo)) {
+                Some(s) => Range {
+                    lo: a.lo >> s.lo,
+                    hi: a.hi >> s.lo,
+                },
+                None => Range { lo: 0, hi: a.hi },
             }
         }
         BinaryOp::Add => {

@@ -34,6 +34,9 @@ pub struct Mem {
     pub off: Option<Affine>,
     /// Size in bytes.
     pub size: Option<i64>,
+    /// A value the accessing thread's `%tid.x` is below, where the access
+    /// runs under `if %tid.x < X` ([`crate::values::Syms::tid_below`]).
+    pub below: Option<Affine>,
 }
 
 impl Mem {
@@ -44,14 +47,17 @@ impl Mem {
                 base: b.clone(),
                 off: Some(o.clone()),
                 size,
+                below: None,
             }),
             _ => None,
         }
     }
 
-    /// Rewrites the offset (`None` from `f`: anywhere in the base).
+    /// Rewrites the offset (`None` from `f`: anywhere in the base) and the
+    /// thread bound (`None`: forgotten).
     pub fn map(&mut self, f: &impl Fn(&Affine) -> Option<Affine>) {
         self.off = self.off.as_ref().and_then(f);
+        self.below = self.below.as_ref().and_then(f);
     }
 }
 

@@ -88,6 +88,12 @@ pub struct Syms {
     /// `%tid.x`, a warp index or a lane), the least and largest `%tid.x`
     /// of those threads.
     pub tid_hull: HashMap<Inst, (i64, i64)>,
+    /// For each instruction under the then-branch of an `if %tid.x < X`
+    /// (`cmp.ult` of a non-negative `X`, `cmp.slt`, or the comparison
+    /// turned around), `X` does not depend on the thread: the threads that
+    /// run it have `%tid.x` below `X` (the innermost such `if`; the levels
+    /// of a tree reduction, `X` halved each time).
+    pub tid_below: HashMap<Inst, Affine>,
     /// Outside loops, for each barrier, the latest constant phase named so
     /// far in program order (`mbarrier.phase` or a constant parity bit):
     /// a constant bit names the first phase of its parity from there on.
@@ -293,6 +299,7 @@ impl Syms {
             waited_only: waited_only(k),
             iv_counts: BTreeSet::new(),
             tid_hull: HashMap::new(),
+            tid_below: HashMap::new(),
             named_floor: HashMap::new(),
             blocking_polls: k.blocking_polls(),
         };
@@ -320,16 +327,63 @@ impl Syms {
                 }
             }
         }
-        s.strided_sums(k);
+        let intervals = Intervals::new(k);
+        s.strided_sums(k, &intervals);
+        s.below(k, &intervals, k.body, None);
         s
+    }
+
+    /// [`Syms::tid_below`] for the instructions of region `r`, `cur` the
+    /// bound of the `if`s around it.
+    fn below(&mut self, k: &Kernel, intervals: &Intervals, r: Region, cur: Option<&Affine>) {
+        for &inst in &k.regions[r].insts {
+            if let Some(x) = cur {
+                self.tid_below.insert(inst, x.clone());
+            }
+            let data = &k.insts[inst];
+            let then_bound = (data.op == Op::If)
+                .then(|| data.args.first().and_then(|c| c.value()))
+                .flatten()
+                .and_then(|c| self.tid_below_cond(k, intervals, c));
+            for (i, &sub) in data.regions.iter().enumerate() {
+                let inner = if i == 0 {
+                    then_bound.as_ref().or(cur)
+                } else {
+                    cur
+                };
+                self.below(k, intervals, sub, inner);
+            }
+        }
+    }
+
+    /// `X` for a condition `%tid.x < X` on a thread-independent `X`
+    /// (`cmp.slt`, or `cmp.ult` where `X` is not negative; either written
+    /// `X > %tid.x`).
+    fn tid_below_cond(&self, k: &Kernel, intervals: &Intervals, c: Value) -> Option<Affine> {
+        let d = &k.insts[k.def_inst(c)?];
+        let Op::Cmp(pred, _) = d.op else {
+            return None;
+        };
+        let (tid, x, signed) = match pred {
+            CmpPred::Ult => (d.args[0], d.args[1], false),
+            CmpPred::Slt => (d.args[0], d.args[1], true),
+            CmpPred::Ugt => (d.args[1], d.args[0], false),
+            CmpPred::Sgt => (d.args[1], d.args[0], true),
+            _ => return None,
+        };
+        let is_tid = self.int(tid) == Some(Affine::atom(Atom::Tid(0)));
+        let bound = self.int(x)?;
+        let independent = !x.value().is_some_and(|v| self.thread_dependent[v.index()])
+            && !bound.mentions(&|a| matches!(a, Atom::Tid(_) | Atom::OtherTid(_)));
+        let non_negative = signed || intervals.range(x).is_some_and(|(lo, _)| lo >= 0);
+        (is_tid && independent && non_negative).then_some(bound)
     }
 
     /// [`Bounds::sums`]: the variable `lo + step·i` of each block-strided
     /// loop lies in `[min lo, max hi - 1]`, where `lo` is bounded by the
     /// threads and `hi` by its definition (a chunk count `min(n, C) / 16`),
     /// for either thread and in any iteration that ran.
-    fn strided_sums(&mut self, k: &Kernel) {
-        let intervals = Intervals::new(k);
+    fn strided_sums(&mut self, k: &Kernel, intervals: &Intervals) {
         for &l in &self.iv_counts {
             let data = &k.insts[l];
             let (Some(lo), Some(step), Some(hi)) = (

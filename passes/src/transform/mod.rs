@@ -180,12 +180,12 @@ pub fn has_abstract(module: &Module) -> bool {
 /// [`check_pipeline`] rejects is error `T0003`.
 ///
 /// With [`Pass::Pipeline`] and passes that lower every abstract op after
-/// it, the output is validated: when the checker reports more errors on it
-/// than on the input, the passes run again with every ring left out, and
-/// each such loop gets `W2001` with the first new error, so a lowered ring
-/// the checker cannot prove never reaches the output. (Abstract rings are
-/// not judged: the checker cannot yet tell `rem.u` slots of abstract
-/// copies apart.)
+/// it, the output is validated: where the checker reports more errors on a
+/// kernel than on its input, the passes run again with that kernel's rings
+/// left out, and each such loop gets `W2001` with the first new error, so a
+/// lowered ring the checker cannot prove never reaches the output, and the
+/// rings of the other kernels stay. (Abstract rings are not judged: the
+/// checker cannot yet tell `rem.u` slots of abstract copies apart.)
 pub fn run(input: Verified<'_>, passes: &[Pass]) -> Result<(Module, Report), Vec<Diagnostic>> {
     run_with(input, passes, Options::default())
 }
@@ -216,30 +216,53 @@ pub fn run_with(
     if options.unproven_rings || !passes.iter().any(|p| matches!(p, Pass::Pipeline(_))) {
         return once(&[]);
     }
-    let errors = |found: Vec<Diagnostic>| -> Vec<Diagnostic> {
-        found.into_iter().filter(Diagnostic::is_error).collect()
-    };
     let (out, report) = once(&[])?;
     if report.pipelined.is_empty() || has_abstract(&out) {
         return Ok((out, report));
     }
+    // Kernel by kernel: the rings of a kernel with more errors after the
+    // passes than before are left out, each with the first new error.
+    let errors = |k: &cpflow_ir::Kernel| -> Vec<Diagnostic> {
+        crate::check_kernel(k)
+            .into_iter()
+            .filter(Diagnostic::is_error)
+            .collect()
+    };
     // The output verifies (`run_once` refuses it otherwise).
-    let after = errors(match cpflow_ir::verified(&out) {
-        Ok((verified, _)) => crate::check(verified),
-        Err(d) => d,
-    });
-    if after.len() <= errors(crate::check(input)).len() {
+    let after: Vec<(String, Vec<Diagnostic>)> = match cpflow_ir::verified(&out) {
+        Ok(_) => out
+            .kernels
+            .iter()
+            .map(|k| (k.name.clone(), errors(k)))
+            .collect(),
+        Err(d) => return Err(d),
+    };
+    let skip: Vec<(Span, String)> = after
+        .iter()
+        .filter_map(|(name, found)| {
+            let before = input
+                .kernels
+                .iter()
+                .find(|k| &k.name == name)
+                .map_or(0, |k| errors(k).len());
+            let first = found.first().filter(|_| found.len() > before)?;
+            let reason = format!(
+                "the checker cannot prove the lowered ring safe ({}: {})",
+                first.code, first.message
+            );
+            Some(
+                report
+                    .pipelined
+                    .iter()
+                    .filter(move |p| &p.kernel == name)
+                    .map(move |p| (p.span, reason.clone())),
+            )
+        })
+        .flatten()
+        .collect();
+    if skip.is_empty() {
         return Ok((out, report));
     }
-    let reason = format!(
-        "the checker cannot prove the lowered ring safe ({}: {})",
-        after[0].code, after[0].message
-    );
-    let skip: Vec<(Span, String)> = report
-        .pipelined
-        .iter()
-        .map(|p| (p.span, reason.clone()))
-        .collect();
     once(&skip)
 }
 
