@@ -428,10 +428,10 @@ impl Bounds {
         let ranges = self.sums.iter().filter_map(|(sum, (lo, hi))| {
             let (atom, k) = sum.terms.iter().next()?;
             let ke = e.terms.get(atom)?;
-            if ke % k != 0 {
+            if ke.checked_rem(*k)? != 0 {
                 return None;
             }
-            let m = ke / k;
+            let m = ke.checked_div(*k)?;
             // `sum·m` must not wrap for `e - sum·m` to be exact.
             if sum
                 .terms
