@@ -217,7 +217,7 @@ struct Bytes {
     size: i64,
     /// The largest `%tid.x` of the role's threads that make the access,
     /// where its block-strided loops leave some out (see
-    /// [`Unroller::strided_tid_cap`]).
+    /// [`Tracer::strided_tid_cap`]).
     tid_cap: Option<i64>,
 }
 
