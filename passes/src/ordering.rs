@@ -565,6 +565,7 @@ fn analyse(
     report.never = never;
     let mut out = report.run_ahead();
     out.extend(report.tx_mismatch());
+    out.extend(report.arrival_shortfalls(syms));
     out.extend(report.barrier_run_ahead());
     out.extend(report.arrivals_after_exit());
     out.extend(report.reads_after_exit());
@@ -1734,6 +1735,10 @@ fn role_threads(ranges: &[(i64, i64)], block: [u32; 3]) -> i64 {
     ranges.iter().map(|(lo, hi)| hi - lo + 1).sum::<i64>() * rows
 }
 
+/// An arriving instruction's arrivals per instance, and, by CTA rank, the
+/// most instances of it that name one phase in one thread.
+type ArrivalSite = (i64, BTreeMap<i64, i64>);
+
 /// The generation of each CTA-barrier arrival, by (role, event).
 type Assignment = HashMap<(usize, usize), usize>;
 
@@ -2508,6 +2513,112 @@ impl Report<'_> {
             out.insert(e.inst, d);
         }
         (out.into_values().collect(), never)
+    }
+
+    /// E1011 for each blocking wait on a phase that fewer arrivals reach
+    /// than the count its barrier was initialised with: the phase never
+    /// completes and the wait hangs. The arrivals on a phase are bounded
+    /// from above, instruction by instruction: the threads that can run
+    /// it (its `%tid.x` hull, every row, [`Syms::tid_hull`]) in each CTA
+    /// whose threads it names the phase in, times the most instances that
+    /// name the phase in one thread; so a shortfall is sure. This follows
+    /// ring state the phase accounting cannot (carried through nested
+    /// loops, a trip count loaded per group). Only for barriers whose init
+    /// and arrival counts are constants and that no
+    /// `cp.async.mbarrier.arrive` acts on, in a kernel that declares its
+    /// block; a phase nothing arrives on is [`Report::starved_waits`]'.
+    fn arrival_shortfalls(&self, syms: &Syms) -> Vec<Diagnostic> {
+        let Some([x, y, z]) = self.k.block else {
+            return Vec::new();
+        };
+        let k = self.k;
+        let rows = i64::from(y) * i64::from(z);
+        let threads = |i: Inst| {
+            let x = syms
+                .tid_hull
+                .get(&i)
+                .map_or(i64::from(x), |(lo, hi)| hi - lo + 1);
+            x.saturating_mul(rows)
+        };
+        let count = |e: &Event, default: Option<i64>| match k.ptx_operand(e.inst, "count") {
+            Some(a) => k.const_int(a),
+            None => default,
+        };
+        let mut inits: BTreeMap<Bar, (i64, Inst)> = BTreeMap::new();
+        // For each phase and arriving instruction: its arrivals per
+        // instance, and the most instances one thread of each CTA runs.
+        let mut arrivals: BTreeMap<(Bar, i64), BTreeMap<Inst, ArrivalSite>> = BTreeMap::new();
+        let mut unknown: BTreeSet<(i64, SharedId, i64)> = BTreeSet::new();
+        for (th, events) in self.roles {
+            let mut mine: BTreeMap<(Bar, i64, Inst), (i64, i64)> = BTreeMap::new();
+            for e in events {
+                match &e.step {
+                    Step::Init(bar) => match count(e, None) {
+                        Some(n) => {
+                            inits.insert(*bar, (n, e.inst));
+                        }
+                        None => {
+                            unknown.insert(bar.place());
+                        }
+                    },
+                    Step::Arrive { bar, phase, .. } => match count(e, Some(1)) {
+                        Some(n) => mine.entry((*bar, *phase, e.inst)).or_insert((n, 0)).1 += 1,
+                        None => {
+                            unknown.insert(bar.place());
+                        }
+                    },
+                    Step::AsyncArrive { bar, .. } => {
+                        unknown.insert(bar.place());
+                    }
+                    _ => {}
+                }
+            }
+            for ((bar, phase, inst), (n, times)) in mine {
+                let site = arrivals
+                    .entry((bar, phase))
+                    .or_default()
+                    .entry(inst)
+                    .or_insert((n, BTreeMap::new()));
+                let most = site.1.entry(th.rank).or_insert(0);
+                *most = (*most).max(times);
+            }
+        }
+        let mut out: BTreeMap<Inst, Diagnostic> = BTreeMap::new();
+        for (r, i, e, bar, phase) in self.blocking_waits() {
+            let (Some(&(need, init)), Some(sites)) = (inits.get(&bar), arrivals.get(&(bar, phase)))
+            else {
+                continue;
+            };
+            let got = sites.iter().fold(0i64, |sum, (&inst, (n, ranks))| {
+                let per_thread = ranks.values().fold(0i64, |s, t| s.saturating_add(*t));
+                sum.saturating_add(threads(inst).saturating_mul(*n).saturating_mul(per_thread))
+            });
+            if phase < 0
+                || got >= need
+                || unknown.contains(&bar.place())
+                || out.contains_key(&e.inst)
+                || self.known.contains(&self.span(r, i).start)
+            {
+                continue;
+            }
+            let name = &k.shared[bar.alloc].name;
+            let mut d = Diagnostic::error(
+                "E1011",
+                format!("at most {got} arrival(s) reach phase {phase} of `@{name}`, initialised with count {need}"),
+                self.span(r, i),
+            )
+            .with_label("the phase can never complete: this wait hangs")
+            .with_secondary(k.insts[init].span, format!("initialised with count {need}"));
+            for &a in sites.keys() {
+                d = d.with_secondary(k.insts[a].span, "arrives here");
+            }
+            out.insert(
+                e.inst,
+                d.with_help(format!("initialise `@{name}` with the number of arrivals per phase, or have every counted thread arrive"))
+                    .with_note(format!("for example {}", self.instance(r, i))),
+            );
+        }
+        out.into_values().collect()
     }
 
     /// E1010 for each wait on phase `q` of a barrier by a thread that
