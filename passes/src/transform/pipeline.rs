@@ -296,7 +296,8 @@ pub fn pipeline(
     let mut out = Outcome::default();
     let sm = module.target.sm.number;
     for k in &mut module.kernels {
-        // Loops with a copy in their body, but for rings written by hand
+        // Loops with a copy in their body (in an `if` of it too, which
+        // the pass refuses with a reason), but for rings written by hand
         // (a copy's token carried to the next iteration): those are not
         // single-buffered, and are left as they are without a warning.
         let loops: Vec<(Region, Inst)> = edit::all_insts(k)
@@ -315,7 +316,7 @@ pub fn pipeline(
                 let carried = cpflow_ir::facts::yield_args(k, body)
                     .iter()
                     .any(|a| a.value().is_some_and(|v| copies.contains(&v)));
-                !copies.is_empty() && !carried
+                (!copies.is_empty() || copy_in_if(k, body)) && !carried
             })
             .collect();
         for (region, lp) in loops {
@@ -373,6 +374,23 @@ pub fn pipeline(
         }
     }
     out
+}
+
+/// Whether an `if` of `body` (outside its inner loops, which are loops of
+/// their own) holds a copy (not a `copy.reduce`, refused as an
+/// asynchronous operation besides the copies).
+fn copy_in_if(k: &Kernel, body: Region) -> bool {
+    fn holds(k: &Kernel, r: Region) -> bool {
+        k.regions[r].insts.iter().any(|&i| match &k.insts[i].op {
+            Op::If => k.insts[i].regions.iter().any(|&sub| holds(k, sub)),
+            Op::Ptx(p) if p.family == Family::Copy => !p.variant().is_some_and(|v| v.reduces()),
+            _ => false,
+        })
+    }
+    k.regions[body]
+        .insts
+        .iter()
+        .any(|&i| k.insts[i].op == Op::If && k.insts[i].regions.iter().any(|&sub| holds(k, sub)))
 }
 
 /// The kernel parameter a pointer is derived from through `ptr.add`.
@@ -470,6 +488,9 @@ fn plan(k: &Kernel, region: Region, lp: Inst) -> Result<Plan, String> {
         (Some(&a), Some(&b)) if a != b => (a, b),
         _ => return Err("its body needs a `barrier.cta` after the awaits and one after the last read of the tile".into()),
     };
+    if copy_in_if(k, body) {
+        return Err("a copy sits in an `if` of the body (only some threads copy): the pass takes copies at the top level of the body, every thread running each".into());
+    }
     let mut copies = Vec::new();
     let mut awaits = Vec::new();
     let mut targets = Vec::new();
