@@ -663,15 +663,18 @@ pub fn disjoint(
     // Two accesses whose ranges, or the range of whose difference, lie
     // apart by the ranges of sums (block-strided chunks below their loops'
     // bounds, threads below a value).
-    if let (Some((alo, ahi)), Some((blo, bhi))) = (bnd.interval_by_sums(a), bnd.interval_by_sums(b))
-    {
-        if ahi.saturating_add(sa) <= blo || bhi.saturating_add(sb) <= alo {
-            return true;
+    if !bnd.sums.is_empty() {
+        if let (Some((alo, ahi)), Some((blo, bhi))) =
+            (bnd.interval_by_sums(a), bnd.interval_by_sums(b))
+        {
+            if ahi.saturating_add(sa) <= blo || bhi.saturating_add(sb) <= alo {
+                return true;
+            }
         }
-    }
-    if let Some((dlo, dhi)) = bnd.interval_by_sums(&a.sub(b)) {
-        if dhi <= -sa || dlo >= sb {
-            return true;
+        if let Some((dlo, dhi)) = bnd.interval_by_sums(&a.sub(b)) {
+            if dhi <= -sa || dlo >= sb {
+                return true;
+            }
         }
     }
     if let Some((a, b, linear)) = linear_thread_index(a, b, bnd) {

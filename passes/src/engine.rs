@@ -51,13 +51,14 @@ enum Effect {
     WaitN(Inst, u32),
 }
 
-/// A question [`Engine::overlap`] asks of [`disjoint`]: two offsets and
-/// sizes, the guard that pins a loop's iteration, whether the second
-/// access is another thread's, and the analysed thread's `%tid.x` range.
 /// An upper end for a range bounded below only (far past any offset
 /// [`disjoint`] compares).
 const FAR: i64 = 1 << 50;
 
+/// A question [`Engine::overlap`] asks of [`disjoint`]: two offsets and
+/// sizes, the guard that pins a loop's iteration, whether the second
+/// access is another thread's, the two threads' `%tid.x` ranges, and the
+/// values each thread's `%tid.x` is below ([`Mem::below`]).
 type DisjointQuery = (
     Affine,
     i64,
