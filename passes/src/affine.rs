@@ -316,6 +316,28 @@ impl Affine {
         }
     }
 
+    /// The greatest `m` of an `x mod m` or `x div m` in it, `x` varying
+    /// with a loop (a ring slot `(k + c) mod S`, its round `(k + c) div
+    /// S`): iteration `k + m` repeats what iteration `k` names, a round
+    /// later. 1 when there is none.
+    pub fn period(&self) -> i64 {
+        let mut atoms = Vec::new();
+        self.atoms(&mut atoms);
+        atoms
+            .iter()
+            .filter_map(|a| match a {
+                Atom::Mod(inner, m) | Atom::Div(inner, m)
+                    if inner.mentions(&|x| {
+                        matches!(x, Atom::Iv(_) | Atom::Exist(_) | Atom::Steps(..))
+                    }) =>
+                {
+                    Some(*m)
+                }
+                _ => None,
+            })
+            .fold(1, i64::max)
+    }
+
     /// Folds `x mod m` to `x` and `x div d` to a constant where the bounds
     /// put `x` inside one period (e.g. a ring slot of an index below S).
     pub fn simplify(&self, bnd: &Bounds) -> Affine {

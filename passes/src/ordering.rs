@@ -52,7 +52,7 @@
 //! W1004. Both name what is not proved. Integer kernel parameters are
 //! taken to be a trip count and the CTAs to be the first cluster of a grid
 //! (so a persistent tile loop from `%ctaid.x` step `%nctaid.x` runs more
-//! than once), as the first of the [`LAUNCHES`] within the budget gives
+//! than once), as the first of the [`launches`] within the budget gives
 //! them, and polls to succeed.
 //! Where it cannot tell which wait completes an async-group (a wait on a
 //! group value), it assumes the wait completes every group, which only
@@ -76,22 +76,27 @@ use crate::affine::{disjoint, Affine, Atom, Bounds};
 use crate::sites::Sites;
 use crate::values::{elected_lane, lane_is_tid_x_mod_32, mapa_of, Base, Sym, Syms};
 
-/// The launches the analysis assumes, tried in turn until it stays within
-/// its budget, as (CTAs of the grid along `x`, rounded up to whole
-/// clusters, of which the representative threads run in the first; the
-/// value of every integer kernel parameter). A parameter of 16 runs a ring
-/// of up to 8 stages through two rounds as a trip count; with a grid of 2,
-/// a persistent tile loop `for %tile = %ctaid.x to %ntiles step %nctaid.x`
-/// runs eight tiles outside clusters, enough for a ring of up to four
-/// stages carried across tiles to go round twice; with 8, two. A kernel of
-/// nested parameter-bound loops (batches around blocks) that passes the
-/// budget at 16 is followed with 4, a ring of up to 2 stages twice round.
-pub const LAUNCHES: [(i64, i64); 3] = [(2, PARAM_TRIPS), (8, PARAM_TRIPS), (2, 4)];
-/// The value integer kernel parameters take first.
+/// The launches the analysis assumes for a kernel whose mbarrier rings go
+/// round every `period` iterations ([`Syms::ring_period`]), tried in turn
+/// until it stays within its budget, as (CTAs of the grid along `x`,
+/// rounded up to whole clusters, of which the representative threads run
+/// in the first; the value of every integer kernel parameter). Parameters
+/// of `max(16, 2·period)` run every ring through two rounds as trip
+/// counts; with a grid of 2, a persistent tile loop `for %tile = %ctaid.x
+/// to %ntiles step %nctaid.x` runs eight tiles of 16 outside clusters,
+/// enough for a ring of up to four stages carried across tiles to go
+/// round twice; with 8, two. A kernel of nested parameter-bound loops
+/// (batches around blocks) that passes the budget there is followed with
+/// parameters of 4, a ring of up to 2 stages twice round.
+pub fn launches(period: i64) -> [(i64, i64); 3] {
+    let trips = PARAM_TRIPS.max(period.saturating_mul(2));
+    [(2, trips), (8, trips), (2, 4)]
+}
+/// The least value integer kernel parameters take.
 pub const PARAM_TRIPS: i64 = 16;
 
 /// Whether a loop whose bounds name a kernel parameter sits inside another
-/// loop: the kernels the smaller parameter of [`LAUNCHES`] is for.
+/// loop: the kernels the smaller parameter of [`launches`] is for.
 fn nested_parameter_loops(k: &Kernel, syms: &Syms) -> bool {
     let mut found = false;
     k.walk(k.body, &mut |i| {
@@ -362,17 +367,37 @@ pub fn check(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Vec<Diagnostic> 
     k.walk(k.body, &mut |i| {
         reads_grid |= matches!(k.insts[i].op, Op::Sreg(r) if is_grid(r));
     });
-    for (grid_x, param) in LAUNCHES {
-        if (param != PARAM_TRIPS && !nested) || (grid_x != LAUNCHES[0].0 && !reads_grid) {
+    let period = syms.ring_period(k);
+    let launches = launches(period);
+    let mut trips = launches[0].1;
+    for (grid_x, param) in launches {
+        if (param != launches[0].1 && !nested) || (grid_x != launches[0].0 && !reads_grid) {
             continue;
         }
+        trips = param;
         result = both_ways(k, syms, known, grid_x, param);
         if !matches!(result, Err(GiveUp::Budget)) {
             break;
         }
     }
     match result {
-        Ok(found) => found,
+        Ok(mut found) => {
+            if trips < 2 * period {
+                found.push(
+                    Diagnostic::warning(
+                        "W1004",
+                        "the cross-thread analysis ran this kernel's rings through fewer than two rounds: races of their later rounds are not proved absent",
+                        k.span,
+                    )
+                    .with_label(format!(
+                        "a ring of {period} stages; within the budget, loops bound by parameters ran {trips} iterations"
+                    ))
+                    .with_help("use fewer stages or smaller constant trip counts to have every round checked")
+                    .with_note(NOT_PROVED),
+                );
+            }
+            found
+        }
         Err(GiveUp::Unknown(why, at)) => vec![Diagnostic::warning(
             "W1006",
             "the cross-thread analysis cannot follow this kernel: races between threads are not proved absent",
@@ -769,7 +794,7 @@ fn quotient_boundaries(inner: &Affine, d: i64, last: i64) -> Vec<i64> {
 struct Launch {
     /// The cluster's shape.
     cluster: [i64; 3],
-    /// The CTAs of the grid along `x` (see [`LAUNCHES`]).
+    /// The CTAs of the grid along `x` (see [`launches`]).
     grid_x: i64,
     /// The value of every integer kernel parameter.
     param: i64,
@@ -3787,6 +3812,32 @@ mod tests {
         // A function of the thread that changes at every thread gets none.
         assert!(changes(Some, MAX_TID).is_empty());
         assert_eq!(changes(|t| Some(t / 512), MAX_TID), vec![511, 512]);
+    }
+
+    #[test]
+    fn parameters_run_every_ring_through_two_rounds() {
+        // A ring of 20 full barriers: slot `k mod 20`, phase `k div 20`.
+        let k = kernel(
+            "  shared @full: mbarrier[20]
+  for %k = 0 to 64 step 1 {
+    %s = rem.u %k, 20 : i32
+    %r = div.u %k, 20 : i32
+    %b = addr @full[%s]
+    %ph = mbarrier.phase %b, %r
+    mbarrier.wait %ph
+  }
+",
+        );
+        let period = Syms::compute(&k).ring_period(&k);
+        assert_eq!(period, 20);
+        assert_eq!(launches(period)[0].1, 40);
+        // Small rings keep the least trip count, 16.
+        assert_eq!(launches(3)[0].1, PARAM_TRIPS);
+        // A constant barrier and phase go round nothing.
+        let k = kernel(
+            "  shared @bar: mbarrier[1]\n  %b = addr @bar[0]\n  %ph = mbarrier.phase %b, 0\n  mbarrier.wait %ph\n",
+        );
+        assert_eq!(Syms::compute(&k).ring_period(&k), 1);
     }
 
     #[test]

@@ -244,7 +244,8 @@ fn eval(e: &Affine, env: &[(Inst, i64)]) -> Option<i64> {
 /// Most loop instances [`Walk::instances`] enumerates for one site.
 const MAX_INSTANCES: usize = 4096;
 
-/// Iterations of a wait's loop [`Walk::arrivals_by_iteration`] counts.
+/// Iterations of a wait's loop [`Walk::arrivals_by_iteration`] counts at
+/// least (more for a ring of more than 7 stages: two rounds and two).
 const ITERATIONS_TRIED: i64 = 16;
 
 /// The constant rank of the `mapa` behind a barrier or phase operand.
@@ -1176,11 +1177,18 @@ impl Walk<'_> {
         if reinit || !self.only_iv(&w.off, l) || !self.only_iv(&w.idx, l) {
             return None;
         }
+        // Iteration k + P of a ring of period P names the barrier iteration
+        // k names, one phase later, and so do the sites' instances: two
+        // rounds hold every case.
+        let period = on_bar
+            .iter()
+            .chain([&w])
+            .map(|s| s.off.period().max(s.idx.period()))
+            .fold(1, i64::max);
+        let window = ITERATIONS_TRIED.max(period.saturating_mul(2).saturating_add(2));
         let tried = self
             .constant_loop(l)
-            .map_or(ITERATIONS_TRIED, |(_, trips, _)| {
-                trips.min(ITERATIONS_TRIED)
-            });
+            .map_or(window, |(_, trips, _)| trips.min(window));
         for n in 0..tried {
             let k = lo.checked_add(n.checked_mul(step)?)?;
             let target = (eval(&w.off, &[(l, k)])?, eval(&w.idx, &[(l, k)])?);

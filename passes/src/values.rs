@@ -264,6 +264,46 @@ impl Syms {
         }
     }
 
+    /// The largest ring an mbarrier protocol of `k` goes round: the
+    /// greatest `m` of an `x mod m` or `x div m`, `x` varying with a loop,
+    /// in the barrier or phase an instruction with an mbarrier effect names
+    /// (slot `(k + c) mod S`, round `(k + c) div S`, a phase bit that
+    /// flips when a slot counter wraps at `S`); 1 when there is none.
+    /// Iteration `k + S` of such a ring names the barrier iteration `k`
+    /// names, one phase later.
+    pub fn ring_period(&self, k: &Kernel) -> i64 {
+        let mut period = 1;
+        let mut scan = |e: &Affine| period = period.max(e.period());
+        k.walk(k.body, &mut |inst| {
+            let data = &k.insts[inst];
+            let Op::Ptx(p) = &data.op else { return };
+            let names_phase = matches!(
+                self.sync_effect(inst, p),
+                SyncEffect::Arrive { .. }
+                    | SyncEffect::ExpectTx
+                    | SyncEffect::AsyncArrive
+                    | SyncEffect::PhaseWait(_)
+                    | SyncEffect::Issue
+            );
+            if !names_phase {
+                return;
+            }
+            for a in &data.args {
+                match self.arg(*a) {
+                    Sym::Phase { bar, idx } => {
+                        scan(&idx);
+                        if let Sym::Ptr(_, off) = *bar {
+                            scan(&off);
+                        }
+                    }
+                    Sym::Ptr(_, off) => scan(&off),
+                    _ => {}
+                }
+            }
+        });
+        period
+    }
+
     /// The symbolic value of `v`.
     pub fn get(&self, v: Value) -> &Sym {
         &self.vals[v.index()]
