@@ -92,4 +92,8 @@ pub const CODES: &[(&str, &str)] = &[
         "W1008",
         "hazards only if a loop whose bounds are not constants runs no iteration",
     ),
+    (
+        "W1009",
+        "hazards only if loops bound by kernel parameters run fewer iterations than a ring has stages",
+    ),
 ];

@@ -380,6 +380,11 @@ pub fn check(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Vec<Diagnostic> 
             break;
         }
     }
+    if let Ok(found) = &mut result {
+        if let Some(w) = short_trip_hazards(k, syms, known, launches[0].0, period, found) {
+            found.push(w);
+        }
+    }
     match result {
         Ok(mut found) => {
             if trips < 2 * period {
@@ -417,6 +422,71 @@ pub fn check(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Vec<Diagnostic> 
             "{NOT_PROVED}; the budget is {MAX_STEPS} instructions, {MAX_NODES} events, {MAX_PAIRS} pairs of accesses and {MAX_THREAD_PAIRS} pairs of threads compared (docs/limits.md)"
         ))],
     }
+}
+
+/// W1009 for the errors the analysis finds only when the integer kernel
+/// parameters are small: 1, and one less than the kernel's largest ring
+/// (`period`), trip counts below the ring's stage count where a prologue
+/// that assumes a full ring goes wrong (copies issued for tiles that do not
+/// exist, left in flight at the exit or at an `mbarrier.inval`). None when
+/// there are none besides those in `found`, or the kernel has no integer
+/// parameters.
+fn short_trip_hazards(
+    k: &Kernel,
+    syms: &Syms,
+    known: &BTreeSet<u32>,
+    grid_x: i64,
+    period: i64,
+    found: &[Diagnostic],
+) -> Option<Diagnostic> {
+    let int_params = k
+        .params
+        .iter()
+        .any(|&p| matches!(k.values[p].ty, Type::Scalar(s) if s.is_int()));
+    if !int_params {
+        return None;
+    }
+    let mut shorts = vec![1];
+    if period > 2 {
+        shorts.push(period - 1);
+    }
+    let mut hazards: Vec<(i64, Diagnostic)> = Vec::new();
+    for short in shorts {
+        // A run that cannot be followed or passes the budget proves
+        // nothing more, and the run at full length already said so.
+        let Ok(more) = both_ways(k, syms, known, grid_x, short) else {
+            continue;
+        };
+        for d in more.into_iter().filter(Diagnostic::is_error) {
+            let seen = found
+                .iter()
+                .chain(hazards.iter().map(|(_, h)| h))
+                .any(|o| o.code == d.code && o.span == d.span);
+            if !seen {
+                hazards.push((short, d));
+            }
+        }
+    }
+    let ((short, first), rest) = hazards.split_first()?;
+    let least = hazards.iter().map(|(s, _)| *s).max().unwrap_or(*short) + 1;
+    let mut w = Diagnostic::warning(
+        "W1009",
+        format!("the kernel is proved only for launches whose loops bound by parameters run at least {least} iterations"),
+        first.span,
+    )
+    .with_label(format!(
+        "{}: {} (integer parameters of {short})",
+        first.code, first.message
+    ));
+    for (s, d) in rest {
+        w = w.with_secondary(
+            d.span,
+            format!("{}: {} (integer parameters of {s})", d.code, d.message),
+        );
+    }
+    Some(w
+        .with_help("if a launch can run its loops this few times, predicate the work that assumes more (a prologue's copies under `k < n`); otherwise nothing is needed: `-A W1009` silences this")
+        .with_note("with every integer kernel parameter taken as the value shown, the cross-thread analysis finds the hazards labelled; the same launch with larger parameters has none"))
 }
 
 /// Runs the analysis once for every combination of outcomes of the
