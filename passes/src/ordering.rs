@@ -971,13 +971,25 @@ impl<'a> Tracer<'a> {
             match &data.op {
                 Op::Yield => return Ok(data.args.iter().map(|a| self.val(*a)).collect()),
                 Op::If => {
-                    let c = data.args.first().ok_or(GiveUp::Unknown(BRANCH, None))?;
-                    let on_assumed = c.value().is_some_and(|v| self.assumed[v.index()]);
-                    let mut c = self.val(*c).ok_or(GiveUp::Unknown(BRANCH, Some(inst)))?;
+                    let cond = data.args.first().ok_or(GiveUp::Unknown(BRANCH, None))?;
+                    let on_assumed = cond.value().is_some_and(|v| self.assumed[v.index()]);
+                    let mut c = self.val(*cond).ok_or(GiveUp::Unknown(BRANCH, Some(inst)))?;
                     if on_assumed {
-                        let taken = match self.forced.get(&inst) {
+                        // Branches on one condition take one outcome in a
+                        // run: they are known by the first met.
+                        let same = |j: &Inst| {
+                            k.insts[*j].args.first().map(|a| a.operand) == Some(cond.operand)
+                        };
+                        let key = self
+                            .forced
+                            .keys()
+                            .chain(self.met.keys())
+                            .copied()
+                            .find(same)
+                            .unwrap_or(inst);
+                        let taken = match self.forced.get(&key) {
                             Some(&b) => b,
-                            None => *self.met.entry(inst).or_insert(c != 0),
+                            None => *self.met.entry(key).or_insert(c != 0),
                         };
                         c = i64::from(taken);
                     }
@@ -3908,6 +3920,24 @@ mod tests {
             "  shared @bar: mbarrier[1]\n  %b = addr @bar[0]\n  %ph = mbarrier.phase %b, 0\n  mbarrier.wait %ph\n",
         );
         assert_eq!(Syms::compute(&k).ring_period(&k), 1);
+    }
+
+    #[test]
+    fn a_role_index_compared_picks_its_threads() {
+        // `%c = %tid.x - 128`, a consumer warp group's own index.
+        let k = kernel(
+            "  %tid = sreg tid.x\n  %c = sub %tid, 128 : i32\n  %one = cmp.eq %c, 0 : i32\n  %warp = cmp.ult %c, 32 : i32\n  %past = cmp.sge %c, 32 : i32\n",
+        );
+        let syms = Syms::compute(&k);
+        let cond = |name: &str| {
+            let (v, _) = k.values.iter().find(|(_, d)| d.name == name).expect(name);
+            syms.tid_cond(&k, v).expect(name)
+        };
+        assert_eq!(cond("one"), vec![(128, 128)]);
+        // Unsigned: threads below 128 wrap round to the largest values.
+        assert_eq!(cond("warp"), vec![(128, 159)]);
+        // Signed: they stay below.
+        assert_eq!(cond("past"), vec![(160, i64::MAX)]);
     }
 
     #[test]

@@ -1099,7 +1099,14 @@ impl Syms {
                     idx,
                 }
             }
-            _ => self.opaque(k, res),
+            _ => {
+                // Every result of an operation with several (a loop's
+                // carried values) is as opaque as the first.
+                for &r in &data.results[1..] {
+                    self.vals[r.index()] = self.opaque(k, r);
+                }
+                self.opaque(k, res)
+            }
         };
         self.vals[res.index()] = sym;
     }
@@ -1305,6 +1312,46 @@ impl Syms {
         };
         if let (Some(m), Some(c)) = (modulus(&a), b.as_const()) {
             return by_residue(m, pred, c);
+        }
+        // `%tid.x - s` (a role's own thread index, `tid - 128` of a
+        // consumer warp group) against a constant: the comparison shifted
+        // back, an unsigned one taking the threads below `s` as wrapped
+        // round to the largest values.
+        let shifted = {
+            let mut t = a.clone();
+            t.c = 0;
+            (a.c != 0 && t == Affine::atom(Atom::Tid(0))).then_some(a.c)
+        };
+        if let (Some(off), Some(c)) = (shifted, b.as_const()) {
+            let at = c.checked_sub(off)?;
+            let from = |lo: i64| vec![(lo.max(0), TID_INF)];
+            let below = |hi: i64| if hi >= 0 { vec![(0, hi)] } else { Vec::new() };
+            let unsigned = matches!(
+                pred,
+                CmpPred::Ult | CmpPred::Ule | CmpPred::Ugt | CmpPred::Uge
+            );
+            if unsigned && c < 0 {
+                return None;
+            }
+            // Below `-off`, `%tid.x + off` wraps to the largest unsigned
+            // values: above every constant compared.
+            let wraps = unsigned && off < 0;
+            let wrapped = if wraps { below(-off - 1) } else { Vec::new() };
+            let least = if wraps { -off } else { 0 };
+            let set = match pred {
+                CmpPred::Eq if at >= 0 => vec![(at, at)],
+                CmpPred::Eq => Vec::new(),
+                CmpPred::Ne if at >= 0 => complement(&[(at, at)]),
+                CmpPred::Ne => vec![(0, TID_INF)],
+                CmpPred::Ult | CmpPred::Slt => intersect(&below(at - 1), &from(least)),
+                CmpPred::Ule | CmpPred::Sle => intersect(&below(at), &from(least)),
+                CmpPred::Ugt | CmpPred::Sgt => {
+                    union([wrapped, from(at.saturating_add(1))].concat())
+                }
+                CmpPred::Uge | CmpPred::Sge => union([wrapped, from(at)].concat()),
+                _ => return None,
+            };
+            return Some(set);
         }
         // `%tid.x` itself (d = 1), or its warp-like quotient `%tid.x / d`.
         let divisor = |e: &Affine| -> Option<i64> {
