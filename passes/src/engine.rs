@@ -2426,8 +2426,12 @@ impl<'a> Engine<'a> {
                     if self.never_together(a, b) {
                         continue;
                     }
+                    // The other thread is one of those that run `b`.
+                    let other = self
+                        .other_here
+                        .or_else(|| self.syms.tid_hull.get(&b.inst).copied());
                     if let (Some(x), Some(y)) = (&a.dst, &b.dst) {
-                        if self.overlap(x, y, None, true) {
+                        if self.overlap_with(x, y, None, true, other) {
                             let (first, second) = if a.inst < b.inst { (a, b) } else { (b, a) };
                             self.emit(
                                 Diagnostic::error("E1005", "this `cp.async` and another thread's copy of the same group may write overlapping bytes", self.span(second.inst))

@@ -340,6 +340,10 @@ struct Event {
     tx: Option<i64>,
 }
 
+/// An arrival or complete_tx on a phase: its node, and the arrivals it
+/// brings where its instruction runs in one thread of its CTA.
+type PhaseAct = (NodeIndex, Option<i64>);
+
 /// What a kernel the analysis stops on is not proved to be free of.
 const NOT_PROVED: &str = "not proved: E1001, E1003, E1005, E1006, E1008, E1010, E1011, E1017 and E1018 between threads, and cross-thread deadlocks";
 
@@ -658,7 +662,7 @@ fn analyse(
     // never happens, and is not reported.
     let (starved, never) = report.starved_waits();
     report.never = never;
-    let mut out = report.run_ahead();
+    let mut out = report.run_ahead(syms);
     out.extend(report.tx_mismatch());
     out.extend(report.arrival_shortfalls(syms));
     out.extend(report.barrier_run_ahead());
@@ -3380,26 +3384,47 @@ impl Report<'_> {
     /// E1011 for each arrival or complete_tx on phase `q` that nothing
     /// puts after the completion of phase `q - 1` of its barrier: it may
     /// land in phase `q - 1`, which then completes early (and `q` never).
-    fn run_ahead(&self) -> Vec<Diagnostic> {
+    fn run_ahead(&self, syms: &Syms) -> Vec<Diagnostic> {
         let mut after: HashMap<NodeIndex, Vec<u64>> = HashMap::new();
         let mut out: BTreeMap<Inst, Diagnostic> = BTreeMap::new();
+        // The nodes of every arrival and complete_tx on each phase, with
+        // the arrivals each brings where its instruction runs in one thread
+        // of its CTA (`None`: more, or not known), and each barrier's count.
+        let k = self.k;
+        let single = |inst: Inst| {
+            k.block.is_some_and(|[_, y, z]| y * z == 1)
+                && syms.tid_hull.get(&inst).is_some_and(|(lo, hi)| lo == hi)
+        };
+        let mut on_phase: HashMap<(Bar, i64), Vec<PhaseAct>> = HashMap::new();
+        let mut counts: HashMap<Bar, Option<i64>> = HashMap::new();
         for (r, (_, events)) in self.roles.iter().enumerate() {
             for (i, e) in events.iter().enumerate() {
-                let acts: Vec<(Bar, i64, NodeIndex)> = match &e.step {
-                    Step::Arrive { bar, phase, .. } => vec![(*bar, *phase, self.g.at[r][i])],
-                    Step::AsyncArrive { bar, phase } => {
-                        vec![(*bar, *phase, self.g.done[&(r, i)][0])]
-                    }
-                    Step::Async {
-                        done: Done::Phase(bars, q),
-                        ..
-                    } => bars
-                        .iter()
-                        .zip(&self.g.done[&(r, i)])
-                        .map(|(b, d)| (*b, *q, *d))
-                        .collect(),
-                    _ => continue,
+                let count = || k.ptx_operand(e.inst, "count").and_then(|a| k.const_int(a));
+                if let Step::Init(bar) = &e.step {
+                    counts.insert(*bar, count());
+                }
+                let brings = match &e.step {
+                    Step::Arrive { .. } if single(e.inst) => count().or(Some(1)),
+                    Step::Async { .. } => Some(0),
+                    _ => None,
                 };
+                for (bar, q, node) in self.phase_acts(r, i) {
+                    on_phase.entry((bar, q)).or_default().push((node, brings));
+                }
+            }
+        }
+        let reaches = |after: &mut HashMap<NodeIndex, Vec<u64>>, from: NodeIndex, to: NodeIndex| {
+            let set = after
+                .entry(from)
+                .or_insert_with(|| self.g.reach(from, true));
+            set[to.index() / 64] >> (to.index() % 64) & 1 == 1
+        };
+        for (r, (_, events)) in self.roles.iter().enumerate() {
+            for (i, e) in events.iter().enumerate() {
+                let acts = self.phase_acts(r, i);
+                if acts.is_empty() {
+                    continue;
+                }
                 let what = if matches!(e.step, Step::Async { .. }) {
                     "the copy's complete_tx"
                 } else {
@@ -3430,10 +3455,24 @@ impl Report<'_> {
                     {
                         continue;
                     }
-                    let set = after
-                        .entry(prev)
-                        .or_insert_with(|| self.g.reach(prev, true));
-                    if set[node.index() / 64] >> (node.index() % 64) & 1 == 1 {
+                    if reaches(&mut after, prev, node) {
+                        continue;
+                    }
+                    // After every act on phase q - 1, the last of which
+                    // completes it (a peer's own arrival made known through
+                    // its release of another barrier this thread acquired).
+                    // Only where those acts are exactly the count, each by
+                    // one thread: then none is missing and none lands in
+                    // the next phase.
+                    let acts_before = on_phase.get(&(bar, q - 1)).is_some_and(|acts| {
+                        let total = acts.iter().try_fold(0i64, |t, (_, n)| t.checked_add((*n)?));
+                        total.is_some()
+                            && total == counts.get(&bar).copied().flatten()
+                            && acts
+                                .iter()
+                                .all(|&(a, _)| a != node && reaches(&mut after, a, node))
+                    });
+                    if acts_before {
                         continue;
                     }
                     let d = Diagnostic::error(
@@ -3449,6 +3488,25 @@ impl Report<'_> {
             }
         }
         out.into_values().collect()
+    }
+
+    /// The barrier, phase and node of each act of event `i` of role `r`
+    /// on an mbarrier phase: an arrival, the arrival of a
+    /// `cp.async.mbarrier.arrive`, a copy's complete_tx.
+    fn phase_acts(&self, r: usize, i: usize) -> Vec<(Bar, i64, NodeIndex)> {
+        match &self.roles[r].1[i].step {
+            Step::Arrive { bar, phase, .. } => vec![(*bar, *phase, self.g.at[r][i])],
+            Step::AsyncArrive { bar, phase } => vec![(*bar, *phase, self.g.done[&(r, i)][0])],
+            Step::Async {
+                done: Done::Phase(bars, q),
+                ..
+            } => bars
+                .iter()
+                .zip(&self.g.done[&(r, i)])
+                .map(|(b, d)| (*b, *q, *d))
+                .collect(),
+            _ => Vec::new(),
+        }
     }
 
     fn accesses(&self) -> Vec<Access<'_>> {
