@@ -599,7 +599,9 @@ impl<'a> Engine<'a> {
         }
         let what = if write { "writes" } else { "reads" };
         for r in st.ops.iter() {
-            if r.kind == Kind::Mbar && self.other_role(r) {
+            // Another role's op that completes on an mbarrier phase (a bulk
+            // copy, or a `cp.async` its `cp.async.mbarrier.arrive` tracks).
+            if (r.kind == Kind::Mbar || r.phase.is_some()) && self.other_role(r) {
                 continue;
             }
             let issued = self.span(r.inst);
