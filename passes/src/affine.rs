@@ -121,8 +121,13 @@ impl Affine {
                 _ => t,
             });
         }
-        // Terms whose coefficient is a multiple of m vanish; the offset is reduced.
-        inner.terms.retain(|_, k| *k % m != 0);
+        // Coefficients matter modulo m (the atoms are integers): those that
+        // are multiples of m vanish, the others and the offset are reduced
+        // into `0..m` (`-x mod 2` is `x mod 2`).
+        for k in inner.terms.values_mut() {
+            *k = k.rem_euclid(m);
+        }
+        inner.terms.retain(|_, k| *k != 0);
         inner.c = inner.c.rem_euclid(m);
         if let Some(c) = inner.as_const() {
             return Affine::constant(c);
@@ -135,6 +140,13 @@ impl Affine {
     /// was set, so `x xor c = x + c - Σ_{b in c} 2^(b+1)·((x div 2^b) mod 2)`
     /// (swizzled shared-memory layouts, `lane ^ 1` partners).
     pub fn xor_const(&self, c: i64) -> Affine {
+        // `(y mod m) xor (m - 1)`, m a power of two, is `(m - 1 - y) mod m`
+        // (the other buffer of a double buffer: `(b & 1) ^ 1`).
+        if let [(Atom::Mod(y, m), 1)] = self.terms.iter().collect::<Vec<_>>()[..] {
+            if self.c == 0 && m.count_ones() == 1 && c == m - 1 {
+                return Affine::constant(c).sub(y).modulo(*m);
+            }
+        }
         let mut out = self.add(&Affine::constant(c));
         for b in (0..32).filter(|b| c >> b & 1 == 1) {
             let bit = self.div(1 << b).modulo(2);
@@ -917,6 +929,20 @@ mod tests {
         };
         let (lo, hi) = b.interval(&tid().xor_const(1)).expect("bounded");
         assert!(lo <= 0 && (127..=129).contains(&hi), "[{lo}, {hi}]");
+    }
+
+    #[test]
+    fn the_other_buffer_by_xor_is_the_next_slot() {
+        // `(k & 1) ^ 1` is `(k + 1) mod 2`, what iteration k + 1 names as
+        // `k & 1`; coefficients count modulo m.
+        let other = k().modulo(2).xor_const(1);
+        assert_eq!(other, k().add(&Affine::constant(1)).modulo(2));
+        assert_eq!(k().scale(-1).modulo(2), k().modulo(2));
+        let quad = k().modulo(4).xor_const(3);
+        for v in 0..20 {
+            let at = quad.subst(&Atom::Iv(Inst::new(0)), &Affine::constant(v));
+            assert_eq!(at.as_const(), Some((v % 4) ^ 3), "k = {v}");
+        }
     }
 
     #[test]
