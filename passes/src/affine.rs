@@ -140,10 +140,13 @@ impl Affine {
     /// was set, so `x xor c = x + c - Σ_{b in c} 2^(b+1)·((x div 2^b) mod 2)`
     /// (swizzled shared-memory layouts, `lane ^ 1` partners).
     pub fn xor_const(&self, c: i64) -> Affine {
-        // `(y mod m) xor (m - 1)`, m a power of two, is `(m - 1 - y) mod m`
-        // (the other buffer of a double buffer: `(b & 1) ^ 1`).
+        // `(y mod m) xor (m - 1)`, m a power of two, is `(m - 1 - y) mod m`:
+        // the other slot of a double buffer, `(b & 1) ^ 1`, the slot the
+        // next iteration names. A phase bit of a round count `y div S` keeps
+        // the bitwise form, which names a phase by its parity alone.
         if let [(Atom::Mod(y, m), 1)] = self.terms.iter().collect::<Vec<_>>()[..] {
-            if self.c == 0 && m.count_ones() == 1 && c == m - 1 {
+            let slot = !y.mentions(&|a| matches!(a, Atom::Div(..)));
+            if slot && self.c == 0 && m.count_ones() == 1 && c == m - 1 {
                 return Affine::constant(c).sub(y).modulo(*m);
             }
         }
