@@ -372,7 +372,14 @@ pub fn check(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Vec<Diagnostic> 
         reads_grid |= matches!(k.insts[i].op, Op::Sreg(r) if is_grid(r));
     });
     let period = syms.ring_period(k);
-    let launches = launches(period);
+    let mut launches = launches(period);
+    // Where parameter-bound loops sit inside others (k blocks inside a
+    // persistent tile loop), each tile already takes every ring round
+    // twice: the grid of 8 CTAs, two or three tiles each, carries the
+    // ring state across tiles at a quarter of the cost.
+    if nested && reads_grid {
+        launches.swap(0, 1);
+    }
     let mut trips = launches[0].1;
     for (grid_x, param) in launches {
         if (param != launches[0].1 && !nested) || (grid_x != launches[0].0 && !reads_grid) {
