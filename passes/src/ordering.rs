@@ -441,7 +441,7 @@ pub fn check(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Vec<Diagnostic> 
 /// that assumes a full ring goes wrong (copies issued for tiles that do not
 /// exist, left in flight at the exit or at an `mbarrier.inval`). None when
 /// there are none besides those in `found`, or the kernel has no integer
-/// parameters.
+/// parameters or no mbarriers.
 fn short_trip_hazards(
     k: &Kernel,
     syms: &Syms,
@@ -454,7 +454,13 @@ fn short_trip_hazards(
         .params
         .iter()
         .any(|&p| matches!(k.values[p].ty, Type::Scalar(s) if s.is_int()));
-    if !int_params {
+    // Without mbarriers, what a short loop leaves wrong is one thread's own
+    // async work, which the per-thread analysis follows for every trip count.
+    let mbarriers = k
+        .shared
+        .iter()
+        .any(|(_, s)| matches!(s.kind, SharedKind::Mbarriers(_)));
+    if !int_params || !mbarriers {
         return None;
     }
     let mut shorts = vec![1];
