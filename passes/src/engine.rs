@@ -21,7 +21,9 @@ use cpflow_ir::types::{Scalar, Type};
 use crate::affine::{disjoint, Affine, Atom, Bounds};
 use crate::sites::Sites;
 use crate::state::{Init, Issuer, Kind, Mem, OpRec, State};
-use crate::values::{conjuncts, elect_lane, intersect, is_sreg, mapa_of, Base, Sym, Syms};
+use crate::values::{
+    complement, conjuncts, elect_lane, intersect, is_sreg, mapa_of, Base, Sym, Syms,
+};
 
 const HUGE: i64 = 1 << 40;
 const MAX_ITERS: usize = 30;
@@ -428,6 +430,20 @@ impl<'a> Engine<'a> {
                 &self.syms.tids_under(self.k, &self.conds),
             )
             .is_empty()
+    }
+
+    /// Whether `c` splits the threads of a declared block into two roles,
+    /// both with threads: a comparison of `%tid.x` with a constant true for
+    /// some threads of the block and false for others.
+    fn splits_roles(&self, c: Value) -> bool {
+        let Some(top) = self.k.block.map(|[x, _, _]| i64::from(x) - 1) else {
+            return false;
+        };
+        let Some(set) = self.syms.tid_cond(self.k, c) else {
+            return false;
+        };
+        let block = [(0, top)];
+        !intersect(&set, &block).is_empty() && !intersect(&complement(&set), &block).is_empty()
     }
 
     /// Whether the bytes of `m` are the same in every thread: a known
@@ -907,6 +923,8 @@ impl<'a> Engine<'a> {
             }
         }
         let phase = phase.map(|p| norm_sym(&p));
+        // A new instance: what a role observed was an earlier one.
+        st.role_seen.remove(&at);
         let norm = |m: Option<Mem>| {
             m.map(|mut m| {
                 m.base = norm_base(&m.base);
@@ -1501,7 +1519,26 @@ impl<'a> Engine<'a> {
                 .map(|(a, b)| agree_pred(self.pred_of(&then_s, *a), self.pred_of(&else_s, *b)))
                 .collect()
         };
+        // An `if` on `%tid.x` whose sides both have threads: each side is
+        // a role that runs while the other does, so what either observed
+        // is observed by some threads, which the next CTA barrier orders
+        // before all.
+        let roles = cond.is_some_and(|c| self.splits_roles(c));
+        let seen_by = |s: &State| -> BTreeSet<Inst> {
+            s.ops
+                .iter()
+                .filter(|r| r.seen)
+                .map(|r| r.inst)
+                .chain(s.role_seen.iter().copied())
+                .collect()
+        };
+        let by_roles: BTreeSet<Inst> = if roles {
+            seen_by(&then_s).union(&seen_by(&else_s)).copied().collect()
+        } else {
+            BTreeSet::new()
+        };
         *st = State::join_if(then_s, else_s, cond);
+        st.role_seen.extend(by_roles);
         for (&res, fact) in data.results.iter().zip(facts) {
             if let Some(f) = fact {
                 st.preds.insert(res, f);
@@ -2285,7 +2322,9 @@ impl<'a> Engine<'a> {
             // Which threads meet at a `bar.sync`, and whether they make up
             // its count, is the cross-thread analysis's (E1018).
             (SyncEffect::CtaBarrier { waits: true, .. }, _) => {
-                self.barrier(st, false);
+                // Without a thread count, every thread of the CTA passes it.
+                let whole = self.k.ptx_operand(inst, "count").is_none();
+                self.barrier(st, false, whole);
                 // A named barrier whose id depends on the thread may order
                 // threads of this code among themselves (turns).
                 st.partial_sync = data
@@ -2316,7 +2355,7 @@ impl<'a> Engine<'a> {
                     );
                 }
                 st.cluster_arrived = (false, false);
-                self.barrier(st, true);
+                self.barrier(st, true, true);
             }
             // Hints, addresses, elections, phases, invalidation and
             // `bar.arrive` (the cross-thread analysis pairs it) change nothing
@@ -2325,12 +2364,26 @@ impl<'a> Engine<'a> {
         }
     }
 
-    fn barrier(&mut self, st: &mut State, cluster: bool) {
+    /// A barrier: what waits made complete is published to the threads
+    /// passing it (`cluster`: the cluster's barrier), and, where every thread
+    /// of the CTA passes it (`whole`), what some role observed before it is
+    /// observed by all.
+    fn barrier(&mut self, st: &mut State, cluster: bool, whole: bool) {
+        let role_seen = if whole {
+            std::mem::take(&mut st.role_seen)
+        } else {
+            BTreeSet::new()
+        };
         st.ops = std::mem::take(&mut st.ops)
             .into_iter()
             .map(|mut r| {
                 if r.issuer == Issuer::Done {
                     r.published = true;
+                }
+                // Some role observed it before this barrier, which every
+                // thread passes.
+                if role_seen.contains(&r.inst) {
+                    r.seen = true;
                 }
                 // A copy that reads this CTA's shared memory and completes on
                 // a peer's barrier, which the peer waits on: the cluster

@@ -181,6 +181,11 @@ pub struct State {
     /// those threads that fenced after its wait may rewrite bytes another
     /// read through the async proxy with no barrier in between.
     pub observed_all: BTreeSet<(Inst, Vec<(Value, bool)>)>,
+    /// Async ops (by instruction) whose completion the threads of some
+    /// role, a side of an `if` on `%tid.x`, observed on every path since the
+    /// last CTA barrier: that barrier orders the observation before every
+    /// thread (one warp group waits on the copy another issued).
+    pub role_seen: BTreeSet<Inst>,
     /// Generic reads since the last barrier, each with the iteration of an
     /// enclosing loop it is present in only, if any (as [`OpRec::guard`]:
     /// a read before a loop whose body passes a barrier is there in its
@@ -279,6 +284,11 @@ impl State {
             .observed_all
             .union(&els.observed_all)
             .cloned()
+            .collect();
+        out.role_seen = then
+            .role_seen
+            .intersection(&els.role_seen)
+            .copied()
             .collect();
         out.reads = then.reads.union(&els.reads).cloned().collect();
         out.unsynced = then.unsynced.union(&els.unsynced).cloned().collect();

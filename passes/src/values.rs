@@ -1629,7 +1629,7 @@ fn union(mut v: Vec<(i64, i64)>) -> TidSet {
 }
 
 /// `[0, TID_INF]` less `s`.
-fn complement(s: &[(i64, i64)]) -> TidSet {
+pub fn complement(s: &[(i64, i64)]) -> TidSet {
     let mut out = Vec::new();
     let mut next = 0;
     for &(lo, hi) in s {
