@@ -4012,6 +4012,23 @@ mod tests {
     }
 
     #[test]
+    fn xor_masks_of_many_bits_are_opaque() {
+        let k = kernel(
+            "  %tid = sreg tid.x\n  %few = xor %tid, 112 : i32\n  %all = xor %tid, 0xffffffff : i32\n",
+        );
+        let syms = Syms::compute(&k);
+        let sym = |name: &str| {
+            let (v, _) = k.values.iter().find(|(_, d)| d.name == name).expect(name);
+            syms.get(v).clone()
+        };
+        // 0x70: three bits, each a term.
+        assert!(matches!(sym("few"), Sym::Int(e) if e.mentions(&|a| matches!(a, Atom::Tid(0)))));
+        assert!(
+            matches!(sym("all"), Sym::Int(e) if matches!(e.terms.keys().next(), Some(Atom::Opaque(_))))
+        );
+    }
+
+    #[test]
     fn integer_operations_wrap_as_on_the_machine() {
         let i32 = Scalar::I32;
         // -1 as an unsigned i32 is 2^32 - 1.

@@ -50,6 +50,10 @@ pub enum Sym {
     Unknown,
 }
 
+/// The most bits of a constant mask an `xor` is followed through exactly
+/// ([`Affine::xor_const`]: a term per bit).
+const MAX_XOR_BITS: u32 = 8;
+
 /// The symbolic value of every value of a kernel, with the loop and thread facts the analyses need.
 pub struct Syms {
     vals: Vec<Sym>,
@@ -987,7 +991,11 @@ impl Syms {
                         (Some(c), _) => Some((y, c)),
                         _ => None,
                     }
-                    .filter(|(_, c)| (0..=i64::from(u32::MAX)).contains(c))
+                    // A mask of more than 8 bits (`x ^ 0xffffffff`) would
+                    // cost a term per bit in every proof: left opaque.
+                    .filter(|(_, c)| {
+                        (0..=i64::from(u32::MAX)).contains(c) && c.count_ones() <= MAX_XOR_BITS
+                    })
                     .map(|(v, c)| v.xor_const(c))
                     .or_else(|| self.xor_bounded(k, x, y)),
                     (BinaryOp::And, Some(x), _) => cst(1)
