@@ -3897,6 +3897,15 @@ impl Report<'_> {
 mod tests {
     use super::*;
 
+    /// The value `%name` of `k`.
+    fn named(k: &Kernel, name: &str) -> Value {
+        k.values
+            .iter()
+            .find(|(_, d)| d.name == name)
+            .map(|(v, _)| v)
+            .expect(name)
+    }
+
     fn kernel(body: &str) -> Kernel {
         let text = format!("module @m target sm_90a ptx 8.0\n\nkernel @k() {{\n{body}}}\n");
         let module = cpflow_ir::parse(&text).unwrap_or_else(|d| panic!("{d:?}"));
@@ -4000,10 +4009,7 @@ mod tests {
             "  %tid = sreg tid.x\n  %c = sub %tid, 128 : i32\n  %one = cmp.eq %c, 0 : i32\n  %warp = cmp.ult %c, 32 : i32\n  %past = cmp.sge %c, 32 : i32\n",
         );
         let syms = Syms::compute(&k);
-        let cond = |name: &str| {
-            let (v, _) = k.values.iter().find(|(_, d)| d.name == name).expect(name);
-            syms.tid_cond(&k, v).expect(name)
-        };
+        let cond = |name: &str| syms.tid_cond(&k, named(&k, name)).expect(name);
         assert_eq!(cond("one"), vec![(128, 128)]);
         // Unsigned: threads below 128 wrap round to the largest values.
         assert_eq!(cond("warp"), vec![(128, 159)]);
@@ -4017,10 +4023,7 @@ mod tests {
             "  %tid = sreg tid.x\n  %few = xor %tid, 112 : i32\n  %all = xor %tid, 0xffffffff : i32\n",
         );
         let syms = Syms::compute(&k);
-        let sym = |name: &str| {
-            let (v, _) = k.values.iter().find(|(_, d)| d.name == name).expect(name);
-            syms.get(v).clone()
-        };
+        let sym = |name: &str| syms.get(named(&k, name)).clone();
         // 0x70: three bits, each a term.
         assert!(matches!(sym("few"), Sym::Int(e) if e.mentions(&|a| matches!(a, Atom::Tid(0)))));
         assert!(
