@@ -675,7 +675,7 @@ fn analyse(
     // never happens, and is not reported.
     let (starved, never) = report.starved_waits();
     report.never = never;
-    let mut out = report.run_ahead(syms);
+    let mut out = report.run_ahead();
     out.extend(report.tx_mismatch());
     out.extend(report.arrival_shortfalls(syms));
     out.extend(report.barrier_run_ahead());
@@ -3397,16 +3397,18 @@ impl Report<'_> {
     /// E1011 for each arrival or complete_tx on phase `q` that nothing
     /// puts after the completion of phase `q - 1` of its barrier: it may
     /// land in phase `q - 1`, which then completes early (and `q` never).
-    fn run_ahead(&self, syms: &Syms) -> Vec<Diagnostic> {
+    fn run_ahead(&self) -> Vec<Diagnostic> {
         let mut after: HashMap<NodeIndex, Vec<u64>> = HashMap::new();
         let mut out: BTreeMap<Inst, Diagnostic> = BTreeMap::new();
         // The nodes of every arrival and complete_tx on each phase, with
         // the arrivals each brings where its instruction runs in one thread
         // of its CTA (`None`: more, or not known), and each barrier's count.
         let k = self.k;
-        let single = |inst: Inst| {
-            k.block.is_some_and(|[_, y, z]| y * z == 1)
-                && syms.tid_hull.get(&inst).is_some_and(|(lo, hi)| lo == hi)
+        // The representative is the only thread of its role in its CTA
+        // (the lane-0 thread of a warp, an elected producer's `tid == 0`).
+        let single = |r: usize| {
+            k.block
+                .is_some_and(|b| role_threads(&self.ranges[r], b) == 1)
         };
         let mut on_phase: HashMap<(Bar, i64), Vec<PhaseAct>> = HashMap::new();
         let mut counts: HashMap<Bar, Option<i64>> = HashMap::new();
@@ -3417,7 +3419,7 @@ impl Report<'_> {
                     counts.insert(*bar, count());
                 }
                 let brings = match &e.step {
-                    Step::Arrive { .. } if single(e.inst) => count().or(Some(1)),
+                    Step::Arrive { .. } if single(r) => count().or(Some(1)),
                     Step::Async { .. } => Some(0),
                     _ => None,
                 };
