@@ -340,8 +340,11 @@ struct Event {
     tx: Option<i64>,
 }
 
+/// An act on an mbarrier phase: the barrier, the phase and the event's node.
+type Act = (Bar, i64, NodeIndex);
+
 /// An arrival or complete_tx on a phase: its node, and the arrivals it
-/// brings where its instruction runs in one thread of its CTA.
+/// brings where its representative is the only thread of its role.
 type PhaseAct = (NodeIndex, Option<i64>);
 
 /// What a kernel the analysis stops on is not proved to be free of.
@@ -3401,8 +3404,9 @@ impl Report<'_> {
         let mut after: HashMap<NodeIndex, Vec<u64>> = HashMap::new();
         let mut out: BTreeMap<Inst, Diagnostic> = BTreeMap::new();
         // The nodes of every arrival and complete_tx on each phase, with
-        // the arrivals each brings where its instruction runs in one thread
-        // of its CTA (`None`: more, or not known), and each barrier's count.
+        // the arrivals each brings where its representative is its role's
+        // only thread (`None`: more, or not known), each barrier's count,
+        // and the events that act on a phase with their acts.
         let k = self.k;
         // The representative is the only thread of its role in its CTA
         // (the lane-0 thread of a warp, an elected producer's `tid == 0`).
@@ -3412,6 +3416,7 @@ impl Report<'_> {
         };
         let mut on_phase: HashMap<(Bar, i64), Vec<PhaseAct>> = HashMap::new();
         let mut counts: HashMap<Bar, Option<i64>> = HashMap::new();
+        let mut acting: Vec<(usize, usize, Vec<Act>)> = Vec::new();
         for (r, (_, events)) in self.roles.iter().enumerate() {
             for (i, e) in events.iter().enumerate() {
                 let count = || k.ptx_operand(e.inst, "count").and_then(|a| k.const_int(a));
@@ -3423,9 +3428,14 @@ impl Report<'_> {
                     Step::Async { .. } => Some(0),
                     _ => None,
                 };
-                for (bar, q, node) in self.phase_acts(r, i) {
+                let acts = self.phase_acts(r, i);
+                if acts.is_empty() {
+                    continue;
+                }
+                for &(bar, q, node) in &acts {
                     on_phase.entry((bar, q)).or_default().push((node, brings));
                 }
+                acting.push((r, i, acts));
             }
         }
         let reaches = |after: &mut HashMap<NodeIndex, Vec<u64>>, from: NodeIndex, to: NodeIndex| {
@@ -3434,72 +3444,65 @@ impl Report<'_> {
                 .or_insert_with(|| self.g.reach(from, true));
             set[to.index() / 64] >> (to.index() % 64) & 1 == 1
         };
-        for (r, (_, events)) in self.roles.iter().enumerate() {
-            for (i, e) in events.iter().enumerate() {
-                let acts = self.phase_acts(r, i);
-                if acts.is_empty() {
-                    continue;
-                }
-                let what = if matches!(e.step, Step::Async { .. }) {
-                    "the copy's complete_tx"
-                } else {
-                    "this arrival"
-                };
-                if self.never_happens(self.g.at[r][i]) {
-                    continue;
-                }
-                for (bar, q, node) in acts {
-                    if q < 0 && !out.contains_key(&e.inst) {
-                        let d = Diagnostic::error(
-                            "E1011",
-                            format!("{what} names phase {q}, before the barrier's first phase"),
-                            self.span(r, i),
-                        )
-                        .with_label(format!("phase {q} completed at init: it lands in phase 0 (or later) and completes it early"))
-                        .with_help("name the phase the barrier is in when this lands: a ring's consumers arrive on the phase they waited for, a producer starting on the opposite phase arms the phase after the one it waited for")
-                        .with_note(format!("an instance: {}", self.instance(r, i)));
-                        out.insert(e.inst, d);
-                        continue;
-                    }
-                    let Some(&prev) = self.g.phases.get(&(bar, q - 1)) else {
-                        continue;
-                    };
-                    if q < 1
-                        || out.contains_key(&e.inst)
-                        || self.known.contains(&self.span(r, i).start)
-                    {
-                        continue;
-                    }
-                    if reaches(&mut after, prev, node) {
-                        continue;
-                    }
-                    // After every act on phase q - 1, the last of which
-                    // completes it (a peer's own arrival made known through
-                    // its release of another barrier this thread acquired).
-                    // Only where those acts are exactly the count, each by
-                    // one thread: then none is missing and none lands in
-                    // the next phase.
-                    let acts_before = on_phase.get(&(bar, q - 1)).is_some_and(|acts| {
-                        let total = acts.iter().try_fold(0i64, |t, (_, n)| t.checked_add((*n)?));
-                        total.is_some()
-                            && total == counts.get(&bar).copied().flatten()
-                            && acts
-                                .iter()
-                                .all(|&(a, _)| a != node && reaches(&mut after, a, node))
-                    });
-                    if acts_before {
-                        continue;
-                    }
+        for (r, i, acts) in acting {
+            let e = self.event(r, i);
+            let what = if matches!(e.step, Step::Async { .. }) {
+                "the copy's complete_tx"
+            } else {
+                "this arrival"
+            };
+            if self.never_happens(self.g.at[r][i]) {
+                continue;
+            }
+            for (bar, q, node) in acts {
+                if q < 0 && !out.contains_key(&e.inst) {
                     let d = Diagnostic::error(
                         "E1011",
-                        format!("{what} names phase {q}, but nothing orders it after phase {} completes", q - 1),
+                        format!("{what} names phase {q}, before the barrier's first phase"),
                         self.span(r, i),
                     )
-                    .with_label(format!("it may land in phase {} and complete that phase early (and phase {q} then never completes)", q - 1))
-                    .with_help(format!("wait on phase {} of the barrier (or on a phase ordered after it) before this, as a ring's producer waits on `empty` before arriving on `full`", q - 1))
+                    .with_label(format!("phase {q} completed at init: it lands in phase 0 (or later) and completes it early"))
+                    .with_help("name the phase the barrier is in when this lands: a ring's consumers arrive on the phase they waited for, a producer starting on the opposite phase arms the phase after the one it waited for")
                     .with_note(format!("an instance: {}", self.instance(r, i)));
                     out.insert(e.inst, d);
+                    continue;
                 }
+                let Some(&prev) = self.g.phases.get(&(bar, q - 1)) else {
+                    continue;
+                };
+                if q < 1 || out.contains_key(&e.inst) || self.known.contains(&self.span(r, i).start)
+                {
+                    continue;
+                }
+                if reaches(&mut after, prev, node) {
+                    continue;
+                }
+                // After every act on phase q - 1, the last of which
+                // completes it (a peer's own arrival made known through
+                // its release of another barrier this thread acquired).
+                // Only where those acts are exactly the count, each by
+                // one thread: then none is missing and none lands in
+                // the next phase.
+                let acts_before = on_phase.get(&(bar, q - 1)).is_some_and(|acts| {
+                    let total = acts.iter().try_fold(0i64, |t, (_, n)| t.checked_add((*n)?));
+                    total.is_some()
+                        && total == counts.get(&bar).copied().flatten()
+                        && acts
+                            .iter()
+                            .all(|&(a, _)| a != node && reaches(&mut after, a, node))
+                });
+                if acts_before {
+                    continue;
+                }
+                let d = Diagnostic::error(
+                    "E1011",
+                    format!("{what} names phase {q}, but nothing orders it after phase {} completes", q - 1),
+                    self.span(r, i),
+                )
+                .with_label(format!("it may land in phase {} and complete that phase early (and phase {q} then never completes)", q - 1))
+                .with_help(format!("wait on phase {} of the barrier (or on a phase ordered after it) before this, as a ring's producer waits on `empty` before arriving on `full`", q - 1))
+                .with_note(format!("an instance: {}", self.instance(r, i)));
+                out.insert(e.inst, d);
             }
         }
         out.into_values().collect()
@@ -3508,7 +3511,7 @@ impl Report<'_> {
     /// The barrier, phase and node of each act of event `i` of role `r`
     /// on an mbarrier phase: an arrival, the arrival of a
     /// `cp.async.mbarrier.arrive`, a copy's complete_tx.
-    fn phase_acts(&self, r: usize, i: usize) -> Vec<(Bar, i64, NodeIndex)> {
+    fn phase_acts(&self, r: usize, i: usize) -> Vec<Act> {
         match &self.roles[r].1[i].step {
             Step::Arrive { bar, phase, .. } => vec![(*bar, *phase, self.g.at[r][i])],
             Step::AsyncArrive { bar, phase } => vec![(*bar, *phase, self.g.done[&(r, i)][0])],

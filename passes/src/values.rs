@@ -270,9 +270,11 @@ impl Syms {
 
     /// The largest ring an mbarrier protocol of `k` goes round: the
     /// greatest `m` of an `x mod m` or `x div m`, `x` varying with a loop,
-    /// in the barrier or phase an instruction with an mbarrier effect names
-    /// (slot `(k + c) mod S`, round `(k + c) div S`, a phase bit that
-    /// flips when a slot counter wraps at `S`); 1 when there is none.
+    /// in the barrier or phase an arrival, expect_tx or wait names, or in
+    /// an operand of an async op (its phase, or the addresses of a ring
+    /// slot's buffer): slot `(k + c) mod S`, round `(k + c) div S`, a phase
+    /// bit that flips when a slot counter wraps at `S`; 1 when there is
+    /// none.
     /// Iteration `k + S` of such a ring names the barrier iteration `k`
     /// names, one phase later.
     pub fn ring_period(&self, k: &Kernel) -> i64 {
@@ -1330,10 +1332,10 @@ impl Syms {
             t.c = 0;
             (a.c != 0 && t == Affine::atom(Atom::Tid(0))).then_some(a.c)
         };
+        let below = |hi: i64| if hi >= 0 { vec![(0, hi)] } else { Vec::new() };
         if let (Some(off), Some(c)) = (shifted, b.as_const()) {
             let at = c.checked_sub(off)?;
             let from = |lo: i64| vec![(lo.max(0), TID_INF)];
-            let below = |hi: i64| if hi >= 0 { vec![(0, hi)] } else { Vec::new() };
             let unsigned = matches!(
                 pred,
                 CmpPred::Ult | CmpPred::Ule | CmpPred::Ugt | CmpPred::Uge
@@ -1391,7 +1393,6 @@ impl Syms {
         }
         // The quotients for which the comparison holds, then the `%tid.x`
         // values with those quotients.
-        let below = |hi: i64| if hi >= 0 { vec![(0, hi)] } else { Vec::new() };
         let quotients = match pred {
             CmpPred::Eq => vec![(c, c)],
             CmpPred::Ne => complement(&[(c, c)]),
