@@ -147,13 +147,17 @@ pub fn generate(seed: u64) -> Loop {
     // Drawn last, so that the draws above stay what they were.
     let prelude = rng.below(2) == 0;
     let inner_dst = rng.below(2) == 0;
+    // Step 1 in half of the loops; tile `k` is read in iteration `k`.
+    let step: i64 = *rng.pick(&[1, 1, 2, 3]);
+    // The smallest bound that gives `t` trips.
+    let bound = |t: i64| if t == 0 { lo } else { lo + step * (t - 1) + 1 };
     let hi = if runtime {
         "%n".to_string()
     } else {
-        (lo + trips[0]).to_string()
+        bound(trips[0]).to_string()
     };
     let tile = 16 * threads;
-    let tiles_read = lo + 2 * s + 3;
+    let tiles_read = lo + step * (2 * s + 3);
     let src_bytes = i64::from(tile) * tiles_read;
     let out_bytes = i64::from(tile) * tiles_read;
     let mut text = format!(
@@ -165,7 +169,7 @@ pub fn generate(seed: u64) -> Loop {
         text.push_str(&format!(
             "// run: @gen 1x{threads} %a=f32:{src_bytes} %b=f32:{src_bytes} %out=zero:{out_bytes}:f32 %dst=zero:{}:f32 %n={}\n",
             4 * threads,
-            lo + t
+            bound(*t)
         ));
     }
     let (sm, ptx) = if sm90 {
@@ -207,7 +211,7 @@ pub fn generate(seed: u64) -> Loop {
         text.push_str(&format!("  // pipeline: stages={stages}\n"));
     }
     text.push_str(&format!(
-        "  %total = for %k = {lo} to {hi} step 1 iter(%s = %zero) {{\n    %k64 = zext %k : i32 to i64\n    %k_off = mul %k64, {tile} : i64\n"
+        "  %total = for %k = {lo} to {hi} step {step} iter(%s = %zero) {{\n    %k64 = zext %k : i32 to i64\n    %k_off = mul %k64, {tile} : i64\n"
     ));
     for t in names {
         if inner_dst {
@@ -403,13 +407,15 @@ pub fn judge(l: &Loop, form: Form) -> Verdict {
     }
 }
 
-/// The constant trip count of a generated loop (`for %k = LO to HI`).
+/// The constant trip count of a generated loop (`for %k = LO to HI step
+/// STEP`).
 fn lines_trips(text: &str) -> Option<u32> {
     let line = text.lines().find(|l| l.contains("%total = for %k = "))?;
     let mut words = line.split_whitespace().skip(5);
     let lo: u32 = words.next()?.parse().ok()?;
     let hi: u32 = words.nth(1)?.parse().ok()?;
-    Some(hi.saturating_sub(lo))
+    let step: u32 = words.nth(1)?.parse().ok()?;
+    Some(hi.saturating_sub(lo).div_ceil(step))
 }
 
 /// A `W2001` message's reason, without the checker's detail.

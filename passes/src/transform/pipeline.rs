@@ -40,7 +40,7 @@ use cpflow_ir::build::{imm, val, Builder};
 use cpflow_ir::diag::Span;
 use cpflow_ir::ir::{
     Arg, BinaryOp, CastOp, CmpPred, Constant, Inst, Kernel, Op, Operand, Region, SharedId,
-    SharedKind, Value, ValueDef, STATIC_SHARED_LIMIT,
+    SharedKind, Value, ValueData, ValueDef, STATIC_SHARED_LIMIT,
 };
 use cpflow_ir::spec::Family;
 use cpflow_ir::types::{Scalar, Space, Type};
@@ -220,18 +220,31 @@ pub(super) struct Plan {
 }
 
 /// The stride of carried value `v` (position `n` among the loop's carried
-/// values) when the body yields `ptr.add v, c` for it, `c` an immediate or
-/// a value from outside the body.
+/// values) when the body yields `ptr.add v, c` for a pointer, or `add v, c`
+/// (either order) for an integer, `c` an immediate or a value from outside
+/// the body.
 fn stride_of(k: &Kernel, body: Region, inside: &HashSet<Inst>, v: Value, n: usize) -> Option<Arg> {
     let next = cpflow_ir::facts::yield_args(k, body).get(n)?.value()?;
     let def = k.def_inst(next)?;
     let d = &k.insts[def];
+    if !k.regions[body].insts.contains(&def) {
+        return None;
+    }
     let outside = |a: &Arg| a.value().is_none_or(|x| !defined_in(k, body, inside, x));
-    (d.op == Op::PtrAdd
-        && k.regions[body].insts.contains(&def)
-        && d.args.first().and_then(|a| a.value()) == Some(v)
-        && d.args.get(1).is_some_and(outside))
-    .then(|| d.args[1])
+    let is_v = |a: &Arg| a.value() == Some(v);
+    match (&d.op, d.args.as_slice()) {
+        (Op::PtrAdd, [p, c]) if is_v(p) && outside(c) => Some(*c),
+        (Op::Binary(BinaryOp::Add), [x, y]) if matches!(k.ty(v), Type::I32 | Type::I64) => {
+            if is_v(x) && outside(y) {
+                Some(*y)
+            } else if is_v(y) && outside(x) {
+                Some(*x)
+            } else {
+                None
+            }
+        }
+        _ => None,
+    }
 }
 
 /// What a loop's `// pipeline:` comment asks for.
@@ -333,9 +346,13 @@ pub fn pipeline(
                 }
                 None => Ok(Ask::default()),
             };
+            // A loop of another constant step is planned as the step-1
+            // loop it is rewritten to, kept only if it is pipelined.
+            let unit = unit_step(k, region, lp);
             let planned = match skip.iter().find(|(at, _)| *at == span) {
                 Some((_, reason)) => Err(reason.clone()),
                 None => asked.and_then(|own| {
+                    let k = unit.as_ref().unwrap_or(k);
                     let form = own.form.or(ask.form).unwrap_or_default();
                     let stages = match (own.stages, ask.stages) {
                         (Some(n), _) => Asked::Loop(n),
@@ -353,6 +370,9 @@ pub fn pipeline(
             };
             match planned {
                 Ok((p, ws, s, why, model)) => {
+                    if let Some(unit) = unit {
+                        *k = unit;
+                    }
                     let mut schedule = match ws {
                         None => rewrite(k, &p, s, why),
                         Some(ws) => warpspec::rewrite(k, &p, &ws, s, why),
@@ -374,6 +394,86 @@ pub fn pipeline(
         }
     }
     out
+}
+
+/// Rewrites loop `lp` of `region`, of constant step `c >= 2`, to step 1:
+/// `for %j = 0 to T step 1` with `T` its trip count (`(hi - lo - 1) div.u
+/// c + 1` when the loop runs, else 0), and the old index `lo + j * c`
+/// computed at the top of the body. The same iterations run with the same
+/// index values; `T` fits in i32 because `c >= 2`. `None` for another
+/// step.
+fn unit_step(k: &Kernel, region: Region, lp: Inst) -> Option<Kernel> {
+    let c = k
+        .const_int(k.insts[lp].args[2])
+        .filter(|&c| c >= 2 && i32::try_from(c).is_ok())?;
+    let mut out = k.clone();
+    let k = &mut out;
+    let (lo, hi) = (k.insts[lp].args[0], k.insts[lp].args[1]);
+    let body = k.insts[lp].regions[0];
+    let iv = k.regions[body].args[0];
+    let span = k.insts[lp].span;
+    let mut b = Builder::new(k);
+    b.span = span;
+    b.cursor = None;
+    let mut before = Vec::new();
+    let trips = match (b.k.const_int(lo), b.k.const_int(hi)) {
+        (Some(l), Some(h)) => imm(if h > l { (h - l - 1) / c + 1 } else { 0 }),
+        _ => {
+            let mut op = |b: &mut Builder, op: Op, args: Vec<Arg>, ty: Type, name: &str| {
+                let (i, v) = b.inst1(op, args, ty, name);
+                before.push(i);
+                val(v)
+            };
+            let slt = Op::Cmp(CmpPred::Slt, Scalar::I32);
+            let runs = op(&mut b, slt, vec![lo, hi], Type::I1, "unit_runs");
+            let sub = Op::Binary(BinaryOp::Sub);
+            let d = op(&mut b, sub.clone(), vec![hi, lo], Type::I32, "unit_dist");
+            let d1 = op(&mut b, sub, vec![d, imm(1)], Type::I32, "unit_dist");
+            let div = Op::Binary(BinaryOp::DivU);
+            let q = op(&mut b, div, vec![d1, imm(c)], Type::I32, "unit_trips");
+            let add = Op::Binary(BinaryOp::Add);
+            let t = op(&mut b, add, vec![q, imm(1)], Type::I32, "unit_trips");
+            op(
+                &mut b,
+                Op::Select,
+                vec![runs, t, imm(0)],
+                Type::I32,
+                "unit_trips",
+            )
+        }
+    };
+    // The new index takes the old one's place as the body's argument; the
+    // old index becomes `lo + j * c`.
+    let name = b.fresh("j");
+    let j = b.k.values.push(ValueData {
+        ty: Type::I32,
+        name,
+        def: ValueDef::RegionArg(body, 0),
+        span,
+        align: None,
+        noalias: false,
+    });
+    b.k.regions[body].args[0] = j;
+    let (scaled_at, scaled) = b.inst1(
+        Op::Binary(BinaryOp::Mul),
+        vec![val(j), imm(c)],
+        Type::I32,
+        "unit_off",
+    );
+    let (index_at, _) = b.inst1(
+        Op::Binary(BinaryOp::Add),
+        vec![lo, val(scaled)],
+        Type::I32,
+        "k",
+    );
+    b.redefine(iv, index_at, Type::I32);
+    b.k.regions[body].insts.splice(0..0, [scaled_at, index_at]);
+    b.k.insts[lp].args[0] = imm(0);
+    b.k.insts[lp].args[1] = trips;
+    b.k.insts[lp].args[2] = imm(1);
+    let pos = edit::next_index(b.k, region, lp) - 1;
+    b.k.regions[region].insts.splice(pos..pos, before);
+    Some(out)
 }
 
 /// Whether an `if` of `body` (outside its inner loops, which are loops of
@@ -471,7 +571,9 @@ fn depends_on(k: &Kernel, body: Region, inside: &HashSet<Inst>, a: Arg, v: Value
 fn plan(k: &Kernel, region: Region, lp: Inst) -> Result<Plan, String> {
     let d = &k.insts[lp];
     if k.const_int(d.args[2]) != Some(1) {
-        return Err("its step is not the constant 1".into());
+        return Err(
+            "its step is not a constant (a constant step is rewritten to step 1 first)".into(),
+        );
     }
     let body = d.regions[0];
     let insts = &k.regions[body].insts;
@@ -938,12 +1040,25 @@ fn stride_offset(b: &mut Builder, dist: Value, stride: Arg) -> Arg {
     val(b.binary(BinaryOp::Mul, val(wide), stride, Scalar::I64))
 }
 
-/// The pointer a carried source pointer `init`, advanced by `stride` each
-/// iteration, holds `dist` iterations later.
-fn advanced(b: &mut Builder, init: Arg, dist: Value, stride: Arg) -> Option<Value> {
-    let p = init.value()?;
-    let off = stride_offset(b, dist, stride);
-    Some(b.ptr_add(p, off))
+/// The value a carried source pointer or integer offset `init`, advanced
+/// by `stride` each iteration, holds `dist` iterations later (integers
+/// wrap as the repeated adds do); `ty` is the carried value's type.
+fn advanced(b: &mut Builder, ty: Type, init: Arg, dist: Value, stride: Arg) -> Option<Value> {
+    match ty {
+        Type::Ptr(_) => {
+            let off = stride_offset(b, dist, stride);
+            Some(b.ptr_add(init.value()?, off))
+        }
+        Type::I32 => {
+            let off = b.binary(BinaryOp::Mul, val(dist), stride, Scalar::I32);
+            Some(b.binary(BinaryOp::Add, init, val(off), Scalar::I32))
+        }
+        Type::I64 => {
+            let off = stride_offset(b, dist, stride);
+            Some(b.binary(BinaryOp::Add, init, off, Scalar::I64))
+        }
+        _ => None,
+    }
 }
 
 /// Rewrites the planned loop into an `s`-stage ring (see the module doc).
@@ -1091,7 +1206,8 @@ fn rewrite(k: &mut Kernel, p: &Plan, s: u32, why: String) -> Schedule {
                 (0, Some(init)) => Some(init),
                 _ => {
                     let dist = b.binary(BinaryOp::Sub, val(t), lo, Scalar::I32);
-                    advanced(&mut b, inits[n], dist, stride)
+                    let ty = b.k.ty(v);
+                    advanced(&mut b, ty, inits[n], dist, stride)
                 }
             };
             if let Some(start) = start {
@@ -1134,7 +1250,8 @@ fn rewrite(k: &mut Kernel, p: &Plan, s: u32, why: String) -> Schedule {
     if !p.strides.is_empty() {
         let dist = b.binary(BinaryOp::Sub, val(next), val(ring.index), Scalar::I32);
         for &(v, n, stride) in &p.strides {
-            if let Some(q) = advanced(&mut b, val(ring.carried[n]), dist, stride) {
+            let ty = b.k.ty(v);
+            if let Some(q) = advanced(&mut b, ty, val(ring.carried[n]), dist, stride) {
                 ahead_roots.insert(v, q);
             }
         }
@@ -1336,7 +1453,7 @@ kernel @k(%src: ptr<global> align 16, %idx: ptr<global> align 16, %n: i32) {{
     #[test]
     fn unprovable_loops_are_left_alone_with_a_reason() {
         let cases = [
-            (module(2048, "2", ""), "step is not the constant 1"),
+            (module(2048, "%n", ""), "step is not a constant"),
             (
                 module(
                     2048,
