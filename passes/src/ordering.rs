@@ -3304,7 +3304,8 @@ impl Report<'_> {
     /// Only for phases whose every event happens, has known bytes and is
     /// run by a role of one thread (an elected producer: a role standing
     /// for a range of threads need not run each event in every one of
-    /// them). Reported at the phase's first expect_tx.
+    /// them), but for plain arrivals, which expect no bytes in any role.
+    /// Reported at the phase's first expect_tx.
     fn tx_mismatch(&self) -> Vec<Diagnostic> {
         let Some(block) = self.k.block else {
             return Vec::new();
@@ -3337,7 +3338,9 @@ impl Report<'_> {
                         known: true,
                         ..Tally::default()
                     });
-                    let bytes = e.tx.filter(|_| threads == 1);
+                    // A plain arrival expects nothing in however many
+                    // threads of its role run it.
+                    let bytes = e.tx.filter(|&b| threads == 1 || (expects && b == 0));
                     match bytes {
                         Some(b) if happens => {
                             if expects {
@@ -4020,6 +4023,19 @@ mod tests {
         assert_eq!(cond("warp"), vec![(128, 159)]);
         // Signed: they stay below.
         assert_eq!(cond("past"), vec![(160, i64::MAX)]);
+    }
+
+    #[test]
+    fn a_shifted_lane_index_picks_one_thread_per_group() {
+        // The first thread of each 64-thread consumer group from thread 32:
+        // `(%tid.x - 32) & 63 == 0`, wrapping below 32 (64 divides 2^32).
+        let k = kernel(
+            "  %tid = sreg tid.x\n  %c = sub %tid, 32 : i32\n  %l = and %c, 63 : i32\n  %first = cmp.eq %l, 0 : i32\n  %rest = cmp.ne %l, 0 : i32\n",
+        );
+        let syms = Syms::compute(&k);
+        let cond = |name: &str| syms.tid_cond(&k, named(&k, name)).expect(name);
+        assert_eq!(&cond("first")[..3], &[(32, 32), (96, 96), (160, 160)]);
+        assert_eq!(&cond("rest")[..2], &[(0, 31), (33, 95)]);
     }
 
     #[test]

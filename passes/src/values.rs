@@ -1289,21 +1289,25 @@ impl Syms {
             self.int(*data.args.first()?)?,
             self.int(*data.args.get(1)?)?,
         );
-        // `%tid.x mod m` (a lane within a warp or a warp group, `%laneid`)
-        // against a constant: the threads whose residue passes, in every
-        // group of m.
-        let modulus = |e: &Affine| -> Option<i64> {
+        // `(%tid.x + off) mod m` (a lane within a warp or a warp group,
+        // `%laneid`, a role's own index `(%tid.x - 32) & 63`) against a
+        // constant: the threads whose residue passes, in every group of m
+        // (the residue of the unwrapped value, as `Atom::Mod` is
+        // everywhere; for a mask, m divides 2^32 and the two agree).
+        let modulus = |e: &Affine| -> Option<(i64, i64)> {
             // `%laneid`, where it is `%tid.x mod 32`.
             if *e == Affine::atom(Atom::Tid(3)) && lane_is_tid_x_mod_32(k) {
-                return Some(32);
+                return Some((32, 0));
             }
             let [(Atom::Mod(inner, m), 1)] = e.terms.iter().collect::<Vec<_>>()[..] else {
                 return None;
             };
-            (e.c == 0 && **inner == Affine::atom(Atom::Tid(0)) && *m > 1 && *m <= MAX_CTA_THREADS)
-                .then_some(*m)
+            let mut tid = (**inner).clone();
+            tid.c = 0;
+            (e.c == 0 && tid == Affine::atom(Atom::Tid(0)) && *m > 1 && *m <= MAX_CTA_THREADS)
+                .then_some((*m, inner.c))
         };
-        let by_residue = |m: i64, pred: CmpPred, c: i64| -> Option<TidSet> {
+        let by_residue = |(m, off): (i64, i64), pred: CmpPred, c: i64| -> Option<TidSet> {
             let keep = |r: i64| match pred {
                 CmpPred::Eq => r == c,
                 CmpPred::Ne => r != c,
@@ -1313,7 +1317,10 @@ impl Syms {
                 CmpPred::Uge | CmpPred::Sge => r >= c,
                 _ => false,
             };
-            let residues: Vec<i64> = (0..m).filter(|&r| keep(r)).collect();
+            let residues: Vec<i64> = (0..m)
+                .filter(|&r| keep(r))
+                .map(|r| (r - off).rem_euclid(m))
+                .collect();
             Some(union(
                 (0..MAX_CTA_THREADS / m)
                     .flat_map(|q| residues.iter().map(move |&r| (q * m + r, q * m + r)))
