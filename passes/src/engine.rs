@@ -35,6 +35,9 @@ const MIN_DEPTH_CAP: u32 = 8;
 const MAX_NAMED_DEPTH_CAP: u32 = 256;
 /// Loop fixed points kept per kernel (see [`Engine::loops_seen`]).
 const MAX_MEMO: usize = 512;
+/// The most iterations a loop of a bounded run-time trip count is run as
+/// one by one ([`Engine::unrolled`]).
+const MAX_UNROLLED: i64 = 8;
 /// The work the loop fixed points of one kernel may take: each walk of a
 /// loop body costs its instructions plus the records of the state it
 /// starts from (what cloning, joining and comparing states cost). Nested
@@ -1683,6 +1686,23 @@ impl<'a> Engine<'a> {
             (Some(lo), Some(hi), Some(step)) if hi > lo => Some((hi - lo + step - 1) / step),
             _ => None,
         };
+        // A run-time trip count with a small constant bound (a prologue
+        // `for s = 0 to min.u(n, S - 1)` that stops early on short loops):
+        // each iteration in turn, the loop leaving before any of them.
+        if let (None, Some(lo), Some(step)) = (trips, lo, step) {
+            let most = data
+                .args
+                .get(1)
+                .and_then(|a| upper_bound(k, *a, 4))
+                .map_or(0, |hi| if hi > lo { (hi - lo + step - 1) / step } else { 0 });
+            if (1..=MAX_UNROLLED).contains(&most) {
+                let mut first = st.clone();
+                rename(&mut first, &inits, &args[1.min(args.len())..]);
+                first.known.extend(flags.iter().map(|(v, b)| (*v, *b)));
+                self.unrolled(inst, first, st, lo, step, most, runs);
+                return;
+            }
+        }
         if trips == Some(1) {
             // One iteration: the body runs once from the entry state, with
             // no back edge (nothing of a "next iteration" to race with).
@@ -1771,6 +1791,53 @@ impl<'a> Engine<'a> {
             };
         }
         self.leave_loop(inst, head, st, last);
+    }
+
+    /// Runs loop `inst` as its iterations `lo + i·step`, `i < most`, each
+    /// from the state the one before left, its ops then known by their
+    /// iteration; the loop may leave before each of them but the first
+    /// when it `runs`. `st` becomes the join of those exits and of the
+    /// exit after the last.
+    #[allow(clippy::too_many_arguments)]
+    fn unrolled(
+        &mut self,
+        inst: Inst,
+        mut s: State,
+        st: &mut State,
+        lo: i64,
+        step: i64,
+        most: i64,
+        runs: bool,
+    ) {
+        let k = self.k;
+        let body = k.insts[inst].regions[0];
+        let args = k.regions[body].args.clone();
+        let yielded: Vec<Option<Value>> = cpflow_ir::facts::yield_args(k, body)
+            .iter()
+            .map(|a| a.value())
+            .collect();
+        // The states the loop may leave from: before iteration i, and
+        // after the last.
+        let mut exits: Vec<State> = Vec::new();
+        self.loops.push(inst);
+        for i in 0..most {
+            if i > 0 || !runs {
+                exits.push(s.clone());
+            }
+            self.region(body, &mut s);
+            rename(&mut s, &yielded, &args[1.min(args.len())..]);
+            s.exit_after(inst, &Affine::constant(lo + i * step), &Affine::constant(i));
+        }
+        self.loops.pop();
+        exits.push(s);
+        let left = exits.into_iter().map(|e| {
+            let mut out = State::default();
+            self.leave_loop(inst, e, &mut out, None);
+            out
+        });
+        if let Some(joined) = left.reduce(State::join) {
+            *st = joined;
+        }
     }
 
     /// For an `i1` comparing the induction variable of an enclosing loop
@@ -2874,5 +2941,31 @@ fn rename(st: &mut State, from: &[Option<Value>], to: &[Value]) {
                 .collect();
             set.extend(add);
         }
+    }
+}
+
+/// A constant bound on the signed i32 value of `a`, `a <= bound`: a
+/// constant, `min.u` with a non-negative constant (the result is then in
+/// `0..=c`), `min.s` with a bounded operand, a `select` of bounded values;
+/// `depth` limits the definitions followed.
+fn upper_bound(k: &Kernel, a: Arg, depth: u32) -> Option<i64> {
+    if let Some(c) = k.const_int(a) {
+        return Some(c);
+    }
+    let d = &k.insts[k.def_inst(a.value()?)?];
+    let depth = depth.checked_sub(1)?;
+    let bound = |i: usize| upper_bound(k, *d.args.get(i)?, depth);
+    match d.op {
+        Op::Binary(BinaryOp::MinU) => d.args[..2]
+            .iter()
+            .filter_map(|a| k.const_int(*a))
+            .filter(|c| (0..=i64::from(i32::MAX)).contains(c))
+            .min(),
+        Op::Binary(BinaryOp::MinS) => match (bound(0), bound(1)) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, y) => x.or(y),
+        },
+        Op::Select => Some(bound(1)?.max(bound(2)?)),
+        _ => None,
     }
 }
