@@ -32,8 +32,8 @@
 //! before the outermost loop around it that writes nothing (out of any `if`
 //! between: a fence executed by more threads orders no less); a fence
 //! already directly before that loop absorbs it. A fence after a bulk
-//! `wait_group` or a blocking mbarrier wait, with no generic shared write
-//! between, is never hoisted: it orders the async reads the wait observes
+//! `wait_group` or a blocking mbarrier wait (or a loop or `if` holding
+//! one), with no generic shared write between, is never hoisted: it orders the async reads the wait observes
 //! ahead of writes that may come after the loop.
 //!
 //! Idempotent: a fence already in place is not added again. Assumes the
@@ -120,9 +120,13 @@ fn after_async_read_wait(
         let list = &k.regions[r].insts[..at];
         let quiet =
             |i: &&Inst| is_wait(k, **i) || !edit::any_in(k, **i, &mut |j| writes_generic(k, j));
+        // A wait, or a loop or `if` holding one (keeping a fence is never
+        // wrong).
         let observed = list.iter().rev().take_while(quiet).any(|&i| {
-            edit::family(k, i) == Some(Family::CpAsyncBulkWaitGroup)
-                || edit::effect(k, i) == Some(SyncEffect::PhaseWait(WaitKind::Blocking))
+            edit::any_in(k, i, &mut |j| {
+                edit::family(k, j) == Some(Family::CpAsyncBulkWaitGroup)
+                    || edit::effect(k, j) == Some(SyncEffect::PhaseWait(WaitKind::Blocking))
+            })
         });
         if observed {
             return true;
