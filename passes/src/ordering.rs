@@ -3829,8 +3829,51 @@ impl Report<'_> {
         Some(merged)
     }
 
+    /// A `.relaxed` arrive that would order the pair were it a release:
+    /// one after the first access in its thread (an mbarrier arrive, or
+    /// a cluster barrier arrive), and an acquiring wait on what it arrives
+    /// on (the same phase, or the cluster barrier) before the second in
+    /// the other thread. The first access, the arrive's event in its role
+    /// and the second access.
+    fn relaxed_release<'x>(
+        &self,
+        x: &'x Access<'x>,
+        y: &'x Access<'x>,
+    ) -> Option<(&'x Access<'x>, usize, &'x Access<'x>)> {
+        let waited = |after: &Step, before: &Access| {
+            self.roles[before.role].1[..before.event]
+                .iter()
+                .any(|w| match (after, &w.step) {
+                    (
+                        Step::Arrive { bar, phase, .. },
+                        Step::Wait {
+                            bar: wb,
+                            phase: wp,
+                            acquire: true,
+                            ..
+                        },
+                    ) => bar == wb && phase == wp,
+                    (Step::ClusterArrive { .. }, Step::ClusterWait) => true,
+                    _ => false,
+                })
+        };
+        [(x, y), (y, x)].into_iter().find_map(|(a, b)| {
+            let events = &self.roles[a.role].1;
+            let r = (a.event + 1..events.len()).find(|&i| {
+                let step = &events[i].step;
+                matches!(
+                    step,
+                    Step::Arrive { release: false, .. } | Step::ClusterArrive { release: false }
+                ) && waited(step, b)
+            })?;
+            Some((a, r, b))
+        })
+    }
+
     /// The diagnostic for an unordered pair: `x` is the async access when
-    /// there is one.
+    /// there is one. Where a `.relaxed` arrive is all that leaves them
+    /// unordered ([`Report::relaxed_release`]), it is reported at that
+    /// arrive, with the code the pair has.
     fn race(&self, x: &Access, y: &Access, overwrite: bool) -> Diagnostic {
         let release = "arrive (release) on an mbarrier after the first access and wait (acquire) on that phase before the second, or put a barrier between them";
         let plain = |u: Use| {
@@ -3887,6 +3930,28 @@ impl Report<'_> {
                     format!("order them: {release} (across CTAs, `.release.cluster` and `.acquire.cluster`)"))
             }
         };
+        if let Some((a, r, b)) = self.relaxed_release(x, y) {
+            return Diagnostic::error(
+                code,
+                format!(
+                    "a `.relaxed` arrive releases nothing: the {} before it races with another thread's {} after the wait",
+                    noun(a.what),
+                    noun(b.what)
+                ),
+                self.span(a.role, r),
+            )
+            .with_label("relaxed: does not order this thread's earlier accesses before the wait that observes it")
+            .with_secondary(self.span(a.role, a.event), format!("this {} is not released", noun(a.what)))
+            .with_secondary(self.span(b.role, b.event), format!("this {} races with it", noun(b.what)))
+            .with_help("make the arrive a release (`.release`, the default; `.release.cluster` across CTAs)")
+            .with_note(format!(
+                "an instance: the {} by {}, the {} by {}",
+                noun(a.what),
+                self.instance(a.role, a.event),
+                noun(b.what),
+                self.instance(b.role, b.event)
+            ));
+        }
         Diagnostic::error(code, message, self.span(primary.role, primary.event))
             .with_label(label)
             .with_secondary(self.span(secondary.role, secondary.event), note)
