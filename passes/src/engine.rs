@@ -1694,7 +1694,13 @@ impl<'a> Engine<'a> {
                 .args
                 .get(1)
                 .and_then(|a| upper_bound(k, *a, 4))
-                .map_or(0, |hi| if hi > lo { (hi - lo + step - 1) / step } else { 0 });
+                .map_or(0, |hi| {
+                    if hi > lo {
+                        (hi - lo + step - 1) / step
+                    } else {
+                        0
+                    }
+                });
             if (1..=MAX_UNROLLED).contains(&most) {
                 let mut first = st.clone();
                 rename(&mut first, &inits, &args[1.min(args.len())..]);

@@ -53,7 +53,9 @@
 //! taken to be a trip count and the CTAs to be the first cluster of a grid
 //! (so a persistent tile loop from `%ctaid.x` step `%nctaid.x` runs more
 //! than once), as the first of the [`launches`] within the budget gives
-//! them, and polls to succeed.
+//! them, and polls to succeed, but for a poll whose result only decides
+//! whether a blocking wait on its phase runs (or is unused): it fails,
+//! the path that wait must cover.
 //! Where it cannot tell which wait completes an async-group (a wait on a
 //! group value), it assumes the wait completes every group, which only
 //! adds ordering.
@@ -1468,19 +1470,22 @@ impl<'a> Tracer<'a> {
             SyncEffect::PhaseWait(kind) => {
                 let (bar, phase) = self.phase(first()?)?;
                 let blocking = kind == WaitKind::Blocking;
+                // A poll succeeds (the one a poll loop repeats blocks
+                // until it does), but one whose failure only decides
+                // whether a blocking wait on its phase runs fails: that is
+                // the path the wait must cover.
+                let fails = !blocking && poll_guards_its_wait(k, inst);
                 self.push(
                     inst,
                     Step::Wait {
                         bar,
                         phase,
-                        acquire: !relaxed,
+                        acquire: !relaxed && !fails,
                         cluster,
                         blocking,
                     },
                 );
-                // A poll succeeds (the one a poll loop repeats blocks
-                // until it does).
-                return Ok(data.results.first().map(|_| 1));
+                return Ok(data.results.first().map(|_| i64::from(!fails)));
             }
             SyncEffect::ProxyFence if !p.has(Qual::Global) => Step::ProxyFence,
             SyncEffect::CtaBarrier { named: false, .. } => Step::CtaBarrier {
@@ -3964,6 +3969,51 @@ impl Report<'_> {
                 self.instance(secondary.role, secondary.event)
             ))
     }
+}
+
+/// Whether every use of poll `poll`'s result (through `xor 1`) is an `if`
+/// whose branches hold a blocking wait on the poll's phase, or it has none:
+/// CUTLASS's `consumer_try_wait` and `consumer_wait(token)`, where a
+/// failed poll leaves the ordering to the wait.
+fn poll_guards_its_wait(k: &Kernel, poll: Inst) -> bool {
+    let data = &k.insts[poll];
+    let (Some(&res), Some(phase)) = (
+        data.results.first(),
+        data.args.first().and_then(|a| a.value()),
+    ) else {
+        return false;
+    };
+    let waits_on_phase = |r: Region| {
+        let mut found = false;
+        k.walk(r, &mut |i| {
+            let d = &k.insts[i];
+            found |= matches!(&d.op, Op::Ptx(p) if p.family.sync() == SyncEffect::PhaseWait(WaitKind::Blocking))
+                && d.args.first().and_then(|a| a.value()) == Some(phase);
+        });
+        found
+    };
+    let mut all = Vec::new();
+    k.walk(k.body, &mut |i| all.push(i));
+    let uses = |v: Value| -> Vec<Inst> {
+        all.iter()
+            .copied()
+            .filter(|&i| k.insts[i].args.iter().any(|a| a.value() == Some(v)))
+            .collect()
+    };
+    let guards = |i: Inst| {
+        let d = &k.insts[i];
+        d.op == Op::If && d.regions.iter().any(|&r| waits_on_phase(r))
+    };
+    uses(res).into_iter().all(|i| {
+        let d = &k.insts[i];
+        let negated =
+            d.op == Op::Binary(BinaryOp::Xor) && d.args.iter().any(|a| k.const_int(*a) == Some(1));
+        guards(i)
+            || (negated
+                && d.results
+                    .first()
+                    .is_some_and(|&n| uses(n).into_iter().all(guards)))
+    })
 }
 
 #[cfg(test)]
