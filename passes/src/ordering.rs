@@ -984,6 +984,25 @@ impl<'a> Tracer<'a> {
         }
     }
 
+    /// Whether running region `r` may record an event: a table
+    /// instruction, or a load or store not of global memory.
+    fn eventful(&self, r: Region) -> bool {
+        let k = self.k;
+        let mut found = false;
+        k.walk(r, &mut |i| {
+            let d = &k.insts[i];
+            found |= match &d.op {
+                Op::Ptx(_) => true,
+                Op::Load(_) | Op::Store(_) => !d
+                    .args
+                    .first()
+                    .is_some_and(|a| matches!(self.syms.arg(*a), Sym::Ptr(Base::Global(_), _))),
+                _ => false,
+            };
+        });
+        found
+    }
+
     /// Runs `r`; the values its `yield` passes out.
     fn region(&mut self, r: Region) -> Result<Vec<Option<i64>>, GiveUp> {
         let k = self.k;
@@ -995,6 +1014,15 @@ impl<'a> Tracer<'a> {
                 Op::If => {
                     let cond = data.args.first().ok_or(GiveUp::Unknown(BRANCH, None))?;
                     let on_assumed = cond.value().is_some_and(|v| self.assumed[v.index()]);
+                    // A branch with no results and nothing in it that makes
+                    // an event (global stores of a result) changes nothing
+                    // here, whichever way it goes.
+                    if self.val(*cond).is_none()
+                        && data.results.is_empty()
+                        && data.regions.iter().all(|&r| !self.eventful(r))
+                    {
+                        continue;
+                    }
                     let mut c = self.val(*cond).ok_or(GiveUp::Unknown(BRANCH, Some(inst)))?;
                     if on_assumed {
                         // Branches on one condition take one outcome in a
@@ -1119,6 +1147,8 @@ impl<'a> Tracer<'a> {
             Type::Scalar(s) if s.is_int() => Some(s),
             _ => None,
         });
+        // A load taken as a parameter is, from shared memory.
+        let mut shared_broadcast = false;
         let out = match &data.op {
             Op::Const(Constant::Int(c)) => Some(*c),
             Op::Sreg(r) => self.sreg(*r),
@@ -1146,13 +1176,27 @@ impl<'a> Tracer<'a> {
                     self.push(inst, Step::Access { bytes, write });
                 }
                 // An integer every thread loads from one global address (a
-                // grouped GEMM's problem size) is taken as a parameter is.
-                let uniform = data.args.first().is_some_and(|a| {
-                    matches!(self.syms.arg(*a), Sym::Ptr(Base::Global(_), _))
-                        && a.value()
-                            .is_some_and(|v| !self.syms.tid_dependent[v.index()])
-                });
-                (!write && uniform && result_ty.is_some()).then_some(self.launch.param)
+                // grouped GEMM's problem size) is taken as a parameter is;
+                // so is one from one shared address the same in every
+                // iteration (a tile index a scheduler broadcast), a branch
+                // on it then taken both ways.
+                let uniform = |global: bool| {
+                    data.args.first().is_some_and(|a| {
+                        let place = match self.syms.arg(*a) {
+                            Sym::Ptr(Base::Global(_), _) => Some(true),
+                            Sym::Ptr(_, _) => Some(false),
+                            _ => None,
+                        };
+                        place == Some(global)
+                            && a.value().is_some_and(|v| {
+                                !self.syms.tid_dependent[v.index()]
+                                    && (global || !self.varying[v.index()])
+                            })
+                    })
+                };
+                shared_broadcast = !write && uniform(false);
+                (!write && (uniform(true) || shared_broadcast) && result_ty.is_some())
+                    .then_some(self.launch.param)
             }
             Op::Ptx(p) => self.ptx(inst, p)?,
             _ => None,
@@ -1169,7 +1213,8 @@ impl<'a> Tracer<'a> {
             // kernel parameters: they bound loops, but no branch is taken
             // on them.
             let grid = matches!(&data.op, Op::Sreg(s) if is_grid(*s));
-            self.assumed[r.index()] = grid || (any(&self.assumed) && !self.varying[r.index()]);
+            self.assumed[r.index()] =
+                grid || shared_broadcast || (any(&self.assumed) && !self.varying[r.index()]);
         }
         Ok(())
     }

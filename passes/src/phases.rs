@@ -1744,18 +1744,27 @@ impl Walk<'_> {
             .find(|r| usize::try_from(*r).is_ok_and(|r| got[r] != need))?;
         let have = got[usize::try_from(rank).ok()?];
         let name = &self.k.shared[w.alloc].name;
-        let (msg, label) = if have.always_below(need) {
-            (format!("at most {have} arrival(s) reach this phase of `@{name}` in the CTA of rank {rank}, initialised with count {need}"), "the phase can never complete: this wait hangs")
+        let span = |i: Inst| self.k.insts[i].span;
+        let d = if have.always_below(need) {
+            let mut d = Diagnostic::error("E1011", format!("at most {have} arrival(s) reach this phase of `@{name}` in the CTA of rank {rank}, initialised with count {need}"), span(w.inst))
+                .with_label("the phase can never complete: this wait hangs");
+            for s in on_bar.iter().filter(|s| s.remote) {
+                d = d.with_secondary(span(s.inst), "peers arrive here");
+            }
+            d
         } else if need.always_below(have) {
-            (format!("{have} arrival(s) reach this phase of `@{name}` in the CTA of rank {rank}, initialised with count {need}"), "the phase completes before the last arrivals, which land in the next phase")
+            // Surplus arrivals: reported at the peers' arrival (the last
+            // ones land in the next phase), the wait that passes early
+            // beside it.
+            let at = on_bar
+                .iter()
+                .find(|s| s.remote && !matches!(s.what, What::Init(_) | What::Wait))?;
+            Diagnostic::error("E1011", format!("{have} arrival(s) reach a phase of `@{name}` in the CTA of rank {rank}, initialised with count {need}"), span(at.inst))
+                .with_label("the last of these arrivals land in the next phase")
+                .with_secondary(span(w.inst), "passes once the first arrivals complete the phase")
         } else {
             return None;
         };
-        let span = |i: Inst| self.k.insts[i].span;
-        let mut d = Diagnostic::error("E1011", msg, span(w.inst)).with_label(label);
-        for s in on_bar.iter().filter(|s| s.remote) {
-            d = d.with_secondary(span(s.inst), "peers arrive here");
-        }
         Some(d.with_help(format!(
             "initialise `@{name}` with the number of arrivals per phase ({have})"
         )))
