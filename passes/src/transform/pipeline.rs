@@ -11,6 +11,10 @@
 //! barrier.cta
 //! ```
 //!
+//! A later copy may come after a `barrier.cta` (a V tile after the K
+//! tile's compute), its await before the next barrier, its tile read after
+//! that barrier and before the last one.
+//!
 //! Output: each copied allocation grows to `S` slots; under `if lo < mid`
 //! (`mid = hi - min(T-1, S-1)` for a loop of `T >= 1` trips, else `lo`), a
 //! prologue issues tiles `lo .. lo+S-2` into slots `0 .. S-2`; ring
@@ -598,13 +602,17 @@ fn plan(k: &Kernel, region: Region, lp: Inst) -> Result<Plan, String> {
     let mut targets = Vec::new();
     let mut allocs = Vec::new();
     let mut strides: Vec<(Value, usize, Arg)> = Vec::new();
+    // Each copied allocation: the latest `barrier.cta` after an await of a
+    // copy into it, past which its reads may come.
+    let mut ready: HashMap<SharedId, usize> = HashMap::new();
     for (n, &i) in insts.iter().enumerate() {
         if family(k, i) != Some(Family::Copy) {
             continue;
         }
-        if n > first {
-            return Err("a copy comes after the first `barrier.cta`".into());
-        }
+        // The first `barrier.cta` after the copy: its await comes before.
+        let Some(&next) = barriers.iter().find(|&&b| b > n).filter(|&&b| b != last) else {
+            return Err("a copy comes after the last but one `barrier.cta`".into());
+        };
         let c = &k.insts[i];
         let dst = c.args[0].value().and_then(|v| derived.get(&v).copied());
         let Some(alloc) = dst else {
@@ -675,15 +683,17 @@ fn plan(k: &Kernel, region: Region, lp: Inst) -> Result<Plan, String> {
             })
             .collect();
         let await_at = match users.as_slice() {
-            [m] if family(k, insts[*m]) == Some(Family::Await) && *m < first => *m,
+            [m] if family(k, insts[*m]) == Some(Family::Await) && *m < next => *m,
             _ => return Err(
-                "a copy's token is used other than by one `await` before the first `barrier.cta`"
+                "a copy's token is used other than by one `await` before the next `barrier.cta`"
                     .into(),
             ),
         };
         if !allocs.contains(&alloc) {
             allocs.push(alloc);
         }
+        let at = ready.entry(alloc).or_insert(next);
+        *at = (*at).max(next);
         copies.push(i);
         awaits.push(insts[await_at]);
         targets.push(alloc);
@@ -718,10 +728,16 @@ fn plan(k: &Kernel, region: Region, lp: Inst) -> Result<Plan, String> {
             // tile unless it provably points elsewhere.
             let ptr = jd.args.first().and_then(|a| a.value());
             let space = ptr.map(|v| k.ty(v));
-            let other_shared = ptr
-                .and_then(|v| derived.get(&v))
-                .is_some_and(|a| !allocs.contains(a));
+            let into = ptr.and_then(|v| derived.get(&v));
+            let other_shared = into.is_some_and(|a| !allocs.contains(a));
             let may_be_tile = space != Some(Type::Ptr(Space::Global)) && !other_shared;
+            // The barrier past which the tile it may read is complete in
+            // every thread: its own, or the latest of any tile's.
+            let readable_after = into
+                .and_then(|a| ready.get(a))
+                .or_else(|| ready.values().max())
+                .copied()
+                .unwrap_or(first);
             bad = match &jd.op {
                 Op::Ptx(_) => Some(
                     "it has an asynchronous, atomic or synchronising operation besides the copies",
@@ -735,8 +751,8 @@ fn plan(k: &Kernel, region: Region, lp: Inst) -> Result<Plan, String> {
                     Some("it stores outside shared memory, which may alias a later tile's source (declare the pointer parameters `noalias` if they do not overlap)")
                 }
                 Op::Store(_) if may_be_tile => Some("it stores to a copied tile"),
-                Op::Load(_) if may_be_tile && (n < first || n > last) => {
-                    Some("it reads a copied tile outside the two `barrier.cta`")
+                Op::Load(_) if may_be_tile && (n < readable_after || n > last) => {
+                    Some("it reads a copied tile before the `barrier.cta` after its await or after the last `barrier.cta`")
                 }
                 _ => None,
             };
@@ -1464,7 +1480,7 @@ kernel @k(%src: ptr<global> align 16, %idx: ptr<global> align 16, %n: i32) {{
             ),
             (
                 module(2048, "1", "    %y = ld %tile : f32"),
-                "reads a copied tile outside the two `barrier.cta`",
+                "reads a copied tile before the `barrier.cta` after its await",
             ),
         ];
         for (m, reason) in cases {
