@@ -1686,6 +1686,7 @@ impl<'a> Engine<'a> {
             (Some(lo), Some(hi), Some(step)) if hi > lo => Some((hi - lo + step - 1) / step),
             _ => None,
         };
+
         // A run-time trip count with a small constant bound (a prologue
         // `for s = 0 to min.u(n, S - 1)` that stops early on short loops):
         // each iteration in turn, the loop leaving before any of them.
@@ -1990,6 +1991,11 @@ impl<'a> Engine<'a> {
         let inside = |v: Value| syms.loops[v.index()].contains(&inst);
         let mut exit = None;
         let mut head = entry.clone();
+        // The head before this one: where heads alternate (a record one
+        // back edge drops and the next brings back), each later head joins
+        // the one before, so that they only grow to a fixed point.
+        let mut before_head: Option<State> = None;
+        let mut ascending = false;
         for it in 0..MAX_ITERS {
             let size = head.ops.len()
                 + head.reads.len()
@@ -2091,6 +2097,10 @@ impl<'a> Engine<'a> {
             if it + 2 >= MAX_ITERS {
                 next.widen(inst);
             }
+            ascending |= before_head.as_ref() == Some(&next);
+            if ascending {
+                next = State::join(head.clone(), next);
+            }
             if next == head {
                 // The accesses still unordered after the loop: with no
                 // barrier or wait in the body, every iteration's (some
@@ -2115,7 +2125,7 @@ impl<'a> Engine<'a> {
                 });
                 break;
             }
-            head = next;
+            before_head = Some(std::mem::replace(&mut head, next));
         }
         (head, exit)
     }
