@@ -3980,6 +3980,16 @@ impl Report<'_> {
                     format!("order them: {release} (across CTAs, `.release.cluster` and `.acquire.cluster`)"))
             }
         };
+        // "an instance: the write by thread 0, the read by thread 32".
+        let instance = |p: &Access, q: &Access| {
+            format!(
+                "an instance: the {} by {}, the {} by {}",
+                noun(p.what),
+                self.instance(p.role, p.event),
+                noun(q.what),
+                self.instance(q.role, q.event)
+            )
+        };
         if let Some((a, r, b)) = self.relaxed_release(x, y) {
             return Diagnostic::error(
                 code,
@@ -3994,25 +4004,13 @@ impl Report<'_> {
             .with_secondary(self.span(a.role, a.event), format!("this {} is not released", noun(a.what)))
             .with_secondary(self.span(b.role, b.event), format!("this {} races with it", noun(b.what)))
             .with_help("make the arrive a release (`.release`, the default; `.release.cluster` across CTAs)")
-            .with_note(format!(
-                "an instance: the {} by {}, the {} by {}",
-                noun(a.what),
-                self.instance(a.role, a.event),
-                noun(b.what),
-                self.instance(b.role, b.event)
-            ));
+            .with_note(instance(a, b));
         }
         Diagnostic::error(code, message, self.span(primary.role, primary.event))
             .with_label(label)
             .with_secondary(self.span(secondary.role, secondary.event), note)
             .with_help(help)
-            .with_note(format!(
-                "an instance: the {} by {}, the {} by {}",
-                noun(primary.what),
-                self.instance(primary.role, primary.event),
-                noun(secondary.what),
-                self.instance(secondary.role, secondary.event)
-            ))
+            .with_note(instance(primary, secondary))
     }
 }
 
@@ -4170,32 +4168,37 @@ mod tests {
         assert_eq!(Syms::compute(&k).ring_period(&k), 1);
     }
 
-    #[test]
-    fn a_role_index_compared_picks_its_threads() {
-        // `%c = %tid.x - 128`, a consumer warp group's own index.
-        let k = kernel(
-            "  %tid = sreg tid.x\n  %c = sub %tid, 128 : i32\n  %one = cmp.eq %c, 0 : i32\n  %warp = cmp.ult %c, 32 : i32\n  %past = cmp.sge %c, 32 : i32\n",
-        );
+    /// The threads each named condition of `body` picks.
+    fn tid_sets(body: &str, names: &[&str]) -> Vec<Vec<(i64, i64)>> {
+        let k = kernel(body);
         let syms = Syms::compute(&k);
-        let cond = |name: &str| syms.tid_cond(&k, named(&k, name)).expect(name);
-        assert_eq!(cond("one"), vec![(128, 128)]);
-        // Unsigned: threads below 128 wrap round to the largest values.
-        assert_eq!(cond("warp"), vec![(128, 159)]);
-        // Signed: they stay below.
-        assert_eq!(cond("past"), vec![(160, i64::MAX)]);
+        names
+            .iter()
+            .map(|name| syms.tid_cond(&k, named(&k, name)).expect(name))
+            .collect()
     }
 
     #[test]
-    fn a_shifted_lane_index_picks_one_thread_per_group() {
-        // The first thread of each 64-thread consumer group from thread 32:
-        // `(%tid.x - 32) & 63 == 0`, wrapping below 32 (64 divides 2^32).
-        let k = kernel(
-            "  %tid = sreg tid.x\n  %c = sub %tid, 32 : i32\n  %l = and %c, 63 : i32\n  %first = cmp.eq %l, 0 : i32\n  %rest = cmp.ne %l, 0 : i32\n",
+    fn a_role_index_compared_picks_its_threads() {
+        // `%c = %tid.x - 128`, a consumer warp group's own index.
+        let sets = tid_sets(
+            "  %tid = sreg tid.x\n  %c = sub %tid, 128 : i32\n  %one = cmp.eq %c, 0 : i32\n  %warp = cmp.ult %c, 32 : i32\n  %past = cmp.sge %c, 32 : i32\n",
+            &["one", "warp", "past"],
         );
-        let syms = Syms::compute(&k);
-        let cond = |name: &str| syms.tid_cond(&k, named(&k, name)).expect(name);
-        assert_eq!(&cond("first")[..3], &[(32, 32), (96, 96), (160, 160)]);
-        assert_eq!(&cond("rest")[..2], &[(0, 31), (33, 95)]);
+        assert_eq!(sets[0], vec![(128, 128)]);
+        // Unsigned: threads below 128 wrap round to the largest values.
+        assert_eq!(sets[1], vec![(128, 159)]);
+        // Signed: they stay below.
+        assert_eq!(sets[2], vec![(160, i64::MAX)]);
+        // The first thread of each 64-thread consumer group from thread
+        // 32: `(%tid.x - 32) & 63 == 0`, wrapping below 32 (64 divides
+        // 2^32).
+        let sets = tid_sets(
+            "  %tid = sreg tid.x\n  %c = sub %tid, 32 : i32\n  %l = and %c, 63 : i32\n  %first = cmp.eq %l, 0 : i32\n  %rest = cmp.ne %l, 0 : i32\n",
+            &["first", "rest"],
+        );
+        assert_eq!(&sets[0][..3], &[(32, 32), (96, 96), (160, 160)]);
+        assert_eq!(&sets[1][..2], &[(0, 31), (33, 95)]);
     }
 
     #[test]
