@@ -1713,8 +1713,10 @@ const UB_TO_ERRORS: &[(&str, &[&str])] = &[
     ),
     // A write to an in-flight op's source or destination.
     ("U0102", &["E1003", "E1007"]),
-    // Two in-flight ops on the same bytes.
-    ("U0103", &["E1005", "E1003"]),
+    // Two in-flight ops on the same bytes: one writing what the other
+    // reads is E1003 at the writer, or E1001 at the reader where the
+    // bytes land from another CTA on the reader's barrier.
+    ("U0103", &["E1005", "E1003", "E1001"]),
     // A generic write the async proxy reads without a proxy fence.
     ("U0104", &["E1006"]),
     // An access to bytes an async op wrote, completion not observed: as

@@ -3920,6 +3920,16 @@ impl Report<'_> {
         })
     }
 
+    /// Whether async write `w` comes from another CTA than async read `r`
+    /// and completes on a barrier of `r`'s CTA: bytes landing in a CTA on
+    /// its own barrier are that CTA's to wait for (a split-K peer's
+    /// reduction into rank 0's accumulator).
+    fn lands_for(&self, w: &Access, r: &Access) -> bool {
+        let rank = self.roles[r.role].0.rank;
+        self.roles[w.role].0.rank != rank
+            && matches!(&self.event(w.role, w.event).step, Step::Async { done: Done::Phase(bars, _), .. } if bars.iter().any(|b| b.cta == rank))
+    }
+
     /// The diagnostic for an unordered pair: `x` is the async access when
     /// there is one. Where a `.relaxed` arrive is all that leaves them
     /// unordered ([`Report::relaxed_release`]), it is reported at that
@@ -3961,10 +3971,17 @@ impl Report<'_> {
                 "wait for the copy's completion (its mbarrier phase) before writing, or issue the copy after the write is released to the issuing thread".to_string()),
             (Use::AsyncRead, Use::AsyncWrite) | (Use::AsyncWrite, Use::AsyncRead) => {
                 let (w, r) = if x.what == Use::AsyncRead { (y, x) } else { (x, y) };
-                ("E1003", "an async copy writes the source of an async copy still in flight", w,
-                    "nothing orders this copy after the other one has read its source".to_string(), r,
-                    "the async copy reading these bytes".to_string(),
-                    format!("order the copies: {release}"))
+                if self.lands_for(w, r) {
+                    ("E1001", "an async copy reads bytes another CTA's async copy writes here, before its completion is observed", r,
+                        "no wait on the phase the other copy completes on in this CTA orders this copy after it".to_string(), w,
+                        "the async copy writing these bytes, from another CTA".to_string(),
+                        "wait (acquire, `.cluster`) on the mbarrier phase the other CTA's copy completes on before issuing this one".to_string())
+                } else {
+                    ("E1003", "an async copy writes the source of an async copy still in flight", w,
+                        "nothing orders this copy after the other one has read its source".to_string(), r,
+                        "the async copy reading these bytes".to_string(),
+                        format!("order the copies: {release}"))
+                }
             }
             _ => {
                 // A write in a later iteration of its outermost loop than
