@@ -1652,9 +1652,6 @@ impl<'a> Engine<'a> {
             return;
         }
         let mut entry = st.clone();
-        if let Some(lo) = lo {
-            entry.map_guards(|g| Some(g.or(Some((inst, lo)))));
-        }
         rename(&mut entry, &inits, &args[1.min(args.len())..]);
         // Carried `i1` values that start as constants: known in the first
         // iteration (a poll loop's "done" flag).
@@ -1670,9 +1667,6 @@ impl<'a> Engine<'a> {
         entry.known.extend(flags.iter().map(|(v, b)| (*v, *b)));
         let yields = cpflow_ir::facts::yield_args(k, body);
         let yielded: Vec<Option<Value>> = yields.iter().map(|a| a.value()).collect();
-        let report = self.report;
-        self.report = false;
-        self.loops.push(inst);
         // A loop with constant bounds lo < hi runs at least once: it exits
         // from a back edge, never straight from the entry (an init loop
         // leaves its barriers initialised). So does one taken to
@@ -1703,13 +1697,17 @@ impl<'a> Engine<'a> {
                     }
                 });
             if (1..=MAX_UNROLLED).contains(&most) {
-                let mut first = st.clone();
-                rename(&mut first, &inits, &args[1.min(args.len())..]);
-                first.known.extend(flags.iter().map(|(v, b)| (*v, *b)));
-                self.unrolled(inst, first, st, lo, step, most, runs);
+                self.unrolled(inst, entry, st, lo, step, most, runs);
                 return;
             }
         }
+        // Ops pending at the entry are pending in the first iteration.
+        if let Some(lo) = lo {
+            entry.map_guards(|g| Some(g.or(Some((inst, lo)))));
+        }
+        let report = self.report;
+        self.report = false;
+        self.loops.push(inst);
         if trips == Some(1) {
             // One iteration: the body runs once from the entry state, with
             // no back edge (nothing of a "next iteration" to race with).
