@@ -754,6 +754,65 @@ impl Kernel {
         out
     }
 
+    /// The polls (`mbarrier.test_wait` / `try_wait` outside poll loops)
+    /// whose result only decides whether a blocking wait on the poll's own
+    /// phase runs: every use of it, or of its negation `xor %ok, 1`, is an
+    /// `if` holding such a wait, or it has none (CUTLASS's
+    /// `consumer_try_wait` and `consumer_wait(token)`). A failed poll
+    /// leaves the ordering to that wait.
+    pub fn guarding_polls(&self) -> std::collections::HashSet<Inst> {
+        let mut users: std::collections::HashMap<Value, Vec<Inst>> =
+            std::collections::HashMap::new();
+        let mut polls = Vec::new();
+        self.walk(self.body, &mut |i| {
+            for v in self.insts[i].args.iter().filter_map(|a| a.value()) {
+                users.entry(v).or_default().push(i);
+            }
+            if matches!(&self.insts[i].op, Op::Ptx(p) if matches!(p.family.sync(), spec::SyncEffect::PhaseWait(spec::WaitKind::Test | spec::WaitKind::Try)))
+            {
+                polls.push(i);
+            }
+        });
+        let blocking = self.blocking_polls();
+        let used_by = |v: Value| users.get(&v).map_or(&[][..], Vec::as_slice);
+        polls
+            .into_iter()
+            .filter(|p| !blocking.contains(p))
+            .filter(|&p| {
+                let data = &self.insts[p];
+                let (Some(&ok), Some(phase)) = (
+                    data.results.first(),
+                    data.args.first().and_then(|a| a.value()),
+                ) else {
+                    return false;
+                };
+                // An `if` with a blocking wait on `phase` in a branch.
+                let guards = |i: &Inst| {
+                    let d = &self.insts[*i];
+                    let mut found = false;
+                    for &r in d.regions.iter().filter(|_| d.op == Op::If) {
+                        self.walk(r, &mut |j| {
+                            let w = &self.insts[j];
+                            found |= matches!(&w.op, Op::Ptx(q) if q.family.sync() == spec::SyncEffect::PhaseWait(spec::WaitKind::Blocking))
+                                && w.args.first().and_then(|a| a.value()) == Some(phase);
+                        });
+                    }
+                    found
+                };
+                used_by(ok).iter().all(|i| {
+                    let d = &self.insts[*i];
+                    let negation = d.op == Op::Binary(BinaryOp::Xor)
+                        && d.args.iter().any(|a| self.const_int(*a) == Some(1));
+                    guards(i)
+                        || (negation
+                            && d.results
+                                .first()
+                                .is_some_and(|&n| used_by(n).iter().all(guards)))
+                })
+            })
+            .collect()
+    }
+
     /// All instructions of `region` and the regions nested in it, in program order.
     pub fn walk(&self, region: Region, f: &mut impl FnMut(Inst)) {
         for &inst in &self.regions[region].insts {

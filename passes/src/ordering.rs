@@ -1519,7 +1519,7 @@ impl<'a> Tracer<'a> {
                 // until it does), but one whose failure only decides
                 // whether a blocking wait on its phase runs fails: that is
                 // the path the wait must cover.
-                let fails = !blocking && poll_guards_its_wait(k, inst);
+                let fails = self.syms.guarding_polls.contains(&inst);
                 self.push(
                     inst,
                     Step::Wait {
@@ -4029,51 +4029,6 @@ impl Report<'_> {
             .with_help(help)
             .with_note(instance(primary, secondary))
     }
-}
-
-/// Whether every use of poll `poll`'s result (through `xor 1`) is an `if`
-/// whose branches hold a blocking wait on the poll's phase, or it has none:
-/// CUTLASS's `consumer_try_wait` and `consumer_wait(token)`, where a
-/// failed poll leaves the ordering to the wait.
-fn poll_guards_its_wait(k: &Kernel, poll: Inst) -> bool {
-    let data = &k.insts[poll];
-    let (Some(&res), Some(phase)) = (
-        data.results.first(),
-        data.args.first().and_then(|a| a.value()),
-    ) else {
-        return false;
-    };
-    let waits_on_phase = |r: Region| {
-        let mut found = false;
-        k.walk(r, &mut |i| {
-            let d = &k.insts[i];
-            found |= matches!(&d.op, Op::Ptx(p) if p.family.sync() == SyncEffect::PhaseWait(WaitKind::Blocking))
-                && d.args.first().and_then(|a| a.value()) == Some(phase);
-        });
-        found
-    };
-    let mut all = Vec::new();
-    k.walk(k.body, &mut |i| all.push(i));
-    let uses = |v: Value| -> Vec<Inst> {
-        all.iter()
-            .copied()
-            .filter(|&i| k.insts[i].args.iter().any(|a| a.value() == Some(v)))
-            .collect()
-    };
-    let guards = |i: Inst| {
-        let d = &k.insts[i];
-        d.op == Op::If && d.regions.iter().any(|&r| waits_on_phase(r))
-    };
-    uses(res).into_iter().all(|i| {
-        let d = &k.insts[i];
-        let negated =
-            d.op == Op::Binary(BinaryOp::Xor) && d.args.iter().any(|a| k.const_int(*a) == Some(1));
-        guards(i)
-            || (negated
-                && d.results
-                    .first()
-                    .is_some_and(|&n| uses(n).into_iter().all(guards)))
-    })
 }
 
 #[cfg(test)]

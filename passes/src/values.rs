@@ -105,6 +105,9 @@ pub struct Syms {
     /// The polls that poll loops repeat until they succeed
     /// ([`Kernel::exit_poll`]): each returns once its phase completes.
     blocking_polls: HashSet<Inst>,
+    /// The polls whose result only decides whether a blocking wait on
+    /// their phase runs ([`Kernel::guarding_polls`]).
+    pub guarding_polls: HashSet<Inst>,
 }
 
 /// The most (rank, iteration) cases [`Syms::never_own_rank`] enumerates.
@@ -348,6 +351,7 @@ impl Syms {
             tid_below: HashMap::new(),
             named_floor: HashMap::new(),
             blocking_polls: k.blocking_polls(),
+            guarding_polls: k.guarding_polls(),
         };
         for (i, &p) in k.params.iter().enumerate() {
             s.vals[p.index()] = match k.ty(p) {
