@@ -33,8 +33,9 @@
 //! between: a fence executed by more threads orders no less); a fence
 //! already directly before that loop absorbs it. A fence after a bulk
 //! `wait_group` or a blocking mbarrier wait (or a loop or `if` holding
-//! one), with no generic shared write between, is never hoisted: it orders the async reads the wait observes
-//! ahead of writes that may come after the loop.
+//! one), with no generic shared write between, is never hoisted: it orders
+//! the async reads the wait observes ahead of writes that may come after
+//! the loop.
 //!
 //! Idempotent: a fence already in place is not added again. Assumes the
 //! module verifies clean; it does not add barriers (the abstract program
