@@ -127,6 +127,9 @@ pub struct Engine<'a> {
     /// The `%tid.x` range of the threads that run the instruction being
     /// analysed, where narrower than every thread ([`Syms::tid_hull`]).
     here: Option<(i64, i64)>,
+    /// The loops run iteration by iteration ([`Engine::unrolled`]) whose
+    /// iteration is being walked, with their induction variable's value.
+    pinned: Vec<(Inst, i64)>,
     /// While comparing with accesses of other threads that run the same
     /// code (`race_with_others`): `here` for their `%tid.x` too.
     other_here: Option<(i64, i64)>,
@@ -249,6 +252,7 @@ impl<'a> Engine<'a> {
             exhausted: None,
             disjoint_seen: RefCell::new(HashMap::new()),
             here: None,
+            pinned: Vec::new(),
             other_here: None,
             assumed_runs: BTreeSet::new(),
         }
@@ -508,10 +512,19 @@ impl<'a> Engine<'a> {
     }
 
     fn guarded(&self, e: &Affine, guard: Option<(Inst, i64)>) -> Affine {
+        let pinned = self.pinned(e);
+        let e = &pinned;
         match guard {
             Some((l, c)) if self.loops.contains(&l) => e.subst(&Atom::Iv(l), &Affine::constant(c)),
             _ => e.clone(),
         }
+    }
+
+    /// `e` in the iterations being walked of the loops run one by one.
+    fn pinned(&self, e: &Affine) -> Affine {
+        self.pinned.iter().fold(e.clone(), |e, &(l, v)| {
+            e.subst(&Atom::Iv(l), &Affine::constant(v))
+        })
     }
 
     /// May `a` (this thread) overlap `b` (of record `r`, by this thread or, with `cross`, another)?
@@ -544,13 +557,17 @@ impl<'a> Engine<'a> {
         if ba == Base::Unknown || bb == Base::Unknown {
             return true;
         }
+        let (oa, ob) = (&self.pinned(oa), &self.pinned(ob));
         // The guard matters only inside its loop.
         let guard = guard.filter(|(l, _)| self.loops.contains(l));
         let (sa, sb) = (a.size.unwrap_or(HUGE), b.size.unwrap_or(HUGE));
         // Bounds on `%tid.x` by a value (tree reductions, `%tid.x < w`)
         // matter between threads.
         let below = if cross {
-            [a.below.clone(), b.below.clone()]
+            [
+                a.below.as_ref().map(|x| self.pinned(x)),
+                b.below.as_ref().map(|x| self.pinned(x)),
+            ]
         } else {
             [None, None]
         };
@@ -1697,9 +1714,22 @@ impl<'a> Engine<'a> {
                     }
                 });
             if (1..=MAX_UNROLLED).contains(&most) {
-                self.unrolled(inst, entry, st, lo, step, most, runs);
+                self.unrolled(inst, entry, st, lo, step, most, i64::from(runs));
                 return;
             }
+        }
+        // A few constant trips of a straight-line body: each in turn, its
+        // ops known by iteration (a fixed point would forget the offsets
+        // that name the iteration).
+        let straight = k.regions[body]
+            .insts
+            .iter()
+            .all(|&i| k.insts[i].regions.is_empty());
+        if let (Some(t @ 2..=MAX_UNROLLED), Some(lo), Some(step), true) =
+            (trips, lo, step, straight)
+        {
+            self.unrolled(inst, entry, st, lo, step, t, t);
+            return;
         }
         // Ops pending at the entry are pending in the first iteration.
         if let Some(lo) = lo {
@@ -1800,9 +1830,9 @@ impl<'a> Engine<'a> {
 
     /// Runs loop `inst` as its iterations `lo + i·step`, `i < most`, each
     /// from the state the one before left, its ops then known by their
-    /// iteration; the loop may leave before each of them but the first
-    /// when it `runs`. `st` becomes the join of those exits and of the
-    /// exit after the last.
+    /// iteration; the loop may leave before each of them from iteration
+    /// `least` on. `st` becomes the join of those exits and of the exit
+    /// after the last.
     #[allow(clippy::too_many_arguments)]
     fn unrolled(
         &mut self,
@@ -1812,7 +1842,7 @@ impl<'a> Engine<'a> {
         lo: i64,
         step: i64,
         most: i64,
-        runs: bool,
+        least: i64,
     ) {
         let k = self.k;
         let body = k.insts[inst].regions[0];
@@ -1826,10 +1856,12 @@ impl<'a> Engine<'a> {
         let mut exits: Vec<State> = Vec::new();
         self.loops.push(inst);
         for i in 0..most {
-            if i > 0 || !runs {
+            if i >= least {
                 exits.push(s.clone());
             }
+            self.pinned.push((inst, lo + i * step));
             self.region(body, &mut s);
+            self.pinned.pop();
             rename(&mut s, &yielded, &args[1.min(args.len())..]);
             s.exit_after(inst, &Affine::constant(lo + i * step), &Affine::constant(i));
         }

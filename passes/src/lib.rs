@@ -55,7 +55,7 @@ const MAX_ZERO_TRIP_LOOPS: usize = 8;
 /// committed or waited for only inside it. (Others, such as an
 /// initialisation loop's barriers, stay errors: the analysis of the
 /// iterations does not count which indices a loop reached.)
-const ZERO_TRIP_CODES: &[&str] = &["E1001", "E1002", "E1003", "E1014", "E1015"];
+const ZERO_TRIP_CODES: &[&str] = &["E1001", "E1002", "E1003", "E1005", "E1014", "E1015"];
 
 /// The per-thread analysis ([`engine::Engine`]). An error that goes away
 /// when the loops whose bounds are not constants are taken to run at least
