@@ -85,13 +85,13 @@ pub fn same_runs(
 ) -> Result<(), Disagreement> {
     for (n, line) in lines.iter().enumerate() {
         let mut at = line.launch.clone();
-        if let Some([x, ..]) = after
+        if let Some(block) = after
             .kernels
             .iter()
             .find(|k| k.name == at.kernel)
             .and_then(|k| k.block)
         {
-            at.threads = x;
+            at.threads = block.iter().product();
         }
         for schedule in schedules {
             let fail = |input: bool, why: String| Disagreement {

@@ -170,7 +170,7 @@ pub fn generate(seed: u64) -> Loop {
     );
     for t in &trips {
         text.push_str(&format!(
-            "// run: @gen 1x{threads} %a=f32:{src_bytes} %b=f32:{src_bytes} %out=zero:{out_bytes}:f32 %dst=zero:{}:f32 %n={}\n",
+            "// run: @gen 1x{threads} %a={src_bytes}b %b={src_bytes}b %out=zero:{out_bytes}:f32 %dst=zero:{}:f32 %n={}\n",
             4 * threads,
             bound(*t)
         ));
