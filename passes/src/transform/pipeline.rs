@@ -400,16 +400,19 @@ pub fn pipeline(
     out
 }
 
-/// Rewrites loop `lp` of `region`, of constant step `c >= 2`, to step 1:
-/// `for %j = 0 to T step 1` with `T` its trip count (`(hi - lo - 1) div.u
-/// c + 1` when the loop runs, else 0), and the old index `lo + j * c`
-/// computed at the top of the body. The same iterations run with the same
-/// index values; `T` fits in i32 because `c >= 2`. `None` for another
-/// step.
+/// Rewrites loop `lp` of `region`, of constant step `c >= 2` or of step 1
+/// from a run-time start (a split-K CTA's `%ctaid.x * chunk`), to a loop
+/// from 0 by 1: `for %j = 0 to T step 1` with `T` its trip count (`(hi -
+/// lo - 1) div.u c + 1` when the loop runs, else 0), and the old index `lo
+/// + j * c` computed at the top of the body. The same iterations run with
+/// the same index values; `T` fits in i32 because `c >= 2`, or, for step
+/// 1, when the bounds are less than 2^31 apart (the loop's own trip count
+/// then). `None` for another loop.
 fn unit_step(k: &Kernel, region: Region, lp: Inst) -> Option<Kernel> {
+    let from_zero = k.const_int(k.insts[lp].args[0]).is_some();
     let c = k
         .const_int(k.insts[lp].args[2])
-        .filter(|&c| c >= 2 && i32::try_from(c).is_ok())?;
+        .filter(|&c| (c >= 2 || c == 1 && !from_zero) && i32::try_from(c).is_ok())?;
     let mut out = k.clone();
     let k = &mut out;
     let (lo, hi) = (k.insts[lp].args[0], k.insts[lp].args[1]);
@@ -432,11 +435,15 @@ fn unit_step(k: &Kernel, region: Region, lp: Inst) -> Option<Kernel> {
             let runs = op(&mut b, slt, vec![lo, hi], Type::I1, "unit_runs");
             let sub = Op::Binary(BinaryOp::Sub);
             let d = op(&mut b, sub.clone(), vec![hi, lo], Type::I32, "unit_dist");
-            let d1 = op(&mut b, sub, vec![d, imm(1)], Type::I32, "unit_dist");
-            let div = Op::Binary(BinaryOp::DivU);
-            let q = op(&mut b, div, vec![d1, imm(c)], Type::I32, "unit_trips");
-            let add = Op::Binary(BinaryOp::Add);
-            let t = op(&mut b, add, vec![q, imm(1)], Type::I32, "unit_trips");
+            let t = if c == 1 {
+                d
+            } else {
+                let d1 = op(&mut b, sub, vec![d, imm(1)], Type::I32, "unit_dist");
+                let div = Op::Binary(BinaryOp::DivU);
+                let q = op(&mut b, div, vec![d1, imm(c)], Type::I32, "unit_trips");
+                let add = Op::Binary(BinaryOp::Add);
+                op(&mut b, add, vec![q, imm(1)], Type::I32, "unit_trips")
+            };
             op(
                 &mut b,
                 Op::Select,
@@ -458,20 +465,23 @@ fn unit_step(k: &Kernel, region: Region, lp: Inst) -> Option<Kernel> {
         noalias: false,
     });
     b.k.regions[body].args[0] = j;
-    let (scaled_at, scaled) = b.inst1(
-        Op::Binary(BinaryOp::Mul),
-        vec![val(j), imm(c)],
-        Type::I32,
-        "unit_off",
-    );
-    let (index_at, _) = b.inst1(
-        Op::Binary(BinaryOp::Add),
-        vec![lo, val(scaled)],
-        Type::I32,
-        "k",
-    );
+    let mut top = Vec::new();
+    let offset = if c == 1 {
+        val(j)
+    } else {
+        let (at, scaled) = b.inst1(
+            Op::Binary(BinaryOp::Mul),
+            vec![val(j), imm(c)],
+            Type::I32,
+            "unit_off",
+        );
+        top.push(at);
+        val(scaled)
+    };
+    let (index_at, _) = b.inst1(Op::Binary(BinaryOp::Add), vec![lo, offset], Type::I32, "k");
+    top.push(index_at);
     b.redefine(iv, index_at, Type::I32);
-    b.k.regions[body].insts.splice(0..0, [scaled_at, index_at]);
+    b.k.regions[body].insts.splice(0..0, top);
     b.k.insts[lp].args[0] = imm(0);
     b.k.insts[lp].args[1] = trips;
     b.k.insts[lp].args[2] = imm(1);
