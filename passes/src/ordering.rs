@@ -706,9 +706,10 @@ const EXACT_EXTENT_THREADS: i64 = 1024;
 const MAX_TID: i64 = 1023;
 
 /// `%tid.x` values on both sides of every constant the kernel compares a
-/// thread index, lane or warp index with, and each compared lane within
-/// each compared warp, so that each side of each such condition (and of
-/// their conjunctions) has a representative. Not bounded by the largest
+/// thread index, lane or warp index with (an `elect.sync` compares the lane
+/// it elects), and each compared lane within each compared warp, so that
+/// each side of each such condition (and of their conjunctions) has a
+/// representative. Not bounded by the largest
 /// `%tid.x` the shared accesses allow: a thread that makes none of them
 /// (an elected producer after the consumers) is not bounded by them.
 fn representative_tids(k: &Kernel, syms: &Syms) -> Vec<i64> {
@@ -719,6 +720,19 @@ fn representative_tids(k: &Kernel, syms: &Syms) -> Vec<i64> {
     let tid = Affine::atom(Atom::Tid(0));
     k.walk(k.body, &mut |i| {
         let data = &k.insts[i];
+        // The lane `elect.sync` elects is compared with every lane: it and
+        // the next stand for the warp's two sides (a copy an elected lane
+        // issues is one thread's, its bytes counted once).
+        if matches!(&data.op, Op::Ptx(p) if p.family.sync() == SyncEffect::Elect) {
+            let mask = data
+                .args
+                .first()
+                .map_or(Some(i64::from(u32::MAX)), |a| k.const_int(*a));
+            if let Some(lane) = mask.map(|m| i64::from(elected_lane(m))) {
+                lanes.extend([lane, lane.saturating_add(1)]);
+            }
+            return;
+        }
         if !matches!(data.op, Op::Cmp(..)) || data.args.len() != 2 {
             return;
         }
