@@ -8,8 +8,10 @@
 //! emitted in the reporting walk, which runs each loop body once more from
 //! its fixed-point head state, so each hazard is reported once.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::rc::Rc;
 
 use cpflow_ir::diag::{Diagnostic, Span};
@@ -123,7 +125,9 @@ pub struct Engine<'a> {
     exhausted: Option<Inst>,
     /// Answers of [`disjoint`] for [`Engine::overlap`], which asks the
     /// same questions in every iteration of a loop's fixed point.
-    disjoint_seen: RefCell<HashMap<DisjointQuery, bool>>,
+    /// Keyed by the query's hash, taken from borrowed parts (a hit clones
+    /// nothing); each bucket holds the queries with that hash.
+    disjoint_seen: RefCell<HashMap<u64, Vec<(DisjointQuery, bool)>>>,
     /// The `%tid.x` range of the threads that run the instruction being
     /// analysed, where narrower than every thread ([`Syms::tid_hull`]).
     here: Option<(i64, i64)>,
@@ -513,7 +517,7 @@ impl<'a> Engine<'a> {
 
     fn guarded(&self, e: &Affine, guard: Option<(Inst, i64)>) -> Affine {
         let pinned = self.pinned(e);
-        let e = &pinned;
+        let e = pinned.as_ref();
         match guard {
             Some((l, c)) if self.loops.contains(&l) => e.subst(&Atom::Iv(l), &Affine::constant(c)),
             _ => e.clone(),
@@ -521,10 +525,13 @@ impl<'a> Engine<'a> {
     }
 
     /// `e` in the iterations being walked of the loops run one by one.
-    fn pinned(&self, e: &Affine) -> Affine {
-        self.pinned.iter().fold(e.clone(), |e, &(l, v)| {
+    fn pinned<'e>(&self, e: &'e Affine) -> Cow<'e, Affine> {
+        if self.pinned.is_empty() {
+            return Cow::Borrowed(e);
+        }
+        Cow::Owned(self.pinned.iter().fold(e.clone(), |e, &(l, v)| {
             e.subst(&Atom::Iv(l), &Affine::constant(v))
-        })
+        }))
     }
 
     /// May `a` (this thread) overlap `b` (of record `r`, by this thread or, with `cross`, another)?
@@ -557,7 +564,8 @@ impl<'a> Engine<'a> {
         if ba == Base::Unknown || bb == Base::Unknown {
             return true;
         }
-        let (oa, ob) = (&self.pinned(oa), &self.pinned(ob));
+        let (oa, ob) = (self.pinned(oa), self.pinned(ob));
+        let (oa, ob) = (oa.as_ref(), ob.as_ref());
         // The guard matters only inside its loop.
         let guard = guard.filter(|(l, _)| self.loops.contains(l));
         let (sa, sb) = (a.size.unwrap_or(HUGE), b.size.unwrap_or(HUGE));
@@ -565,12 +573,26 @@ impl<'a> Engine<'a> {
         // matter between threads.
         let below = if cross {
             [
-                a.below.as_ref().map(|x| self.pinned(x)),
-                b.below.as_ref().map(|x| self.pinned(x)),
+                a.below.as_ref().map(|x| self.pinned(x).into_owned()),
+                b.below.as_ref().map(|x| self.pinned(x).into_owned()),
             ]
         } else {
             [None, None]
         };
+        let hash = {
+            let mut h = DefaultHasher::new();
+            (oa, sa, ob, sb, guard, cross, self.here, other, &below).hash(&mut h);
+            h.finish()
+        };
+        let same = |q: &DisjointQuery| {
+            (&q.0, q.1, &q.2, q.3, q.4, q.5, q.6, q.7, &q.8)
+                == (oa, sa, ob, sb, guard, cross, self.here, other, &below)
+        };
+        if let Some(bucket) = self.disjoint_seen.borrow().get(&hash) {
+            if let Some((_, apart)) = bucket.iter().find(|(q, _)| same(q)) {
+                return !apart;
+            }
+        }
         let key = (
             oa.clone(),
             sa,
@@ -582,9 +604,6 @@ impl<'a> Engine<'a> {
             other,
             below.clone(),
         );
-        if let Some(&apart) = self.disjoint_seen.borrow().get(&key) {
-            return !apart;
-        }
         let oa = self.guarded(oa, guard);
         let mut ob = self.guarded(ob, guard);
         if cross {
@@ -612,7 +631,11 @@ impl<'a> Engine<'a> {
                 disjoint(&oa, sa, &ob, sb, cross, &bounds)
             }
         };
-        self.disjoint_seen.borrow_mut().insert(key, apart);
+        self.disjoint_seen
+            .borrow_mut()
+            .entry(hash)
+            .or_default()
+            .push((key, apart));
         !apart
     }
 

@@ -60,7 +60,7 @@
 //! group value), it assumes the wait completes every group, which only
 //! adds ordering.
 
-use std::cell::{Cell, OnceCell};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use petgraph::algo::kosaraju_scc;
@@ -1930,6 +1930,10 @@ fn role_threads(ranges: &[(i64, i64)], block: [u32; 3]) -> i64 {
 /// most instances of it that name one phase in one thread.
 type ArrivalSite = (i64, BTreeMap<i64, i64>);
 
+/// A question [`disjoint`] answers in [`Report::races`]: two offsets and
+/// sizes, and whether the threads are distinct.
+type OverlapQuery = (Affine, i64, Affine, i64, bool);
+
 /// The generation of each CTA-barrier arrival, by (role, event).
 type Assignment = HashMap<(usize, usize), usize>;
 
@@ -3665,6 +3669,19 @@ impl Report<'_> {
             let set = reach.entry(a).or_insert_with(|| self.g.reach(a, false));
             a == b || set[b.index() / 64] >> (b.index() % 64) & 1 == 1
         };
+        // The same offsets meet again in every unrolled iteration: each
+        // question is answered once (the per-thread proofs count against
+        // the budget).
+        let answers: RefCell<HashMap<OverlapQuery, bool>> = RefCell::default();
+        let apart = |x: &Affine, sx: i64, y: Affine, sy: i64, distinct: bool| {
+            let key = (x.clone(), sx, y, sy, distinct);
+            if let Some(&known) = answers.borrow().get(&key) {
+                return known;
+            }
+            let found = disjoint(&key.0, sx, &key.2, sy, distinct, bounds);
+            answers.borrow_mut().insert(key, found);
+            found
+        };
         let overlap = |a: &Access, b: &Access| {
             let (Some(x), Some(y)) = (&a.bytes.off, &b.bytes.off) else {
                 return true;
@@ -3672,19 +3689,12 @@ impl Report<'_> {
             if a.role == b.role {
                 // The same thread's (another thread of the role is the
                 // engine's business).
-                return !disjoint(x, a.bytes.size, y, b.bytes.size, false, bounds);
+                return !apart(x, a.bytes.size, y.clone(), b.bytes.size, false);
             }
             // Threads of two roles of one CTA differ; of two CTAs, their
             // `%tid.x` may be equal.
             let distinct = self.roles[a.role].0.rank == self.roles[b.role].0.rank;
-            if disjoint(
-                x,
-                a.bytes.size,
-                &y.other_thread(),
-                b.bytes.size,
-                distinct,
-                bounds,
-            ) {
+            if apart(x, a.bytes.size, y.other_thread(), b.bytes.size, distinct) {
                 return false;
             }
             match (self.extent(a), self.extent(b)) {
