@@ -1931,8 +1931,9 @@ fn role_threads(ranges: &[(i64, i64)], block: [u32; 3]) -> i64 {
 type ArrivalSite = (i64, BTreeMap<i64, i64>);
 
 /// A question [`disjoint`] answers in [`Report::races`]: two offsets and
-/// sizes, and whether the threads are distinct.
-type OverlapQuery = (Affine, i64, Affine, i64, bool);
+/// sizes, whether the second is another thread's, and whether the threads
+/// are distinct.
+type OverlapQuery = (Affine, i64, Affine, i64, bool, bool);
 
 /// The generation of each CTA-barrier arrival, by (role, event).
 type Assignment = HashMap<(usize, usize), usize>;
@@ -3673,12 +3674,17 @@ impl Report<'_> {
         // question is answered once (the per-thread proofs count against
         // the budget).
         let answers: RefCell<HashMap<OverlapQuery, bool>> = RefCell::default();
-        let apart = |x: &Affine, sx: i64, y: Affine, sy: i64, distinct: bool| {
-            let key = (x.clone(), sx, y, sy, distinct);
+        // `y` of another thread with `other` (renamed only when asked).
+        let apart = |x: &Affine, sx: i64, y: &Affine, sy: i64, other: bool, distinct: bool| {
+            let key = (x.clone(), sx, y.clone(), sy, other, distinct);
             if let Some(&known) = answers.borrow().get(&key) {
                 return known;
             }
-            let found = disjoint(&key.0, sx, &key.2, sy, distinct, bounds);
+            let found = if other {
+                disjoint(x, sx, &y.other_thread(), sy, distinct, bounds)
+            } else {
+                disjoint(x, sx, y, sy, distinct, bounds)
+            };
             answers.borrow_mut().insert(key, found);
             found
         };
@@ -3689,12 +3695,12 @@ impl Report<'_> {
             if a.role == b.role {
                 // The same thread's (another thread of the role is the
                 // engine's business).
-                return !apart(x, a.bytes.size, y.clone(), b.bytes.size, false);
+                return !apart(x, a.bytes.size, y, b.bytes.size, false, false);
             }
             // Threads of two roles of one CTA differ; of two CTAs, their
             // `%tid.x` may be equal.
             let distinct = self.roles[a.role].0.rank == self.roles[b.role].0.rank;
-            if apart(x, a.bytes.size, y.other_thread(), b.bytes.size, distinct) {
+            if apart(x, a.bytes.size, y, b.bytes.size, true, distinct) {
                 return false;
             }
             match (self.extent(a), self.extent(b)) {
