@@ -715,13 +715,18 @@ fn plan(k: &Kernel, region: Region, lp: Inst) -> Result<Plan, String> {
         .iter()
         .map(|&c| k.insts[c].args[1].value().and_then(|v| param_of(k, v)))
         .collect();
-    let apart_from_sources = |ptr: Option<Value>| {
-        let p = ptr.and_then(|v| param_of(k, v));
-        p.is_some_and(|p| {
-            sources
-                .iter()
-                .all(|q| q.is_some_and(|q| q != p && (k.values[p].noalias || k.values[q].noalias)))
-        })
+    // Why a global store through `ptr` may reach a later tile's source.
+    let may_alias = |ptr: Option<Value>| -> Option<&'static str> {
+        let Some(p) = ptr.and_then(|v| param_of(k, v)) else {
+            return Some("it stores outside shared memory, which may alias a later tile's source (its pointer is not a kernel parameter plus an offset)");
+        };
+        if sources.contains(&Some(p)) {
+            return Some("it stores outside shared memory, which may alias a later tile's source (it stores through the parameter a copy reads)");
+        }
+        let apart = sources
+            .iter()
+            .all(|q| q.is_some_and(|q| k.values[p].noalias || k.values[q].noalias));
+        (!apart).then_some("it stores outside shared memory, which may alias a later tile's source (declare the pointer parameters `noalias` if they do not overlap)")
     };
     // The rest of the body: reads of the tiles between the barriers, no
     // other memory writes than stores to other shared allocations or to
@@ -752,11 +757,7 @@ fn plan(k: &Kernel, region: Region, lp: Inst) -> Result<Plan, String> {
                 Op::Ptx(_) => Some(
                     "it has an asynchronous, atomic or synchronising operation besides the copies",
                 ),
-                Op::Store(_)
-                    if space == Some(Type::Ptr(Space::Global)) && apart_from_sources(ptr) =>
-                {
-                    None
-                }
+                Op::Store(_) if space == Some(Type::Ptr(Space::Global)) => may_alias(ptr),
                 Op::Store(_) if space != Some(Type::Ptr(Space::Shared)) => {
                     Some("it stores outside shared memory, which may alias a later tile's source (declare the pointer parameters `noalias` if they do not overlap)")
                 }
