@@ -759,8 +759,12 @@ impl Kernel {
     /// phase runs: every use of it, or of its negation `xor %ok, 1`, is an
     /// `if` holding such a wait, or it has none (CUTLASS's
     /// `consumer_try_wait` and `consumer_wait(token)`). A failed poll
-    /// leaves the ordering to that wait.
-    pub fn guarding_polls(&self) -> std::collections::HashSet<Inst> {
+    /// leaves the ordering to that wait. `blocking` are the kernel's
+    /// [`Kernel::blocking_polls`], which are not such polls.
+    pub fn guarding_polls(
+        &self,
+        blocking: &std::collections::HashSet<Inst>,
+    ) -> std::collections::HashSet<Inst> {
         let mut users: std::collections::HashMap<Value, Vec<Inst>> =
             std::collections::HashMap::new();
         let mut polls = Vec::new();
@@ -773,7 +777,6 @@ impl Kernel {
                 polls.push(i);
             }
         });
-        let blocking = self.blocking_polls();
         let used_by = |v: Value| users.get(&v).map_or(&[][..], Vec::as_slice);
         polls
             .into_iter()

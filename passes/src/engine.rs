@@ -515,9 +515,8 @@ impl<'a> Engine<'a> {
         self.syms.single_thread(self.k, c)
     }
 
+    /// `e` (already [`Engine::pinned`]) in the guard's iteration.
     fn guarded(&self, e: &Affine, guard: Option<(Inst, i64)>) -> Affine {
-        let pinned = self.pinned(e);
-        let e = pinned.as_ref();
         match guard {
             Some((l, c)) if self.loops.contains(&l) => e.subst(&Atom::Iv(l), &Affine::constant(c)),
             _ => e.clone(),

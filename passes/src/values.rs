@@ -337,6 +337,7 @@ impl Syms {
     /// Computes the symbolic values of every value of `k`.
     pub fn compute(k: &Kernel) -> Syms {
         let n = k.values.len();
+        let blocking_polls = k.blocking_polls();
         let mut s = Syms {
             vals: vec![Sym::Unknown; n],
             loops: vec![Vec::new(); n],
@@ -350,8 +351,8 @@ impl Syms {
             tid_hull: HashMap::new(),
             tid_below: HashMap::new(),
             named_floor: HashMap::new(),
-            blocking_polls: k.blocking_polls(),
-            guarding_polls: k.guarding_polls(),
+            guarding_polls: k.guarding_polls(&blocking_polls),
+            blocking_polls,
         };
         for (i, &p) in k.params.iter().enumerate() {
             s.vals[p.index()] = match k.ty(p) {

@@ -715,18 +715,21 @@ fn plan(k: &Kernel, region: Region, lp: Inst) -> Result<Plan, String> {
         .iter()
         .map(|&c| k.insts[c].args[1].value().and_then(|v| param_of(k, v)))
         .collect();
+    const MAY_ALIAS: &str =
+        "it stores outside shared memory, which may alias a later tile's source";
+    const ASK_NOALIAS: &str = "declare the pointer parameters `noalias` if they do not overlap";
     // Why a global store through `ptr` may reach a later tile's source.
     let may_alias = |ptr: Option<Value>| -> Option<&'static str> {
         let Some(p) = ptr.and_then(|v| param_of(k, v)) else {
-            return Some("it stores outside shared memory, which may alias a later tile's source (its pointer is not a kernel parameter plus an offset)");
+            return Some("its pointer is not a kernel parameter plus an offset");
         };
         if sources.contains(&Some(p)) {
-            return Some("it stores outside shared memory, which may alias a later tile's source (it stores through the parameter a copy reads)");
+            return Some("it stores through the parameter a copy reads");
         }
         let apart = sources
             .iter()
             .all(|q| q.is_some_and(|q| k.values[p].noalias || k.values[q].noalias));
-        (!apart).then_some("it stores outside shared memory, which may alias a later tile's source (declare the pointer parameters `noalias` if they do not overlap)")
+        (!apart).then_some(ASK_NOALIAS)
     };
     // The rest of the body: reads of the tiles between the barriers, no
     // other memory writes than stores to other shared allocations or to
@@ -755,22 +758,25 @@ fn plan(k: &Kernel, region: Region, lp: Inst) -> Result<Plan, String> {
                 .unwrap_or(first);
             bad = match &jd.op {
                 Op::Ptx(_) => Some(
-                    "it has an asynchronous, atomic or synchronising operation besides the copies",
+                    "it has an asynchronous, atomic or synchronising operation besides the copies"
+                        .to_string(),
                 ),
-                Op::Store(_) if space == Some(Type::Ptr(Space::Global)) => may_alias(ptr),
-                Op::Store(_) if space != Some(Type::Ptr(Space::Shared)) => {
-                    Some("it stores outside shared memory, which may alias a later tile's source (declare the pointer parameters `noalias` if they do not overlap)")
+                Op::Store(_) if space == Some(Type::Ptr(Space::Global)) => {
+                    may_alias(ptr).map(|why| format!("{MAY_ALIAS} ({why})"))
                 }
-                Op::Store(_) if may_be_tile => Some("it stores to a copied tile"),
+                Op::Store(_) if space != Some(Type::Ptr(Space::Shared)) => {
+                    Some(format!("{MAY_ALIAS} ({ASK_NOALIAS})"))
+                }
+                Op::Store(_) if may_be_tile => Some("it stores to a copied tile".to_string()),
                 Op::Load(_) if may_be_tile && (n < readable_after || n > last) => {
-                    Some("it reads a copied tile before the `barrier.cta` after its await or after the last `barrier.cta`")
+                    Some("it reads a copied tile before the `barrier.cta` after its await or after the last `barrier.cta`".to_string())
                 }
                 _ => None,
             };
             bad.is_some()
         });
         if let Some(reason) = bad {
-            return Err(reason.into());
+            return Err(reason);
         }
     }
     // A copied allocation is touched only inside the loop (its slot 0
