@@ -609,10 +609,6 @@ fn analyse(
             )
             .run()?;
             budget = left;
-            total += events.len();
-            if total > MAX_NODES {
-                return Err(GiveUp::Budget);
-            }
             let range = (
                 tid,
                 row * width + tids.get(n + 1).map_or(max_tid.max(x), |next| next - 1),
@@ -623,6 +619,12 @@ fn analyse(
             {
                 Some(r) => ranges[r].push(range),
                 None => {
+                    // The graph holds each role's events once; threads that
+                    // join a role cost only their run, in `budget`.
+                    total += events.len();
+                    if total > MAX_NODES {
+                        return Err(GiveUp::Budget);
+                    }
                     roles.push((th, events));
                     ranges.push(vec![range]);
                 }
@@ -695,6 +697,40 @@ fn analyse(
         // refilled while its readers still wait on it).
         out = report.unwindowed_waits();
     }
+    Ok(out)
+}
+
+/// The pairs `(i, j)`, `i < j`, of accesses in one allocation that may
+/// conflict, in order: at least one writes, not both reductions, and of
+/// two roles, or both async ops of one role (within a role, program order
+/// relates the accesses but not the completion of its async ops). Only
+/// pairs with a write are enumerated, so reads alone cost nothing; more
+/// than [`MAX_PAIRS`] in all, counted in `pairs`, is over budget.
+fn conflicting_pairs(bucket: &[&Access], pairs: &mut usize) -> Result<Vec<(usize, usize)>, GiveUp> {
+    let mut out = Vec::new();
+    for (w, a) in bucket.iter().enumerate() {
+        if !a.what.writes() {
+            continue;
+        }
+        for (j, b) in bucket.iter().enumerate() {
+            // A pair of writes is met from its first.
+            if j == w || (b.what.writes() && j < w) {
+                continue;
+            }
+            let both_async = a.what.is_async() && b.what.is_async() && a.event != b.event;
+            if (a.role == b.role && !both_async)
+                || (a.what == Use::AsyncReduce && b.what == Use::AsyncReduce)
+            {
+                continue;
+            }
+            *pairs += 1;
+            if *pairs > MAX_PAIRS {
+                return Err(GiveUp::Budget);
+            }
+            out.push((w.min(j), w.max(j)));
+        }
+    }
+    out.sort_unstable();
     Ok(out)
 }
 
@@ -3733,86 +3769,75 @@ impl Report<'_> {
         let mut out = Sites::default();
         let mut pairs = 0usize;
         for bucket in buckets.values() {
-            for (i, &a) in bucket.iter().enumerate() {
-                pairs = pairs.saturating_add(bucket.len() - i - 1);
-                if pairs > MAX_PAIRS || bounds.thread_pairs.get() > MAX_THREAD_PAIRS {
+            for (i, j) in conflicting_pairs(bucket, &mut pairs)? {
+                if bounds.thread_pairs.get() > MAX_THREAD_PAIRS {
                     return Err(GiveUp::Budget);
                 }
-                for &b in &bucket[i + 1..] {
-                    // Within a role, program order relates the accesses but
-                    // not the completion of its async ops: only those count.
-                    let both_async = a.what.is_async() && b.what.is_async() && a.event != b.event;
-                    if (a.role == b.role && !both_async)
-                        || !(a.what.writes() || b.what.writes())
-                        || (a.what == Use::AsyncReduce && b.what == Use::AsyncReduce)
-                    {
-                        continue;
-                    }
-                    let (ab, ba) = (before(a.end, b.start), before(b.end, a.start));
-                    if ab || ba {
-                        // A generic write the async proxy then reads needs
-                        // the writer's `fence.proxy.async` on the way (PTX ISA 9.7.9.25.2):
-                        // the first one after the write is the one to check.
-                        let (w, x) = if ab { (a, b) } else { (b, a) };
-                        // The read of a source, or of the destination a
-                        // reduction adds into, through the async proxy.
-                        let proxy = match self.event(x.role, x.event).step {
-                            Step::Async {
-                                async_proxy,
-                                async_write,
-                                ..
-                            } => match x.what {
-                                Use::AsyncRead => async_proxy,
-                                Use::AsyncReduce => async_write,
-                                _ => false,
-                            },
+                let (a, b) = (bucket[i], bucket[j]);
+                let (ab, ba) = (before(a.end, b.start), before(b.end, a.start));
+                if ab || ba {
+                    // A generic write the async proxy then reads needs
+                    // the writer's `fence.proxy.async` on the way (PTX ISA 9.7.9.25.2):
+                    // the first one after the write is the one to check.
+                    let (w, x) = if ab { (a, b) } else { (b, a) };
+                    // The read of a source, or of the destination a
+                    // reduction adds into, through the async proxy.
+                    let proxy = match self.event(x.role, x.event).step {
+                        Step::Async {
+                            async_proxy,
+                            async_write,
+                            ..
+                        } => match x.what {
+                            Use::AsyncRead => async_proxy,
+                            Use::AsyncReduce => async_write,
                             _ => false,
-                        };
-                        if w.what != Use::Write || !proxy || seen.contains(&(inst(x), inst(w))) {
-                            continue;
-                        }
-                        let fence = fences[w.role]
-                            .iter()
-                            .find(|&&f| f > w.event)
-                            .is_some_and(|&f| before(self.g.at[w.role][f], x.start));
-                        // A later write between them is what `x` reads.
-                        let mut rewritten = || {
-                            bucket.iter().any(|v| {
-                                v.what.writes()
-                                    && !(v.role == w.role && v.event == w.event)
-                                    && overlap(v, w)
-                                    && before(w.end, v.start)
-                                    && before(v.end, x.start)
-                            })
-                        };
-                        if !fence && overlap(w, x) && !rewritten() {
-                            seen.insert((inst(x), inst(w)));
-                            self.add_new(&mut out, self.unfenced(w, x));
-                        }
-                        continue;
-                    }
-                    // The read of a copy's bytes by another thread is a late
-                    // read (WAR) when an earlier write to them is ordered
-                    // before it; otherwise it reads too early (RAW).
-                    let (x, y) = if b.what.is_async() && !a.what.is_async() {
-                        (b, a)
-                    } else {
-                        (a, b)
+                        },
+                        _ => false,
                     };
-                    if seen.contains(&(inst(x), inst(y))) || !overlap(a, b) {
+                    if w.what != Use::Write || !proxy || seen.contains(&(inst(x), inst(w))) {
                         continue;
                     }
-                    let overwrite = x.what == Use::AsyncWrite
-                        && y.what == Use::Read
-                        && bucket.iter().any(|w| {
-                            w.what.writes()
-                                && overlap(w, y)
-                                && before(w.end, y.start)
-                                && before(w.start, x.start)
-                        });
-                    seen.insert((inst(x), inst(y)));
-                    self.add_new(&mut out, self.race(x, y, overwrite));
+                    let fence = fences[w.role]
+                        .iter()
+                        .find(|&&f| f > w.event)
+                        .is_some_and(|&f| before(self.g.at[w.role][f], x.start));
+                    // A later write between them is what `x` reads.
+                    let mut rewritten = || {
+                        bucket.iter().any(|v| {
+                            v.what.writes()
+                                && !(v.role == w.role && v.event == w.event)
+                                && overlap(v, w)
+                                && before(w.end, v.start)
+                                && before(v.end, x.start)
+                        })
+                    };
+                    if !fence && overlap(w, x) && !rewritten() {
+                        seen.insert((inst(x), inst(w)));
+                        self.add_new(&mut out, self.unfenced(w, x));
+                    }
+                    continue;
                 }
+                // The read of a copy's bytes by another thread is a late
+                // read (WAR) when an earlier write to them is ordered
+                // before it; otherwise it reads too early (RAW).
+                let (x, y) = if b.what.is_async() && !a.what.is_async() {
+                    (b, a)
+                } else {
+                    (a, b)
+                };
+                if seen.contains(&(inst(x), inst(y))) || !overlap(a, b) {
+                    continue;
+                }
+                let overwrite = x.what == Use::AsyncWrite
+                    && y.what == Use::Read
+                    && bucket.iter().any(|w| {
+                        w.what.writes()
+                            && overlap(w, y)
+                            && before(w.end, y.start)
+                            && before(w.start, x.start)
+                    });
+                seen.insert((inst(x), inst(y)));
+                self.add_new(&mut out, self.race(x, y, overwrite));
             }
         }
         Ok(out.into_diagnostics())
