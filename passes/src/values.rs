@@ -1202,8 +1202,8 @@ impl Syms {
             })),
             ..Bounds::default()
         };
-        let (xlo, xhi) = bnd.interval(x)?;
-        let (ylo, yhi) = bnd.interval(y)?;
+        let (xlo, xhi) = tid_x_interval(x, &bnd).or_else(|| bnd.interval(x))?;
+        let (ylo, yhi) = tid_x_interval(y, &bnd).or_else(|| bnd.interval(y))?;
         let top = xhi.max(yhi);
         let bits = 64 - top.leading_zeros();
         (xlo >= 0 && ylo >= 0 && bits <= MAX_BITS).then(|| x.xor(y, bits))
@@ -1716,4 +1716,25 @@ fn round_of_parity(x: &Affine) -> Option<Affine> {
 /// thread ids.
 fn counts_iterations(n: &Affine) -> bool {
     !n.mentions(&|a| matches!(a, Atom::Tid(_) | Atom::OtherTid(_) | Atom::Opaque(_)))
+}
+
+/// The exact range of `e` over every `%tid.x` of the block, where `%tid.x`
+/// is its only atom (under `mod`/`div` included): the bounds of its terms
+/// one by one lose their correlation (`%tid.x xor 5` is `%tid.x + 5 -
+/// 2·bit0 - 8·bit2`, never negative, though its terms' sum may be).
+fn tid_x_interval(e: &Affine, bnd: &Bounds) -> Option<(i64, i64)> {
+    let mut atoms = Vec::new();
+    e.atoms(&mut atoms);
+    let tid = Atom::Tid(0);
+    if !atoms.contains(&tid)
+        || atoms
+            .iter()
+            .any(|a| !matches!(a, Atom::Tid(0) | Atom::Mod(..) | Atom::Div(..)))
+    {
+        return None;
+    }
+    (0..=bnd.max_tid?).try_fold((i64::MAX, i64::MIN), |(lo, hi), t| {
+        let v = e.subst(&tid, &Affine::constant(t)).as_const()?;
+        Some((lo.min(v), hi.max(v)))
+    })
 }
