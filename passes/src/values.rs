@@ -1020,6 +1020,19 @@ impl Syms {
                 self.parity_index[res.index()] = flipped
                     .and_then(|p| self.parity_index[p.index()].as_ref())
                     .map(|idx| idx.add(&Affine::constant(1)));
+                if r.is_none() {
+                    // A non-negative constant shifted or divided by a value
+                    // (`64 >> level` of a tree reduction), or masked by a
+                    // constant, stays between 0 and that constant.
+                    let cap = match b {
+                        BinaryOp::ShrU | BinaryOp::DivU => cst(0),
+                        BinaryOp::And => cst(1).or_else(|| cst(0)),
+                        _ => None,
+                    };
+                    if let Some(c) = cap.filter(|c| (0..1 << 31).contains(c)) {
+                        self.bounds.opaque.insert(res, (0, c));
+                    }
+                }
                 Sym::Int(r.unwrap_or_else(|| Affine::atom(Atom::Opaque(res))))
             }
             Op::Select => Sym::Int(

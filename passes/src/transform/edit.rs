@@ -32,6 +32,11 @@ pub fn family(k: &Kernel, i: Inst) -> Option<Family> {
     }
 }
 
+/// Whether `i` is a `barrier.cta` of every thread (no count).
+pub fn cta_barrier(k: &Kernel, i: Inst) -> bool {
+    family(k, i) == Some(Family::BarrierCta) && k.insts[i].args.is_empty()
+}
+
 /// The synchronisation effect of `i`, if it is a table instruction.
 pub fn effect(k: &Kernel, i: Inst) -> Option<SyncEffect> {
     family(k, i).map(Family::sync)

@@ -46,11 +46,11 @@ use cpflow_ir::ir::{
     Arg, BinaryOp, CastOp, CmpPred, Constant, Inst, Kernel, Op, Operand, Region, SharedId,
     SharedKind, Value, ValueData, ValueDef, STATIC_SHARED_LIMIT,
 };
-use cpflow_ir::spec::Family;
+use cpflow_ir::spec::{Family, SyncEffect};
 use cpflow_ir::types::{Scalar, Space, Type};
 use cpflow_ir::{Diagnostic, Module};
 
-use super::edit::{self, family, pure};
+use super::edit::{self, cta_barrier, family, pure};
 use super::{stages, warpspec};
 
 /// The output a loop is rewritten into.
@@ -595,18 +595,16 @@ fn plan(k: &Kernel, region: Region, lp: Inst) -> Result<Plan, String> {
     let derived = derived(k);
     let carried: HashSet<Value> = k.regions[body].args[1..].iter().copied().collect();
     let iv = k.regions[body].args[0];
+    if copy_in_if(k, body) {
+        return Err("a copy sits in an `if` of the body (a guard, an early exit, or only some threads copying): the pass takes copies at the top level of the body, which every iteration and every thread runs".into());
+    }
     let barriers: Vec<usize> = (0..insts.len())
-        .filter(|&n| {
-            family(k, insts[n]) == Some(Family::BarrierCta) && k.insts[insts[n]].args.is_empty()
-        })
+        .filter(|&n| cta_barrier(k, insts[n]))
         .collect();
     let (first, last) = match (barriers.first(), barriers.last()) {
         (Some(&a), Some(&b)) if a != b => (a, b),
         _ => return Err("its body needs a `barrier.cta` after the awaits and one after the last read of the tile".into()),
     };
-    if copy_in_if(k, body) {
-        return Err("a copy sits in an `if` of the body (only some threads copy): the pass takes copies at the top level of the body, every thread running each".into());
-    }
     let mut copies = Vec::new();
     let mut awaits = Vec::new();
     let mut targets = Vec::new();
@@ -757,6 +755,13 @@ fn plan(k: &Kernel, region: Region, lp: Inst) -> Result<Plan, String> {
                 .copied()
                 .unwrap_or(first);
             bad = match &jd.op {
+                // Barriers of every thread inside the compute (the steps
+                // of a tree reduction) order only the compute.
+                Op::Ptx(_) if j != top && cta_barrier(k, j) && first < n && n < last => None,
+                Op::Ptx(_) if matches!(edit::effect(k, j), Some(SyncEffect::CtaBarrier { .. } | SyncEffect::ClusterArrive | SyncEffect::ClusterWait)) => Some(
+                    "it has a barrier that is not a `barrier.cta` of every thread at the body's top level or nested between its first and last ones"
+                        .to_string(),
+                ),
                 Op::Ptx(_) => Some(
                     "it has an asynchronous, atomic or synchronising operation besides the copies"
                         .to_string(),

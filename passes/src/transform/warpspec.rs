@@ -20,7 +20,9 @@
 //! * Each consumer, in iteration `k`, waits phase `round` of `full[slot]`
 //!   where the first `await` stood, reads slot `slot`, and arrives on phase
 //!   `round` of `empty[slot]` where the last `barrier.cta` stood.
-//!   The body's `barrier.cta` stay as `bar.sync 1, x` among the consumers
+//!   A `barrier.cta` nested in the body (a step of a tree reduction)
+//!   becomes `bar.sync 1, x` among the consumers.
+//!   The body's top-level `barrier.cta` stay as `bar.sync 1, x` among the consumers
 //!   when the body writes shared memory (the other allocations, which
 //!   consumers may read from each other), or reads memory other than the
 //!   tiles that the kernel writes outside the loop (before it, or after it
@@ -53,7 +55,7 @@ use cpflow_ir::ir::{
 use cpflow_ir::spec::{Family, Qual};
 use cpflow_ir::types::{Scalar, Space, Type};
 
-use super::edit::{self, family, pure};
+use super::edit::{self, cta_barrier, family, pure};
 use super::pipeline::{defined_in, derived, drop_dead, nested, substitute};
 use super::pipeline::{Form, Plan, Schedule};
 use super::select::{if_then, tile_share};
@@ -73,11 +75,6 @@ pub(super) struct Ws {
     /// consumers): the body writes shared memory, or reads memory other
     /// than the tiles that the kernel writes outside the loop.
     keep_barriers: bool,
-}
-
-/// Whether `i` is a `barrier.cta` of every thread (no count).
-fn cta_barrier(k: &Kernel, i: Inst) -> bool {
-    family(k, i) == Some(Family::BarrierCta) && k.insts[i].args.is_empty()
 }
 
 /// Whether `v` is a pure function the producer can compute itself: of
@@ -675,6 +672,20 @@ pub(super) fn rewrite(k: &mut Kernel, p: &Plan, ws: &Ws, s: u32, why: String) ->
             continue;
         }
         if !cta_barrier(b.k, i) {
+            // A `barrier.cta` nested in the compute (a tree reduction's
+            // steps) orders the consumers only: the producer warp never
+            // reaches it.
+            let mut inner = Vec::new();
+            edit::any_in(b.k, i, &mut |j| {
+                if j != i && cta_barrier(b.k, j) {
+                    inner.push(j);
+                }
+                false
+            });
+            for j in inner {
+                b.k.insts[j].op = ptx(Family::BarSync, &[]);
+                b.k.insts[j].args = vec![imm(CONSUMER_BARRIER), imm(i64::from(x))];
+            }
             rest.push(i);
             continue;
         }
