@@ -1740,13 +1740,14 @@ impl<'a> Engine<'a> {
                 return;
             }
         }
-        // A few constant trips of a straight-line body: each in turn, its
-        // ops known by iteration (a fixed point would forget the offsets
-        // that name the iteration).
-        let straight = k.regions[body]
-            .insts
-            .iter()
-            .all(|&i| k.insts[i].regions.is_empty());
+        // A few constant trips of a body without nested loops (branches
+        // allowed): each in turn, its ops known by iteration (a fixed
+        // point would forget the offsets that name the iteration, and
+        // shift them by more iterations than the loop has).
+        let mut straight = true;
+        k.walk(body, &mut |i| {
+            straight &= !matches!(k.insts[i].op, Op::For | Op::While);
+        });
         if let (Some(t @ 2..=MAX_UNROLLED), Some(lo), Some(step), true) =
             (trips, lo, step, straight)
         {
@@ -1884,6 +1885,7 @@ impl<'a> Engine<'a> {
             self.pinned.push((inst, lo + i * step));
             self.region(body, &mut s);
             self.pinned.pop();
+            s.forget_conditions(&|v: Value| self.syms.loops[v.index()].contains(&inst));
             rename(&mut s, &yielded, &args[1.min(args.len())..]);
             s.exit_after(inst, &Affine::constant(lo + i * step), &Affine::constant(i));
         }

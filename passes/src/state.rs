@@ -447,14 +447,25 @@ impl State {
             Some((gl, c)) if gl == l => Some(step.filter(|_| c < guard_limit).map(|s| (l, c + s))),
             g => Some(g),
         });
-        // An op of this iteration was issued under this iteration's values
-        // of the body's conditions, not the next one's: a join on the next
-        // iteration's `if` must not take its issuing branch for it.
+        self.forget_conditions(variant);
+        self.ops = std::mem::take(&mut self.ops)
+            .into_iter()
+            .map(|mut r| {
+                r.earlier.insert(l);
+                r
+            })
+            .collect();
+    }
+
+    /// At the end of an iteration: an op of this iteration was issued
+    /// under this iteration's values of the body's conditions (`variant`),
+    /// not the next one's, so a join on the next iteration's `if` must not
+    /// take its issuing branch for it.
+    pub fn forget_conditions(&mut self, variant: &impl Fn(Value) -> bool) {
         self.ops = std::mem::take(&mut self.ops)
             .into_iter()
             .map(|mut r| {
                 r.conds.retain(|(c, _)| !variant(*c));
-                r.earlier.insert(l);
                 r
             })
             .collect();

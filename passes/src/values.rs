@@ -756,20 +756,14 @@ impl Syms {
     /// a wrapped counter, Triton's `addi; cmpi slt; select`).
     fn wrapped_next(&self, k: &Kernel, d: &InstData) -> Option<Affine> {
         let cmp = &k.insts[k.def_inst(d.args.first()?.value()?)?];
-        let Op::Cmp(pred, _) = cmp.op else {
-            return None;
-        };
-        let next = self.int(*cmp.args.first()?)?;
-        let size = k.const_int(*cmp.args.get(1)?).filter(|s| *s > 0)?;
-        let wrapped = match pred {
-            CmpPred::Eq | CmpPred::Uge | CmpPred::Sge => true,
-            CmpPred::Ne | CmpPred::Ult | CmpPred::Slt => false,
-            _ => return None,
-        };
-        let (on_wrap, otherwise) = wrap_arms(d, wrapped);
-        if k.const_int(on_wrap) != Some(0) || self.int(otherwise).as_ref() != Some(&next) {
-            return None;
-        }
+        // Which arm is `next` decides what the comparison is read against:
+        // `next == S ? 0 : next` or `s < S - 1 ? s + 1 : 0` alike.
+        let (next, size) = [true, false].into_iter().find_map(|wrapped| {
+            let (on_wrap, otherwise) = wrap_arms(d, wrapped);
+            let next = self.int(otherwise)?;
+            let (size, w) = self.reaches(k, cmp, &next)?;
+            (k.const_int(on_wrap) == Some(0) && w == wrapped).then_some((next, size))
+        })?;
         let x = next.sub(&Affine::constant(1));
         let terms: Vec<_> = x.terms.iter().collect();
         let in_range = match (x.as_const(), &terms[..]) {
@@ -802,18 +796,33 @@ impl Syms {
     /// when exactly when it did not (`cmp.ne`, `cmp.ult`, `cmp.slt`).
     fn wrap_test(&self, k: &Kernel, w: Value, a: Value) -> Option<(i64, bool)> {
         let d = &k.insts[k.def_inst(w)?];
+        let next = Affine::atom(Atom::Opaque(a)).add(&Affine::constant(1));
+        self.reaches(k, d, &next)
+    }
+
+    /// `(S, true)` when the `cmp` `d` is true exactly when `next` reached
+    /// the constant `S > 0`, `(S, false)` when exactly when it did not: a
+    /// comparison of `next` or of `next - 1` with a constant, read on
+    /// `next` (`s == S - 1`, `s < S - 1`, `next <= S - 1` and `next > S - 1`
+    /// included).
+    fn reaches(&self, k: &Kernel, d: &InstData, next: &Affine) -> Option<(i64, bool)> {
         let Op::Cmp(pred, _) = d.op else {
             return None;
         };
-        if !self.is_next(d.args[0], a) {
-            return None;
-        }
-        let size = k.const_int(d.args[1]).filter(|s| *s > 0)?;
-        match pred {
-            CmpPred::Eq | CmpPred::Uge | CmpPred::Sge => Some((size, true)),
-            CmpPred::Ne | CmpPred::Ult | CmpPred::Slt => Some((size, false)),
-            _ => None,
-        }
+        let compared = self.int(*d.args.first()?)?;
+        let shift = next
+            .sub(&compared)
+            .as_const()
+            .filter(|c| (0..=1).contains(c))?;
+        let bound = k.const_int(*d.args.get(1)?)?.checked_add(shift)?;
+        let (size, wrapped) = match pred {
+            CmpPred::Eq | CmpPred::Uge | CmpPred::Sge => (bound, true),
+            CmpPred::Ne | CmpPred::Ult | CmpPred::Slt => (bound, false),
+            CmpPred::Ugt | CmpPred::Sgt => (bound.checked_add(1)?, true),
+            CmpPred::Ule | CmpPred::Sle => (bound.checked_add(1)?, false),
+            _ => return None,
+        };
+        (size > 0).then_some((size, wrapped))
     }
 
     /// Whether `y` is `a xor 1` (or `1 - a`).
