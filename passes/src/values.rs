@@ -761,7 +761,7 @@ impl Syms {
         let (next, size) = [true, false].into_iter().find_map(|wrapped| {
             let (on_wrap, otherwise) = wrap_arms(d, wrapped);
             let next = self.int(otherwise)?;
-            let (size, w) = self.reaches(k, cmp, &next)?;
+            let (size, w) = self.reaches(k, cmp, &next, None)?;
             (k.const_int(on_wrap) == Some(0) && w == wrapped).then_some((next, size))
         })?;
         let x = next.sub(&Affine::constant(1));
@@ -797,23 +797,33 @@ impl Syms {
     fn wrap_test(&self, k: &Kernel, w: Value, a: Value) -> Option<(i64, bool)> {
         let d = &k.insts[k.def_inst(w)?];
         let next = Affine::atom(Atom::Opaque(a)).add(&Affine::constant(1));
-        self.reaches(k, d, &next)
+        self.reaches(k, d, &next, Some(a))
     }
 
     /// `(S, true)` when the `cmp` `d` is true exactly when `next` reached
     /// the constant `S > 0`, `(S, false)` when exactly when it did not: a
     /// comparison of `next` or of `next - 1` with a constant, read on
     /// `next` (`s == S - 1`, `s < S - 1`, `next <= S - 1` and `next > S - 1`
-    /// included).
-    fn reaches(&self, k: &Kernel, d: &InstData, next: &Affine) -> Option<(i64, bool)> {
+    /// included). `cur`, where known, is the value `next` follows (the
+    /// carried counter, whose closed form may by now be known).
+    fn reaches(
+        &self,
+        k: &Kernel,
+        d: &InstData,
+        next: &Affine,
+        cur: Option<Value>,
+    ) -> Option<(i64, bool)> {
         let Op::Cmp(pred, _) = d.op else {
             return None;
         };
-        let compared = self.int(*d.args.first()?)?;
-        let shift = next
-            .sub(&compared)
-            .as_const()
-            .filter(|c| (0..=1).contains(c))?;
+        let first = *d.args.first()?;
+        let shift = if cur.is_some() && first.value() == cur {
+            1
+        } else {
+            next.sub(&self.int(first)?)
+                .as_const()
+                .filter(|c| (0..=1).contains(c))?
+        };
         let bound = k.const_int(*d.args.get(1)?)?.checked_add(shift)?;
         let (size, wrapped) = match pred {
             CmpPred::Eq | CmpPred::Uge | CmpPred::Sge => (bound, true),
