@@ -3421,6 +3421,8 @@ impl Report<'_> {
             landed: i64,
             known: bool,
             first: Option<(usize, usize)>,
+            /// The first `expect_tx` of 0 bytes, where none expects more.
+            first_zero: Option<(usize, usize)>,
             copies: Vec<(usize, usize)>,
         }
         let mut phases: BTreeMap<(Bar, i64), Tally> = BTreeMap::new();
@@ -3453,6 +3455,16 @@ impl Report<'_> {
                                 if b > 0 && t.first.is_none() {
                                     t.first = Some((r, i));
                                 }
+                                let says_tx = matches!(
+                                    &self.k.insts[e.inst].op,
+                                    Op::Ptx(p) if matches!(
+                                        p.family.sync(),
+                                        SyncEffect::Arrive { tx: true } | SyncEffect::ExpectTx
+                                    )
+                                );
+                                if b == 0 && says_tx && t.first_zero.is_none() {
+                                    t.first_zero = Some((r, i));
+                                }
                             } else {
                                 t.landed = t.landed.saturating_add(b);
                                 t.copies.push((r, i));
@@ -3465,7 +3477,7 @@ impl Report<'_> {
         }
         let mut out: BTreeMap<Inst, Diagnostic> = BTreeMap::new();
         for ((bar, q), t) in phases {
-            let Some((r, i)) = t.first else {
+            let Some((r, i)) = t.first.or(t.first_zero) else {
                 continue;
             };
             let e = self.event(r, i);
