@@ -613,6 +613,9 @@ fn plan(k: &Kernel, region: Region, lp: Inst) -> Result<Plan, String> {
     // Each copied allocation: the latest `barrier.cta` after an await of a
     // copy into it, past which its reads may come.
     let mut ready: HashMap<SharedId, usize> = HashMap::new();
+    // And the earliest: a read between the two is of a buffer copied into
+    // again later in the iteration.
+    let mut first_ready: HashMap<SharedId, usize> = HashMap::new();
     for (n, &i) in insts.iter().enumerate() {
         if family(k, i) != Some(Family::Copy) {
             continue;
@@ -702,6 +705,8 @@ fn plan(k: &Kernel, region: Region, lp: Inst) -> Result<Plan, String> {
         }
         let at = ready.entry(alloc).or_insert(next);
         *at = (*at).max(next);
+        let at = first_ready.entry(alloc).or_insert(next);
+        *at = (*at).min(next);
         copies.push(i);
         awaits.push(insts[await_at]);
         targets.push(alloc);
@@ -773,6 +778,14 @@ fn plan(k: &Kernel, region: Region, lp: Inst) -> Result<Plan, String> {
                     Some(format!("{MAY_ALIAS} ({ASK_NOALIAS})"))
                 }
                 Op::Store(_) if may_be_tile => Some("it stores to a copied tile".to_string()),
+                Op::Load(_)
+                    if may_be_tile
+                        && n < readable_after
+                        && into.and_then(|a| first_ready.get(a)).is_some_and(|&f| f <= n) =>
+                {
+                    let name = into.map_or("", |&a| k.shared[a].name.as_str());
+                    Some(format!("@{name} is copied into again after it is read in the same iteration (one buffer holding two tiles in turn, as K then V): a ring slot holds one tile, so give each its own buffer"))
+                }
                 Op::Load(_) if may_be_tile && (n < readable_after || n > last) => {
                     Some("it reads a copied tile before the `barrier.cta` after its await or after the last `barrier.cta`".to_string())
                 }
