@@ -231,6 +231,15 @@ fn binary(op: BinaryOp, x: Option<Range>, y: Option<Range>) -> Option<Range> {
                 None => Range { lo: 0, hi: a.hi },
             }
         }
+        // Unsigned division by a divisor that cannot be 0 (by 0 the result
+        // is all ones).
+        BinaryOp::DivU => {
+            let (a, d) = (nonneg(x)?, nonneg(y).filter(|d| d.lo > 0)?);
+            Range {
+                lo: a.lo / d.hi,
+                hi: a.hi / d.lo,
+            }
+        }
         BinaryOp::Add => {
             let (a, b) = (x?, y?);
             Range {

@@ -9,6 +9,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
+use cpflow_ir::build::val;
 use cpflow_ir::ir::*;
 use cpflow_ir::spec::{Family, SyncEffect, WaitKind};
 use cpflow_ir::types::{Scalar, Type};
@@ -379,6 +380,15 @@ impl Syms {
             }
         }
         let intervals = Intervals::new(k);
+        // Opaque integers their definitions bound (`64 >> level` of a tree
+        // reduction, a value masked by a constant).
+        for (v, _) in k.values.iter() {
+            let opaque =
+                matches!(&s.vals[v.index()], Sym::Int(e) if *e == Affine::atom(Atom::Opaque(v)));
+            if let Some(range) = intervals.range(val(v)).filter(|_| opaque) {
+                s.bounds.opaque.entry(v).or_insert(range);
+            }
+        }
         s.strided_sums(k, &intervals);
         s.below(k, &intervals, k.body, None);
         s
@@ -1039,19 +1049,6 @@ impl Syms {
                 self.parity_index[res.index()] = flipped
                     .and_then(|p| self.parity_index[p.index()].as_ref())
                     .map(|idx| idx.add(&Affine::constant(1)));
-                if r.is_none() {
-                    // A non-negative constant shifted or divided by a value
-                    // (`64 >> level` of a tree reduction), or masked by a
-                    // constant, stays between 0 and that constant.
-                    let cap = match b {
-                        BinaryOp::ShrU | BinaryOp::DivU => cst(0),
-                        BinaryOp::And => cst(1).or_else(|| cst(0)),
-                        _ => None,
-                    };
-                    if let Some(c) = cap.filter(|c| (0..1 << 31).contains(c)) {
-                        self.bounds.opaque.insert(res, (0, c));
-                    }
-                }
                 Sym::Int(r.unwrap_or_else(|| Affine::atom(Atom::Opaque(res))))
             }
             Op::Select => Sym::Int(
@@ -1766,7 +1763,7 @@ fn tid_x_interval(e: &Affine, bnd: &Bounds) -> Option<(i64, i64)> {
         return None;
     }
     (0..=bnd.max_tid?).try_fold((i64::MAX, i64::MIN), |(lo, hi), t| {
-        let v = e.subst(&tid, &Affine::constant(t)).as_const()?;
+        let v = e.eval(&|a| (*a == tid).then_some(t))?;
         Some((lo.min(v), hi.max(v)))
     })
 }
