@@ -566,14 +566,15 @@ fn thread_under_mod(e: &Affine) -> bool {
 }
 
 /// [`disjoint`] for offsets in which a thread index appears under `mod` or
-/// `div` (a swizzle, a `lane ^ 1` partner): bounding those terms apart from
-/// the linear ones loses their correlation, so each `%tid.x` (and each other
-/// thread's, when both sides name threads) up to `max_tid` is put in and the
-/// rest proved as before. The difference `a - b` is split into the terms
-/// that name only the analysed thread, only the other one, and neither, so
-/// each thread's terms are evaluated once per thread and only the distinct
-/// sums are proved. None when there are too many combinations, or a term
-/// names both threads.
+/// `div` (a swizzle, a `lane ^ 1` partner), or that name `%tid.y`/`%tid.z`
+/// of a block of several rows: bounding those terms apart from the linear
+/// ones loses their correlation, so each thread of the block (its `%tid.x`
+/// within the range that runs the access, every row) is put in and the rest
+/// proved as before. The difference `a - b` is split into the terms that
+/// name only the analysed thread, only the other one, and neither, so each
+/// thread's terms are evaluated once per thread and only the distinct sums
+/// are proved. None when there are too many combinations, a term names both
+/// threads, or a row register is named in a block of unknown rows.
 fn disjoint_per_thread(
     a: &Affine,
     sa: i64,
@@ -583,9 +584,11 @@ fn disjoint_per_thread(
     bnd: &Bounds,
     max_tid: i64,
 ) -> Option<bool> {
-    const MAX_PAIRS: i64 = 16_384;
-    let this_reg = |x: &Atom| matches!(x, Atom::Tid(0 | 3));
-    let other_reg = |x: &Atom| matches!(x, Atom::OtherTid(0 | 3));
+    const MAX_PAIRS: usize = 16_384;
+    /// Most threads enumerated on one side (a CTA has at most 1024).
+    const MAX_THREADS: i64 = 1024;
+    let this_reg = |x: &Atom| matches!(x, Atom::Tid(_));
+    let other_reg = |x: &Atom| matches!(x, Atom::OtherTid(_));
     let d = a.sub(b);
     let (mut this, mut other, mut rest) = (
         Affine::constant(0),
@@ -601,52 +604,76 @@ fn disjoint_per_thread(
             (false, false) => rest = rest.add(&t),
         }
     }
-    let used = |e: &Affine| !e.terms.is_empty();
+    if max_tid < 0 {
+        return None;
+    }
+    // The block's rows: `%tid.y` and `%tid.z` range over them; a block
+    // that declares none has one.
+    let rows = match bnd.max_tid_yz {
+        Some([y, z]) => [y, z],
+        None if this.mentions(&|x| matches!(x, Atom::Tid(1 | 2)))
+            || other.mentions(&|x| matches!(x, Atom::OtherTid(1 | 2))) =>
+        {
+            return None
+        }
+        None => [0, 0],
+    };
+    let x_size = max_tid.checked_add(1)?;
     // Each thread's `%tid.x` range: the threads that run its access.
     let clamp =
         |r: Option<(i64, i64)>| r.map_or((0, max_tid), |(lo, hi)| (lo.max(0), hi.min(max_tid)));
     let (this_range, other_range) = (clamp(bnd.tid_x), clamp(bnd.other_tid_x));
-    let count = |e: &Affine, (lo, hi): (i64, i64)| {
-        if used(e) {
-            (hi - lo + 1).max(0)
-        } else {
-            1
+    // Each distinct value of one thread's terms, with the threads (their
+    // index in the block, as warps number them) giving it.
+    let per_thread = |e: &Affine, other: bool, (lo, hi): (i64, i64)| {
+        let reg = |axis| {
+            if other {
+                Atom::OtherTid(axis)
+            } else {
+                Atom::Tid(axis)
+            }
+        };
+        let mut out: BTreeMap<Affine, Vec<i64>> = BTreeMap::new();
+        if e.terms.is_empty() {
+            out.insert(e.clone(), Vec::new());
+            return Some(out);
         }
+        let threads = (hi - lo + 1)
+            .max(0)
+            .checked_mul(rows[0].checked_add(1)?)?
+            .checked_mul(rows[1].checked_add(1)?)?;
+        if threads > MAX_THREADS {
+            return None;
+        }
+        for z in 0..=rows[1] {
+            for y in 0..=rows[0] {
+                for x in lo..=hi {
+                    let linear = x + x_size * (y + (rows[0] + 1) * z);
+                    let ids = [x, y, z, linear % 32];
+                    let value =
+                        |a: &Atom| (0..4).find(|&i| *a == reg(i)).map(|i| ids[usize::from(i)]);
+                    let v = e.eval(&value).map_or_else(
+                        || {
+                            (0..4).fold(e.clone(), |e, i| {
+                                e.subst(&reg(i), &Affine::constant(ids[usize::from(i)]))
+                            })
+                        },
+                        Affine::constant,
+                    );
+                    out.entry(v).or_default().push(linear);
+                }
+            }
+        }
+        Some(out)
     };
-    let cost = count(&this, this_range).checked_mul(count(&other, other_range))?;
-    if max_tid < 0 || cost > MAX_PAIRS {
+    let xs = per_thread(&this, false, this_range)?;
+    let ys = per_thread(&other, true, other_range)?;
+    let cost = xs.len().checked_mul(ys.len())?;
+    if cost > MAX_PAIRS {
         return None;
     }
     bnd.thread_pairs
-        .set(bnd.thread_pairs.get().saturating_add(cost.unsigned_abs()));
-    // Each distinct value of one thread's terms, with the threads giving it.
-    let per_thread = |e: &Affine, tid: Atom, lane: Atom, (lo, hi): (i64, i64)| {
-        let mut out: BTreeMap<Affine, Vec<i64>> = BTreeMap::new();
-        if !used(e) {
-            out.insert(e.clone(), Vec::new());
-            return out;
-        }
-        for t in lo..=hi {
-            let reg = |x: &Atom| {
-                if *x == tid {
-                    Some(t)
-                } else {
-                    (*x == lane).then_some(t % 32)
-                }
-            };
-            let v = e.eval(&reg).map_or_else(
-                || {
-                    e.subst(&lane, &Affine::constant(t % 32))
-                        .subst(&tid, &Affine::constant(t))
-                },
-                Affine::constant,
-            );
-            out.entry(v).or_default().push(t);
-        }
-        out
-    };
-    let xs = per_thread(&this, Atom::Tid(0), Atom::Tid(3), this_range);
-    let ys = per_thread(&other, Atom::OtherTid(0), Atom::OtherTid(3), other_range);
+        .set(bnd.thread_pairs.get().saturating_add(cost as u64));
     let mut seen = std::collections::BTreeSet::new();
     for (x, ts) in &xs {
         for (y, os) in &ys {
@@ -720,15 +747,21 @@ pub fn disjoint(
         bnd.thread_pairs.set(linear.thread_pairs.get());
         return proved;
     }
-    // Two threads of a block of several rows may share their `%tid.x`.
-    let distinct_threads = distinct_threads && bnd.max_tid_yz.is_none_or(|[y, z]| y == 0 && z == 0);
-    if thread_under_mod(a) || thread_under_mod(b) {
+    let several_rows = bnd.max_tid_yz.is_some_and(|[y, z]| y > 0 || z > 0);
+    let rows_named =
+        |e: &Affine| e.mentions(&|x| matches!(x, Atom::Tid(1 | 2) | Atom::OtherTid(1 | 2)));
+    if thread_under_mod(a)
+        || thread_under_mod(b)
+        || (several_rows && (rows_named(a) || rows_named(b)))
+    {
         if let Some(m) = bnd.max_tid {
             if let Some(proved) = disjoint_per_thread(a, sa, b, sb, distinct_threads, bnd, m) {
                 return proved;
             }
         }
     }
+    // Two threads of a block of several rows may share their `%tid.x`.
+    let distinct_threads = distinct_threads && !several_rows;
     let d = a.sub(b);
     // Overlap iff -sa < d < sb.
     let (lo_gap, hi_gap) = (-sa, sb);

@@ -703,9 +703,10 @@ fn analyse(
 /// The pairs `(i, j)`, `i < j`, of accesses in one allocation that may
 /// conflict, in order: at least one writes, not both reductions, and of
 /// two roles, or both async ops of one role (within a role, program order
-/// relates the accesses but not the completion of its async ops). Only
-/// pairs with a write are enumerated, so reads alone cost nothing; more
-/// than [`MAX_PAIRS`] in all, counted in `pairs`, is over budget.
+/// relates the accesses but not the completion of its async ops), whose
+/// extents may meet. Only such pairs with a write are enumerated, so reads
+/// alone and accesses of bytes apart cost nothing; more than
+/// [`MAX_PAIRS`] in all, counted in `pairs`, is over budget.
 fn conflicting_pairs(bucket: &[&Access], pairs: &mut usize) -> Result<Vec<(usize, usize)>, GiveUp> {
     let mut out = Vec::new();
     for (w, a) in bucket.iter().enumerate() {
@@ -720,6 +721,7 @@ fn conflicting_pairs(bucket: &[&Access], pairs: &mut usize) -> Result<Vec<(usize
             let both_async = a.what.is_async() && b.what.is_async() && a.event != b.event;
             if (a.role == b.role && !both_async)
                 || (a.what == Use::AsyncReduce && b.what == Use::AsyncReduce)
+                || !a.may_meet(b)
             {
                 continue;
             }
@@ -2546,6 +2548,22 @@ struct Access<'a> {
     /// The node before which the access cannot start, and after which it is over.
     start: NodeIndex,
     end: NodeIndex,
+    /// The byte ranges it may touch over its role's threads, when known
+    /// ([`Report::extent`]).
+    extent: Option<Vec<(i64, i64)>>,
+}
+
+impl Access<'_> {
+    /// Whether the two may touch a common byte by what their extents say
+    /// (true where either extent is unknown).
+    fn may_meet(&self, other: &Access) -> bool {
+        match (&self.extent, &other.extent) {
+            (Some(ea), Some(eb)) => ea
+                .iter()
+                .any(|&(l1, h1)| eb.iter().any(|&(l2, h2)| l1 < h2 && l2 < h1)),
+            _ => true,
+        }
+    }
 }
 
 struct Report<'a> {
@@ -3660,6 +3678,7 @@ impl Report<'_> {
                         what: if *write { Use::Write } else { Use::Read },
                         start: node,
                         end: node,
+                        extent: self.extent(r, bytes),
                     }),
                     Step::Async {
                         writes,
@@ -3689,6 +3708,7 @@ impl Report<'_> {
                                 what,
                                 start: node,
                                 end,
+                                extent: self.extent(r, bytes),
                             });
                         }
                     }
@@ -3751,12 +3771,7 @@ impl Report<'_> {
             if apart(x, a.bytes.size, y, b.bytes.size, true, distinct) {
                 return false;
             }
-            match (self.extent(a), self.extent(b)) {
-                (Some(ea), Some(eb)) => ea
-                    .iter()
-                    .any(|&(l1, h1)| eb.iter().any(|&(l2, h2)| l1 < h2 && l2 < h1)),
-                _ => true,
-            }
+            a.may_meet(b)
         };
         // Pairs meet only within one allocation of one CTA; each pair of
         // instructions is reported once, from its first instance.
@@ -3879,29 +3894,29 @@ impl Report<'_> {
     /// offset in which `%tid.x` appears under `mod`/`div` (a swizzle, a
     /// `lane ^ 1` partner) is evaluated thread by thread when it can be,
     /// since bounding its terms one by one loses their correlation.
-    fn extent(&self, a: &Access) -> Option<Vec<(i64, i64)>> {
+    fn extent(&self, role: usize, bytes: &Bytes) -> Option<Vec<(i64, i64)>> {
         let tid = Affine::atom(Atom::Tid(0));
         // `%laneid` is `%tid.x mod 32` when rows of the block are whole
         // warps (or it is 1-D).
-        let off = a.bytes.off.as_ref()?;
+        let off = bytes.off.as_ref()?;
         let off = if lane_is_tid_x_mod_32(self.k) {
             off.subst(&Atom::Tid(3), &tid.modulo(32))
         } else {
             off.clone()
         };
-        let size = a.bytes.size;
+        let size = bytes.size;
         let nonlinear = off.mentions(&|x| match x {
             Atom::Mod(i, _) | Atom::Div(i, _) => i.mentions(&|y| *y == Atom::Tid(0)),
             _ => false,
         });
         let mut out = Vec::new();
-        let th = self.roles[a.role].0;
-        for &(first, last) in &self.ranges[a.role] {
+        let th = self.roles[role].0;
+        for &(first, last) in &self.ranges[role] {
             // One row's `%tid.x` range, its `%tid.y` and `%tid.z` put in
             // where rows are enumerated.
             let at = Thread { tid: first, ..th };
             let (lo, hi) = (at.x(), last - at.row() * th.width);
-            let hi = a.bytes.tid_cap.map_or(hi, |cap| hi.min(cap));
+            let hi = bytes.tid_cap.map_or(hi, |cap| hi.min(cap));
             if hi < lo {
                 continue;
             }
