@@ -415,6 +415,11 @@ pub struct Bounds {
     pub other_tid_x: Option<(i64, i64)>,
     /// Largest `%tid.y` and `%tid.z`, when the kernel declares its block.
     pub max_tid_yz: Option<[i64; 2]>,
+    /// The analysed thread's `%tid.y` and `%tid.z` ranges where narrower
+    /// than the block's rows (the rows that run the instruction at hand).
+    pub rows: Option<[(i64, i64); 2]>,
+    /// The other thread's, as `rows`.
+    pub other_rows: Option<[(i64, i64); 2]>,
     /// Inclusive ranges of opaque values known from their definition (a
     /// CTA's rank in its cluster).
     pub opaque: BTreeMap<Value, (i64, i64)>,
@@ -437,15 +442,21 @@ impl Bounds {
             Atom::Tid(0) => self.tid_x.or(self.max_tid.map(|m| (0, m))),
             Atom::OtherTid(0) => self.other_tid_x.or(self.max_tid.map(|m| (0, m))),
             Atom::Tid(3) | Atom::OtherTid(3) => Some((0, 31)),
-            Atom::Tid(d @ 1..=2) | Atom::OtherTid(d @ 1..=2) => {
-                self.max_tid_yz.map(|m| (0, m[usize::from(*d) - 1]))
-            }
+            Atom::Tid(d @ 1..=2) => self.row_range(self.rows, usize::from(*d) - 1),
+            Atom::OtherTid(d @ 1..=2) => self.row_range(self.other_rows, usize::from(*d) - 1),
             Atom::Div(inner, d) => {
                 let (lo, hi) = self.interval(inner)?;
                 Some((lo.div_euclid(*d), hi.div_euclid(*d)))
             }
             _ => None,
         }
+    }
+
+    /// The range of `%tid.y` (`axis` 0) or `%tid.z` (1) of a thread that
+    /// runs in `rows` (every row of the block when None).
+    fn row_range(&self, rows: Option<[(i64, i64); 2]>, axis: usize) -> Option<(i64, i64)> {
+        rows.map(|r| r[axis])
+            .or_else(|| self.max_tid_yz.map(|m| (0, m[axis])))
     }
 
     /// Inclusive range of `%tid.x` of the analysed thread minus that of
@@ -548,6 +559,8 @@ fn linear_thread_index(a: &Affine, b: &Affine, bnd: &Bounds) -> Option<(Affine, 
         tid_x: widen(bnd.tid_x)?,
         other_tid_x: widen(bnd.other_tid_x)?,
         max_tid_yz: None,
+        rows: None,
+        other_rows: None,
         sums: Vec::new(),
         ..bnd.clone()
     };
@@ -619,13 +632,23 @@ fn disjoint_per_thread(
         None => [0, 0],
     };
     let x_size = max_tid.checked_add(1)?;
-    // Each thread's `%tid.x` range: the threads that run its access.
+    // Each thread's `%tid.x` and rows: the threads that run its access.
     let clamp =
-        |r: Option<(i64, i64)>| r.map_or((0, max_tid), |(lo, hi)| (lo.max(0), hi.min(max_tid)));
-    let (this_range, other_range) = (clamp(bnd.tid_x), clamp(bnd.other_tid_x));
+        |r: Option<(i64, i64)>, top: i64| r.map_or((0, top), |(lo, hi)| (lo.max(0), hi.min(top)));
+    let threads_of = |x: Option<(i64, i64)>, r: Option<[(i64, i64); 2]>| {
+        [
+            clamp(x, max_tid),
+            clamp(r.map(|r| r[0]), rows[0]),
+            clamp(r.map(|r| r[1]), rows[1]),
+        ]
+    };
+    let (this_threads, other_threads) = (
+        threads_of(bnd.tid_x, bnd.rows),
+        threads_of(bnd.other_tid_x, bnd.other_rows),
+    );
     // Each distinct value of one thread's terms, with the threads (their
     // index in the block, as warps number them) giving it.
-    let per_thread = |e: &Affine, other: bool, (lo, hi): (i64, i64)| {
+    let per_thread = |e: &Affine, other: bool, [xs, ys, zs]: [(i64, i64); 3]| {
         let reg = |axis| {
             if other {
                 Atom::OtherTid(axis)
@@ -638,16 +661,14 @@ fn disjoint_per_thread(
             out.insert(e.clone(), Vec::new());
             return Some(out);
         }
-        let threads = (hi - lo + 1)
-            .max(0)
-            .checked_mul(rows[0].checked_add(1)?)?
-            .checked_mul(rows[1].checked_add(1)?)?;
+        let count = |(lo, hi): (i64, i64)| (hi - lo + 1).max(0);
+        let threads = count(xs).checked_mul(count(ys))?.checked_mul(count(zs))?;
         if threads > MAX_THREADS {
             return None;
         }
-        for z in 0..=rows[1] {
-            for y in 0..=rows[0] {
-                for x in lo..=hi {
+        for z in zs.0..=zs.1 {
+            for y in ys.0..=ys.1 {
+                for x in xs.0..=xs.1 {
                     let linear = x + x_size * (y + (rows[0] + 1) * z);
                     let ids = [x, y, z, linear % 32];
                     let value =
@@ -666,8 +687,8 @@ fn disjoint_per_thread(
         }
         Some(out)
     };
-    let xs = per_thread(&this, false, this_range)?;
-    let ys = per_thread(&other, true, other_range)?;
+    let xs = per_thread(&this, false, this_threads)?;
+    let ys = per_thread(&other, true, other_threads)?;
     let cost = xs.len().checked_mul(ys.len())?;
     if cost > MAX_PAIRS {
         return None;
@@ -747,20 +768,24 @@ pub fn disjoint(
         bnd.thread_pairs.set(linear.thread_pairs.get());
         return proved;
     }
-    let several_rows = bnd.max_tid_yz.is_some_and(|[y, z]| y > 0 || z > 0);
-    let rows_named =
-        |e: &Affine| e.mentions(&|x| matches!(x, Atom::Tid(1 | 2) | Atom::OtherTid(1 | 2)));
+    // Two threads of a block of several rows may share their `%tid.x`,
+    // unless both run in one row.
+    let one_row = |r: Option<[(i64, i64); 2]>| r.is_some_and(|r| r.iter().all(|(lo, hi)| lo == hi));
+    let several_rows = bnd.max_tid_yz.is_some_and(|[y, z]| y > 0 || z > 0)
+        && !(one_row(bnd.rows) && bnd.rows == bnd.other_rows);
+    let threads_named = |e: &Affine| e.mentions(&|x| matches!(x, Atom::Tid(_) | Atom::OtherTid(_)));
     if thread_under_mod(a)
         || thread_under_mod(b)
-        || (several_rows && (rows_named(a) || rows_named(b)))
+        || (several_rows && (threads_named(a) || threads_named(b)))
     {
-        if let Some(m) = bnd.max_tid {
-            if let Some(proved) = disjoint_per_thread(a, sa, b, sb, distinct_threads, bnd, m) {
-                return proved;
-            }
+        // Either proof suffices: what the threads one by one leave
+        // unproved may still follow from the bounds below.
+        let m = bnd.max_tid;
+        if m.and_then(|m| disjoint_per_thread(a, sa, b, sb, distinct_threads, bnd, m)) == Some(true)
+        {
+            return true;
         }
     }
-    // Two threads of a block of several rows may share their `%tid.x`.
     let distinct_threads = distinct_threads && !several_rows;
     let d = a.sub(b);
     // Overlap iff -sa < d < sb.

@@ -24,7 +24,7 @@ use crate::affine::{disjoint, Affine, Atom, Bounds};
 use crate::sites::Sites;
 use crate::state::{Init, Issuer, Kind, Mem, OpRec, State};
 use crate::values::{
-    complement, conjuncts, elect_lane, intersect, is_sreg, mapa_of, Base, Sym, Syms,
+    complement, conjuncts, elect_lane, intersect, is_sreg, mapa_of, Base, Runners, Sym, Syms,
 };
 
 const HUGE: i64 = 1 << 40;
@@ -64,7 +64,7 @@ const FAR: i64 = 1 << 50;
 
 /// A question [`Engine::overlap`] asks of [`disjoint`]: two offsets and
 /// sizes, the guard that pins a loop's iteration, whether the second
-/// access is another thread's, the two threads' `%tid.x` ranges, and the
+/// access is another thread's, the two threads' ranges, and the
 /// values each thread's `%tid.x` is below ([`Mem::below`]).
 type DisjointQuery = (
     Affine,
@@ -73,8 +73,8 @@ type DisjointQuery = (
     i64,
     Option<(Inst, i64)>,
     bool,
-    Option<(i64, i64)>,
-    Option<(i64, i64)>,
+    Runners,
+    Runners,
     [Option<Affine>; 2],
 );
 
@@ -128,15 +128,15 @@ pub struct Engine<'a> {
     /// Keyed by the query's hash, taken from borrowed parts (a hit clones
     /// nothing); each bucket holds the queries with that hash.
     disjoint_seen: RefCell<HashMap<u64, Vec<(DisjointQuery, bool)>>>,
-    /// The `%tid.x` range of the threads that run the instruction being
-    /// analysed, where narrower than every thread ([`Syms::tid_hull`]).
-    here: Option<(i64, i64)>,
+    /// The threads that run the instruction being analysed, where
+    /// narrower than every thread ([`Syms::runners_of`]).
+    here: Runners,
     /// The loops run iteration by iteration ([`Engine::unrolled`]) whose
     /// iteration is being walked, with their induction variable's value.
     pinned: Vec<(Inst, i64)>,
     /// While comparing with accesses of other threads that run the same
-    /// code (`race_with_others`): `here` for their `%tid.x` too.
-    other_here: Option<(i64, i64)>,
+    /// code (`race_with_others`): `here` for them too.
+    other_here: Option<Runners>,
     /// Loops taken to run at least once although their bounds are not
     /// constants ([`Engine::assuming_runs`]).
     assumed_runs: BTreeSet<Inst>,
@@ -255,7 +255,7 @@ impl<'a> Engine<'a> {
             loop_work: 0,
             exhausted: None,
             disjoint_seen: RefCell::new(HashMap::new()),
-            here: None,
+            here: Runners::default(),
             pinned: Vec::new(),
             other_here: None,
             assumed_runs: BTreeSet::new(),
@@ -535,18 +535,17 @@ impl<'a> Engine<'a> {
 
     /// May `a` (this thread) overlap `b` (of record `r`, by this thread or, with `cross`, another)?
     fn overlap(&self, a: &Mem, b: &Mem, guard: Option<(Inst, i64)>, cross: bool) -> bool {
-        self.overlap_with(a, b, guard, cross, self.other_here)
+        self.overlap_with(a, b, guard, cross, self.other_here.unwrap_or_default())
     }
 
-    /// [`Engine::overlap`], the other thread's `%tid.x` within `other`
-    /// (when known) under `cross`.
+    /// [`Engine::overlap`], the other thread one of `other` under `cross`.
     fn overlap_with(
         &self,
         a: &Mem,
         b: &Mem,
         guard: Option<(Inst, i64)>,
         cross: bool,
-        other: Option<(i64, i64)>,
+        other: Runners,
     ) -> bool {
         let (ba, bb) = (norm_base(&a.base), norm_base(&b.base));
         if ba != Base::Unknown && bb != Base::Unknown && ba != bb {
@@ -611,11 +610,15 @@ impl<'a> Engine<'a> {
         // The threads that run the instruction bound `%tid.x`: by
         // constants, and by a value `X` as `X - %tid.x >= 1`.
         let apart = match (self.here, other, &below) {
-            (None, None, [None, None]) => disjoint(&oa, sa, &ob, sb, cross, &self.syms.bounds),
+            (here, other, [None, None]) if here == Runners::default() && other == here => {
+                disjoint(&oa, sa, &ob, sb, cross, &self.syms.bounds)
+            }
             (here, other, [below_a, below_b]) => {
                 let mut bounds = Bounds {
-                    tid_x: here,
-                    other_tid_x: other,
+                    tid_x: here.x,
+                    other_tid_x: other.x,
+                    rows: here.rows,
+                    other_rows: other.rows,
                     ..self.syms.bounds.clone()
                 };
                 let tid = |t: Atom| Affine::atom(t);
@@ -638,13 +641,26 @@ impl<'a> Engine<'a> {
         !apart
     }
 
+    /// The threads that may have run `inst` as the other thread: its
+    /// runners, with the `%tid.x` range of [`Engine::other_here`] where set
+    /// (the rows always `inst`'s: a role along `%tid.y` or `%tid.z` is not
+    /// dropped on entering another's code).
+    fn other_runners(&self, inst: Inst) -> Runners {
+        let runners = self.syms.runners_of(inst);
+        match self.other_here {
+            Some(here) => Runners {
+                x: here.x,
+                ..runners
+            },
+            None => runners,
+        }
+    }
+
     /// May `a` overlap `b` of record `r` as issued by this thread, and as
     /// issued by another thread (one of those that run `r`'s instruction)?
     fn either_thread(&self, a: &Mem, b: &Mem, r: &OpRec) -> (bool, bool) {
         let same = self.overlap(a, b, r.guard, false);
-        let other = self
-            .other_here
-            .or_else(|| self.syms.tid_hull.get(&r.inst).copied());
+        let other = self.other_runners(r.inst);
         let cross = !self.same_single_thread(r) && self.overlap_with(a, b, r.guard, true, other);
         (same, cross)
     }
@@ -1008,7 +1024,7 @@ impl<'a> Engine<'a> {
         if m.off.is_none() || st.partial_sync {
             return;
         }
-        self.other_here = self.here;
+        self.other_here = Some(self.here);
         let found = st.unsynced.iter().find(|(other, i, wrote)| {
             (write || *wrote)
                 && other.off.is_some()
@@ -1443,7 +1459,7 @@ impl<'a> Engine<'a> {
                 return;
             }
             // The threads that run it bound `%tid.x` in its comparisons.
-            let saved = std::mem::replace(&mut self.here, self.syms.tid_hull.get(&inst).copied());
+            let saved = std::mem::replace(&mut self.here, self.syms.runners_of(inst));
             self.inst(inst, st);
             self.here = saved;
         }
@@ -2619,9 +2635,7 @@ impl<'a> Engine<'a> {
                         continue;
                     }
                     // The other thread is one of those that run `b`.
-                    let other = self
-                        .other_here
-                        .or_else(|| self.syms.tid_hull.get(&b.inst).copied());
+                    let other = self.other_runners(b.inst);
                     if let (Some(x), Some(y)) = (&a.dst, &b.dst) {
                         if self.overlap_with(x, y, None, true, other) {
                             let (first, second) = if a.inst < b.inst { (a, b) } else { (b, a) };

@@ -93,6 +93,11 @@ pub struct Syms {
     /// `%tid.x`, a warp index or a lane), the least and largest `%tid.x`
     /// of those threads.
     pub tid_hull: HashMap<Inst, (i64, i64)>,
+    /// For each instruction that only threads of some rows of a declared
+    /// block run (under `if`s comparing `%tid.y` or `%tid.z` with a
+    /// constant: warp roles along y or z), the least and largest `%tid.y`
+    /// and `%tid.z` of those threads.
+    pub row_hull: HashMap<Inst, [(i64, i64); 2]>,
     /// For each instruction under the then-branch of an `if %tid.x < X`
     /// (`cmp.ult` of a non-negative `X`, `cmp.slt`, or the comparison
     /// turned around), `X` does not depend on the thread: the threads that
@@ -109,6 +114,17 @@ pub struct Syms {
     /// The polls whose result only decides whether a blocking wait on
     /// their phase runs ([`Kernel::guarding_polls`]).
     pub guarding_polls: HashSet<Inst>,
+}
+
+/// The threads that run an instruction, where narrower than the block's:
+/// the hull of their `%tid.x` ([`Syms::tid_hull`]) and of their `%tid.y`
+/// and `%tid.z` ([`Syms::row_hull`]).
+#[derive(Clone, Copy, Debug, Default, Hash, PartialEq, Eq)]
+pub struct Runners {
+    /// Their `%tid.x` hull.
+    pub x: Option<(i64, i64)>,
+    /// Their `%tid.y` and `%tid.z` hulls.
+    pub rows: Option<[(i64, i64); 2]>,
 }
 
 /// The most (rank, iteration) cases [`Syms::never_own_rank`] enumerates.
@@ -350,6 +366,7 @@ impl Syms {
             waited_only: waited_only(k),
             iv_counts: BTreeSet::new(),
             tid_hull: HashMap::new(),
+            row_hull: HashMap::new(),
             tid_below: HashMap::new(),
             named_floor: HashMap::new(),
             guarding_polls: k.guarding_polls(&blocking_polls),
@@ -378,6 +395,10 @@ impl Syms {
                     s.tid_hull.insert(inst, (lo, hi));
                 }
             }
+        }
+        if let Some([_, y, z]) = k.block {
+            let rows = [(0, i64::from(y) - 1), (0, i64::from(z) - 1)];
+            s.row_runners(k, k.body, rows, rows);
         }
         let intervals = Intervals::new(k);
         // Opaque integers their definitions bound (`64 >> level` of a tree
@@ -1507,6 +1528,99 @@ impl Syms {
                 }
             }
         }
+    }
+
+    /// The threads that run `inst`.
+    pub fn runners_of(&self, inst: Inst) -> Runners {
+        Runners {
+            x: self.tid_hull.get(&inst).copied(),
+            rows: self.row_hull.get(&inst).copied(),
+        }
+    }
+
+    /// Fills [`Syms::row_hull`] for the instructions of `r`, which the
+    /// threads of rows `path` run (`block`: every row of the block).
+    /// Conditions on other values leave the rows as they are.
+    fn row_runners(
+        &mut self,
+        k: &Kernel,
+        r: Region,
+        path: [(i64, i64); 2],
+        block: [(i64, i64); 2],
+    ) {
+        for &inst in &k.regions[r].insts {
+            if path != block {
+                self.row_hull.insert(inst, path);
+            }
+            let data = &k.insts[inst];
+            let cond = (data.op == Op::If)
+                .then(|| data.args.first().and_then(|a| a.value()))
+                .flatten();
+            for (i, &sub) in data.regions.iter().enumerate() {
+                let mut rows = path;
+                if let Some(c) = cond {
+                    for (c, pol) in conjuncts(k, c, i == 0) {
+                        if let Some((axis, hull)) = self.row_cond(k, c, pol, block) {
+                            let (lo, hi) = rows[axis];
+                            rows[axis] = (lo.max(hull.0), hi.min(hull.1));
+                        }
+                    }
+                }
+                if rows.iter().all(|(lo, hi)| lo <= hi) {
+                    self.row_runners(k, sub, rows, block);
+                }
+            }
+        }
+    }
+
+    /// For `c` (with polarity `pol`) comparing `%tid.y` or `%tid.z` with a
+    /// constant, the axis (0: y, 1: z) and the hull of its values within
+    /// the block's rows `block` for which `c` has that polarity.
+    fn row_cond(
+        &self,
+        k: &Kernel,
+        c: Value,
+        pol: bool,
+        block: [(i64, i64); 2],
+    ) -> Option<(usize, (i64, i64))> {
+        let data = &k.insts[k.def_inst(c)?];
+        let Op::Cmp(pred, _) = data.op else {
+            return None;
+        };
+        let (a, b) = (
+            self.int(*data.args.first()?)?,
+            self.int(*data.args.get(1)?)?,
+        );
+        let axis_of = |e: &Affine| {
+            [Atom::Tid(1), Atom::Tid(2)]
+                .iter()
+                .position(|t| *e == Affine::atom(t.clone()))
+        };
+        let (axis, c, swapped) = match (axis_of(&a), axis_of(&b)) {
+            (Some(axis), None) => (axis, b.as_const()?, false),
+            (None, Some(axis)) => (axis, a.as_const()?, true),
+            _ => return None,
+        };
+        let test: fn(i64, i64) -> bool = match pred {
+            CmpPred::Eq => |x, y| x == y,
+            CmpPred::Ne => |x, y| x != y,
+            CmpPred::Ult | CmpPred::Slt => |x, y| x < y,
+            CmpPred::Ule | CmpPred::Sle => |x, y| x <= y,
+            CmpPred::Ugt | CmpPred::Sgt => |x, y| x > y,
+            CmpPred::Uge | CmpPred::Sge => |x, y| x >= y,
+            _ => return None,
+        };
+        // A negative constant (or one past `i32::MAX`) compares differently
+        // signed and unsigned.
+        if !(0..1 << 31).contains(&c) {
+            return None;
+        }
+        let holds = |v: i64| (if swapped { test(c, v) } else { test(v, c) }) == pol;
+        let (lo, hi) = block[axis];
+        let mut values = (lo..=hi).filter(|&v| holds(v));
+        let first = values.next();
+        let hull = first.map_or((1, 0), |f| (f, values.last().unwrap_or(f)));
+        Some((axis, hull))
     }
 
     /// The largest `%tid.x` a thread can have: a declared block's own, or,
