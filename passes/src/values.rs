@@ -1619,7 +1619,7 @@ impl Syms {
         let (lo, hi) = block[axis];
         let mut values = (lo..=hi).filter(|&v| holds(v));
         let first = values.next();
-        let hull = first.map_or((1, 0), |f| (f, values.last().unwrap_or(f)));
+        let hull = first.map_or((1, 0), |f| (f, values.next_back().unwrap_or(f)));
         Some((axis, hull))
     }
 
