@@ -707,7 +707,11 @@ fn analyse(
 /// extents may meet. Only such pairs with a write are enumerated, so reads
 /// alone and accesses of bytes apart cost nothing; more than
 /// [`MAX_PAIRS`] in all, counted in `pairs`, is over budget.
-fn conflicting_pairs(bucket: &[&Access], pairs: &mut usize) -> Result<Vec<(usize, usize)>, GiveUp> {
+fn conflicting_pairs(
+    report: &Report,
+    bucket: &[&Access],
+    pairs: &mut usize,
+) -> Result<Vec<(usize, usize)>, GiveUp> {
     let mut out = Vec::new();
     for (w, a) in bucket.iter().enumerate() {
         if !a.what.writes() {
@@ -721,7 +725,7 @@ fn conflicting_pairs(bucket: &[&Access], pairs: &mut usize) -> Result<Vec<(usize
             let both_async = a.what.is_async() && b.what.is_async() && a.event != b.event;
             if (a.role == b.role && !both_async)
                 || (a.what == Use::AsyncReduce && b.what == Use::AsyncReduce)
-                || !a.may_meet(b)
+                || !a.may_meet(b, report)
             {
                 continue;
             }
@@ -2549,15 +2553,22 @@ struct Access<'a> {
     start: NodeIndex,
     end: NodeIndex,
     /// The byte ranges it may touch over its role's threads, when known
-    /// ([`Report::extent`]).
-    extent: Option<Vec<(i64, i64)>>,
+    /// ([`Report::extent`]), computed when first asked.
+    extent: OnceCell<Option<Vec<(i64, i64)>>>,
 }
 
 impl Access<'_> {
+    /// Its extent ([`Report::extent`]), computed on first use.
+    fn extent_in(&self, report: &Report) -> Option<&[(i64, i64)]> {
+        self.extent
+            .get_or_init(|| report.extent(self.role, self.bytes))
+            .as_deref()
+    }
+
     /// Whether the two may touch a common byte by what their extents say
     /// (true where either extent is unknown).
-    fn may_meet(&self, other: &Access) -> bool {
-        match (&self.extent, &other.extent) {
+    fn may_meet(&self, other: &Access, report: &Report) -> bool {
+        match (self.extent_in(report), other.extent_in(report)) {
             (Some(ea), Some(eb)) => ea
                 .iter()
                 .any(|&(l1, h1)| eb.iter().any(|&(l2, h2)| l1 < h2 && l2 < h1)),
@@ -3678,7 +3689,7 @@ impl Report<'_> {
                         what: if *write { Use::Write } else { Use::Read },
                         start: node,
                         end: node,
-                        extent: self.extent(r, bytes),
+                        extent: OnceCell::new(),
                     }),
                     Step::Async {
                         writes,
@@ -3708,7 +3719,7 @@ impl Report<'_> {
                                 what,
                                 start: node,
                                 end,
-                                extent: self.extent(r, bytes),
+                                extent: OnceCell::new(),
                             });
                         }
                     }
@@ -3771,7 +3782,7 @@ impl Report<'_> {
             if apart(x, a.bytes.size, y, b.bytes.size, true, distinct) {
                 return false;
             }
-            a.may_meet(b)
+            a.may_meet(b, self)
         };
         // Pairs meet only within one allocation of one CTA; each pair of
         // instructions is reported once, from its first instance.
@@ -3796,7 +3807,7 @@ impl Report<'_> {
         let mut out = Sites::default();
         let mut pairs = 0usize;
         for bucket in buckets.values() {
-            for (i, j) in conflicting_pairs(bucket, &mut pairs)? {
+            for (i, j) in conflicting_pairs(self, bucket, &mut pairs)? {
                 if bounds.thread_pairs.get() > MAX_THREAD_PAIRS {
                     return Err(GiveUp::Budget);
                 }
