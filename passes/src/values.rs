@@ -1332,18 +1332,24 @@ impl Syms {
         }
     }
 
-    /// The `%tid.x` values for which `c` is true, when `c` compares `%tid.x`
-    /// or a quotient `%tid.x / d` (a warp index) with a non-negative
-    /// constant (either order, any integer predicate).
-    pub fn tid_cond(&self, k: &Kernel, c: Value) -> Option<TidSet> {
+    /// The predicate and the two integer operands of `c`, a `cmp`.
+    fn int_cmp(&self, k: &Kernel, c: Value) -> Option<(CmpPred, Affine, Affine)> {
         let data = &k.insts[k.def_inst(c)?];
         let Op::Cmp(pred, _) = data.op else {
             return None;
         };
-        let (a, b) = (
+        Some((
+            pred,
             self.int(*data.args.first()?)?,
             self.int(*data.args.get(1)?)?,
-        );
+        ))
+    }
+
+    /// The `%tid.x` values for which `c` is true, when `c` compares `%tid.x`
+    /// or a quotient `%tid.x / d` (a warp index) with a non-negative
+    /// constant (either order, any integer predicate).
+    pub fn tid_cond(&self, k: &Kernel, c: Value) -> Option<TidSet> {
+        let (pred, a, b) = self.int_cmp(k, c)?;
         // `(%tid.x + off) mod m` (a lane within a warp or a warp group,
         // `%laneid`, a role's own index `(%tid.x - 32) & 63`) against a
         // constant: the threads whose residue passes, in every group of m
@@ -1583,14 +1589,7 @@ impl Syms {
         pol: bool,
         block: [(i64, i64); 2],
     ) -> Option<(usize, (i64, i64))> {
-        let data = &k.insts[k.def_inst(c)?];
-        let Op::Cmp(pred, _) = data.op else {
-            return None;
-        };
-        let (a, b) = (
-            self.int(*data.args.first()?)?,
-            self.int(*data.args.get(1)?)?,
-        );
+        let (pred, a, b) = self.int_cmp(k, c)?;
         let axis_of = |e: &Affine| {
             [Atom::Tid(1), Atom::Tid(2)]
                 .iter()
