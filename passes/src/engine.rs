@@ -385,6 +385,7 @@ impl<'a> Engine<'a> {
             conds: self.inst_conds.get(&at).cloned().unwrap_or_default(),
             guard: None,
             earlier: BTreeSet::new(),
+            skipped_last: BTreeSet::new(),
             left_by: None,
             done_by: None,
             tok: BTreeSet::new(),
@@ -1004,6 +1005,7 @@ impl<'a> Engine<'a> {
             conds: self.conds.clone(),
             guard: None,
             earlier: BTreeSet::new(),
+            skipped_last: self.skipped_in_last_iterations(),
             left_by: None,
             done_by: None,
             tok: data_results(self.k, at, kind),
@@ -1987,57 +1989,81 @@ impl<'a> Engine<'a> {
         found
     }
 
-    /// Whether op `r`, issued in the current iteration of loop `l` (a
-    /// `for` from a fixed `lo` to a fixed `hi` by 1) under a condition
-    /// defined in its body, is not issued in the loop's last iteration,
-    /// `iv = hi - 1`: the condition compares two integers whose
-    /// difference is then a constant that decides it.
+    /// Whether op `r`, issued in the current iteration of loop `l`, is not
+    /// issued in the loop's last iteration ([`OpRec::skipped_last`]).
     fn skipped_in_last(&self, l: Inst, r: &OpRec) -> bool {
+        !r.earlier.contains(&l) && r.skipped_last.contains(&l)
+    }
+
+    /// The enclosing loops (each a `for` by 1 whose bound is known) in
+    /// whose last iteration, `iv = hi - 1`, a condition of the current
+    /// point defined in the loop's body is false: it compares two integers
+    /// whose difference is then a constant that decides it. The iterations
+    /// of inner loops run one by one count with their pinned values, and a
+    /// `select` on a condition so decided is its chosen value (the next
+    /// tile's index `p + 1 == P ? t + 1 : t` of a loop over a tile's parts).
+    fn skipped_in_last_iterations(&self) -> BTreeSet<Inst> {
         let k = self.k;
-        let data = &k.insts[l];
-        if self.syms.iv_counts.contains(&l)
-            || data.args.get(2).and_then(|a| k.const_int(*a)) != Some(1)
-        {
-            return false;
-        }
-        let Some(last) = data.args.get(1).and_then(|a| self.syms.int(*a)) else {
-            return false;
+        self.loops
+            .iter()
+            .copied()
+            .filter(|&l| {
+                let data = &k.insts[l];
+                if self.syms.iv_counts.contains(&l)
+                    || data.args.get(2).and_then(|a| k.const_int(*a)) != Some(1)
+                {
+                    return false;
+                }
+                let Some(hi) = data.args.get(1).and_then(|a| self.syms.int(*a)) else {
+                    return false;
+                };
+                let last = (l, hi.sub(&Affine::constant(1)));
+                self.conds.iter().any(|&(c, pol)| {
+                    self.syms.loops[c.index()].contains(&l)
+                        && self.decided_in(c, &last, 0) == Some(!pol)
+                })
+            })
+            .collect()
+    }
+
+    /// The value of comparison `c` when loop `at.0`'s variable is `at.1`
+    /// (and the loops run one by one have their pinned values), when the
+    /// difference of its sides is then a constant that decides it.
+    fn decided_in(&self, c: Value, at: &(Inst, Affine), depth: u32) -> Option<bool> {
+        let d = &self.k.insts[self.k.def_inst(c)?];
+        let Op::Cmp(pred, _) = d.op else {
+            return None;
         };
-        let last = last.sub(&Affine::constant(1));
-        let iv = Atom::Iv(l);
-        r.conds.iter().any(|&(c, pol)| {
-            if !self.syms.loops[c.index()].contains(&l) {
-                return false;
+        let side = |i: usize| self.int_in(*d.args.get(i)?, at, depth);
+        let diff = side(0)?.sub(&side(1)?).as_const()?;
+        match pred {
+            CmpPred::Eq => Some(diff == 0),
+            CmpPred::Ne => Some(diff != 0),
+            CmpPred::Slt => Some(diff < 0),
+            CmpPred::Sle => Some(diff <= 0),
+            CmpPred::Sgt => Some(diff > 0),
+            CmpPred::Sge => Some(diff >= 0),
+            // Unsigned: only equal sides decide the order.
+            CmpPred::Ult | CmpPred::Ugt if diff == 0 => Some(false),
+            CmpPred::Ule | CmpPred::Uge if diff == 0 => Some(true),
+            _ => None,
+        }
+    }
+
+    /// The integer `a` as [`Engine::decided_in`] sees it.
+    fn int_in(&self, a: Arg, at: &(Inst, Affine), depth: u32) -> Option<Affine> {
+        /// Selects of selects followed before giving up.
+        const MAX_DEPTH: u32 = 4;
+        let k = self.k;
+        if let Some(d) = a.value().and_then(|v| k.def_inst(v)).map(|i| &k.insts[i]) {
+            if d.op == Op::Select && depth < MAX_DEPTH {
+                if let Some(b) = self.decided_in(d.args.first()?.value()?, at, depth + 1) {
+                    return self.int_in(*d.args.get(if b { 1 } else { 2 })?, at, depth + 1);
+                }
             }
-            let Some(d) = k.def_inst(c).map(|i| &k.insts[i]) else {
-                return false;
-            };
-            let Op::Cmp(pred, _) = d.op else {
-                return false;
-            };
-            let side = |i: usize| {
-                d.args
-                    .get(i)
-                    .and_then(|a| self.syms.int(*a))
-                    .map(|e| e.subst(&iv, &last))
-            };
-            let Some(diff) = side(0).zip(side(1)).and_then(|(a, b)| a.sub(&b).as_const()) else {
-                return false;
-            };
-            let holds = match pred {
-                CmpPred::Eq => diff == 0,
-                CmpPred::Ne => diff != 0,
-                CmpPred::Slt => diff < 0,
-                CmpPred::Sle => diff <= 0,
-                CmpPred::Sgt => diff > 0,
-                CmpPred::Sge => diff >= 0,
-                // Unsigned: only equal sides decide the order.
-                CmpPred::Ult | CmpPred::Ugt if diff == 0 => false,
-                CmpPred::Ule | CmpPred::Uge if diff == 0 => true,
-                _ => return false,
-            };
-            holds != pol
-        })
+        }
+        let e = self.syms.int(a)?;
+        Some(self.pinned(&e).subst(&Atom::Iv(at.0), &at.1))
     }
 
     /// The fixed point of loop `inst` from `entry`: its head state, and the
