@@ -634,7 +634,15 @@ impl Syms {
             return false;
         };
         let n = Affine::atom(Atom::Iv(l)).sub(&lo).div(step);
-        let init = |i: usize| data.args.get(2 + i).and_then(|a| k.const_int(*a));
+        // A constant, or a value whose closed form is one (an outer loop's
+        // bit that its inner loops flip an even number of times).
+        let inits: Vec<Option<i64>> = (0..args.len())
+            .map(|i| {
+                let a = *data.args.get(2 + i)?;
+                k.const_int(a).or_else(|| self.int(a)?.as_const())
+            })
+            .collect();
+        let init = |i: usize| inits[i];
         // Slot counters first: parity bits refer to them.
         let mut counters: Vec<(Value, i64, i64)> = Vec::new();
         // What each carried value gets from the back edge (index i - 1 for
@@ -668,16 +676,14 @@ impl Syms {
             else {
                 continue;
             };
-            let rounds = if y == a {
+            let rounds = match self.flips_through_loops(k, y, a, 0) {
                 // Never flipped: the same phase every iteration.
-                Some(Affine::constant(2 * p0))
-            } else if self.flip_of(k, y, a) {
-                Some(n.clone())
-            } else {
-                counters.iter().find_map(|&(s, c, size)| {
+                Some(false) => Some(Affine::constant(2 * p0)),
+                Some(true) => Some(n.clone()),
+                None => counters.iter().find_map(|&(s, c, size)| {
                     self.flip_on_wrap(k, y, a, s, size)
                         .then(|| n.add(&Affine::constant(c)).div(size))
-                })
+                }),
             };
             if let Some(rounds) = rounds {
                 self.vals[a.index()] = Sym::Int(rounds.add(&Affine::constant(p0)).modulo(2));
@@ -867,6 +873,39 @@ impl Syms {
     }
 
     /// Whether `y` is `a xor 1` (or `1 - a`).
+    /// Whether bit `y` is `a` flipped (`Some(true)`) or `a` itself
+    /// (`Some(false)`), directly or through inner loops of constant trip
+    /// count that start a carried bit at `a` and flip it each iteration
+    /// (a double buffer's index over a tile's parts): an even count gives
+    /// `a` back.
+    fn flips_through_loops(&self, k: &Kernel, y: Value, a: Value, depth: u32) -> Option<bool> {
+        /// Loops nested inside one another followed before giving up.
+        const MAX_DEPTH: u32 = 4;
+        if y == a {
+            return Some(false);
+        }
+        if self.flip_of(k, y, a) {
+            return Some(true);
+        }
+        let l = k.def_inst(y)?;
+        let d = &k.insts[l];
+        if d.op != Op::For || depth >= MAX_DEPTH {
+            return None;
+        }
+        let j = d.results.iter().position(|&r| r == y)?;
+        let body = d.regions[0];
+        let arg = *k.regions[body].args.get(j + 1)?;
+        let start = d.args.get(3 + j)?.value()?;
+        let yielded = cpflow_ir::facts::yield_args(k, body).get(j)?.value()?;
+        let (lo, hi) = (k.const_int(d.args[0])?, k.const_int(d.args[1])?);
+        let step = k.const_int(d.args[2]).filter(|s| *s > 0)?;
+        let trips = if hi > lo { (hi - lo - 1) / step + 1 } else { 0 };
+        let each = self.flips_through_loops(k, yielded, arg, depth + 1)?;
+        let inner = each && trips % 2 == 1;
+        let outer = self.flips_through_loops(k, start, a, depth + 1)?;
+        Some(inner != outer)
+    }
+
     fn flip_of(&self, k: &Kernel, y: Value, a: Value) -> bool {
         let Some(d) = k.def_inst(y).map(|i| &k.insts[i]) else {
             return false;
