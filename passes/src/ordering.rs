@@ -673,7 +673,7 @@ fn analyse(
     if !deadlocks.is_empty() {
         return Ok(deadlocks);
     }
-    if g.unequal {
+    if g.unequal && !g.paired_by_pass {
         // No hang found, but the pairing took every mbarrier wait to
         // succeed in turn: nothing else is proved.
         return Err(GiveUp::Unknown(UNEQUAL_BARRIERS, None));
@@ -1940,6 +1940,10 @@ struct Graph {
     cta_gens: BTreeMap<Generation, (NodeIndex, Vec<(usize, usize)>)>,
     /// The CTA's threads pass `barrier.cta` unequally often.
     unequal: bool,
+    /// Each generation gathers the threads' passes of one index whatever
+    /// the order (only waits at barriers that count every thread): the
+    /// pairing holds where threads pass unequally often too.
+    paired_by_pass: bool,
     /// The barrier run stopped at a hang in its order of the roles.
     stalled: bool,
     /// The generations past that hang: their arrivals are paired by count
@@ -2140,6 +2144,7 @@ impl Graph {
             miscounts: Vec::new(),
             cta_gens: BTreeMap::new(),
             unequal: false,
+            paired_by_pass: true,
             stalled: false,
             unpaired: BTreeSet::new(),
             closure: [OnceCell::new(), OnceCell::new()],
@@ -2384,7 +2389,33 @@ impl Graph {
         if !cluster_equal || (!equal && simulated.is_none()) {
             return Err(GiveUp::Unknown(UNEQUAL_BARRIERS, None));
         }
+        // Waits at barriers that count every thread pair by their pass
+        // index even where some threads pass fewer (those exit, and a
+        // generation waits only for the threads still running): each
+        // thread's k-th pass is generation k whatever the order. Only a
+        // thread count or a `bar.arrive` on such an id makes the pairing the
+        // run's.
+        let whole_cta_ids: BTreeSet<i64> = roles
+            .iter()
+            .flat_map(|(_, events)| events)
+            .filter_map(|e| match e.step {
+                Step::CtaBarrier {
+                    id, count: None, ..
+                } => Some(id),
+                _ => None,
+            })
+            .collect();
+        let paired_by_pass = roles
+            .iter()
+            .flat_map(|(_, events)| events)
+            .all(|e| match e.step {
+                Step::CtaBarrier { id, count, wait } => {
+                    !whole_cta_ids.contains(&id) || (count.is_none() && wait)
+                }
+                _ => true,
+            });
         gr.unequal = !equal;
+        gr.paired_by_pass = paired_by_pass;
         gr.unpaired = unpaired;
         for (key, list) in &arrivals {
             let node = cta_barriers[key];
