@@ -1430,6 +1430,49 @@ impl Syms {
         if let (Some(m), Some(c)) = (modulus(&a), b.as_const()) {
             return by_residue(m, pred, c);
         }
+        // `k·%tid.x + off` (k > 1, a thread's first column `4 * tid`)
+        // against a constant, either order: every value stays in `[0,
+        // 2^31)`, where signed and unsigned comparisons agree, so the
+        // threads are those of the block for which it holds.
+        let scaled = |e: &Affine| -> Option<(i64, i64)> {
+            let [(Atom::Tid(0), &k)] = e.terms.iter().collect::<Vec<_>>()[..] else {
+                return None;
+            };
+            let top = k.checked_mul(MAX_CTA_THREADS - 1)?.checked_add(e.c)?;
+            (k > 1 && e.c >= 0 && top < 1 << 31).then_some((k, e.c))
+        };
+        let in_range = |c: i64| (0..1 << 31).contains(&c);
+        let sides = match (scaled(&a), scaled(&b), a.as_const(), b.as_const()) {
+            (Some(s), None, _, Some(c)) if in_range(c) => Some((s, c, false)),
+            (None, Some(s), Some(c), _) if in_range(c) => Some((s, c, true)),
+            _ => None,
+        };
+        if let Some(((k, off), c, swapped)) = sides {
+            let test: fn(i64, i64) -> bool = match pred {
+                CmpPred::Eq => |x, y| x == y,
+                CmpPred::Ne => |x, y| x != y,
+                CmpPred::Ult | CmpPred::Slt => |x, y| x < y,
+                CmpPred::Ule | CmpPred::Sle => |x, y| x <= y,
+                CmpPred::Ugt | CmpPred::Sgt => |x, y| x > y,
+                CmpPred::Uge | CmpPred::Sge => |x, y| x >= y,
+                _ => return None,
+            };
+            let holds = |t: i64| {
+                let v = k * t + off;
+                if swapped {
+                    test(c, v)
+                } else {
+                    test(v, c)
+                }
+            };
+            // No block has a thread past `MAX_CTA_THREADS - 1`.
+            return Some(union(
+                (0..MAX_CTA_THREADS)
+                    .filter(|&t| holds(t))
+                    .map(|t| (t, t))
+                    .collect(),
+            ));
+        }
         // `%tid.x - s` (a role's own thread index, `tid - 128` of a
         // consumer warp group) against a constant: the comparison shifted
         // back, an unsigned one taking the threads below `s` as wrapped
