@@ -1734,8 +1734,11 @@ fn param_taking(k: &Kernel, syms: &Syms, inst: Inst, want: bool) -> Option<(Valu
     if !k.params.contains(&p) {
         return None;
     }
+    // The value at the comparison's edge first (`if %k > 1` taken false
+    // with `%k` 1, not 0, which would also empty loops the branch does not
+    // guard).
     let base = bound.checked_sub(off)?;
-    [base.saturating_sub(1), base, base.saturating_add(1), 0, 1]
+    [base, base.saturating_sub(1), base.saturating_add(1), 0, 1]
         .into_iter()
         .filter(|v| *v >= 0)
         .find(|v| compare(pred, ty, v.checked_add(off), Some(bound)) == Some(want))
