@@ -132,6 +132,25 @@ impl Affine {
         if let Some(c) = inner.as_const() {
             return Affine::constant(c);
         }
+        // `(g·y) mod (g·n)` is `g·(y mod n)`: a common factor of the
+        // coefficients, the offset and m comes out, so the range says the
+        // value is a multiple of g (a swizzled offset of 8-element chunks
+        // masked with 511 is at most 504).
+        let g = inner
+            .terms
+            .values()
+            .fold(gcd(inner.c, m), |g, k| gcd(g, *k));
+        if g > 1 {
+            let reduced = Affine {
+                c: inner.c / g,
+                terms: inner
+                    .terms
+                    .iter()
+                    .map(|(a, k)| (a.clone(), k / g))
+                    .collect(),
+            };
+            return Affine::atom(Atom::Mod(Box::new(reduced), m / g)).scale(g);
+        }
         Affine::atom(Atom::Mod(Box::new(inner), m))
     }
 
