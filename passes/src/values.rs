@@ -1448,30 +1448,33 @@ impl Syms {
             _ => None,
         };
         if let Some(((k, off), c, swapped)) = sides {
-            let test: fn(i64, i64) -> bool = match pred {
-                CmpPred::Eq => |x, y| x == y,
-                CmpPred::Ne => |x, y| x != y,
-                CmpPred::Ult | CmpPred::Slt => |x, y| x < y,
-                CmpPred::Ule | CmpPred::Sle => |x, y| x <= y,
-                CmpPred::Ugt | CmpPred::Sgt => |x, y| x > y,
-                CmpPred::Uge | CmpPred::Sge => |x, y| x >= y,
-                _ => return None,
-            };
-            let holds = |t: i64| {
-                let v = k * t + off;
-                if swapped {
-                    test(c, v)
-                } else {
-                    test(v, c)
+            // `c pred v` read as `v pred' c`.
+            let pred = if swapped {
+                match pred {
+                    CmpPred::Ult | CmpPred::Slt => CmpPred::Ugt,
+                    CmpPred::Ule | CmpPred::Sle => CmpPred::Uge,
+                    CmpPred::Ugt | CmpPred::Sgt => CmpPred::Ult,
+                    CmpPred::Uge | CmpPred::Sge => CmpPred::Ule,
+                    other => other,
                 }
+            } else {
+                pred
             };
-            // No block has a thread past `MAX_CTA_THREADS - 1`.
-            return Some(union(
-                (0..MAX_CTA_THREADS)
-                    .filter(|&t| holds(t))
-                    .map(|t| (t, t))
-                    .collect(),
-            ));
+            // `k·t + off pred c` as a range of t: `t <= (c - off) div k`
+            // for `<=`, and the like.
+            let d = c - off;
+            let upto = |hi: i64| if hi >= 0 { vec![(0, hi)] } else { Vec::new() };
+            let from = |lo: i64| vec![(lo.max(0), TID_INF)];
+            let at = (d >= 0 && d % k == 0).then(|| vec![(d / k, d / k)]);
+            return match pred {
+                CmpPred::Ult | CmpPred::Slt => Some(upto((d - 1).div_euclid(k))),
+                CmpPred::Ule | CmpPred::Sle => Some(upto(d.div_euclid(k))),
+                CmpPred::Ugt | CmpPred::Sgt => Some(from(d.div_euclid(k) + 1)),
+                CmpPred::Uge | CmpPred::Sge => Some(from((d + k - 1).div_euclid(k))),
+                CmpPred::Eq => Some(at.unwrap_or_default()),
+                CmpPred::Ne => Some(at.map_or_else(|| vec![(0, TID_INF)], |s| complement(&s))),
+                _ => None,
+            };
         }
         // `%tid.x - s` (a role's own thread index, `tid - 128` of a
         // consumer warp group) against a constant: the comparison shifted
