@@ -715,12 +715,22 @@ fn disjoint_per_thread(
     bnd.thread_pairs
         .set(bnd.thread_pairs.get().saturating_add(cost as u64));
     let mut seen = std::collections::BTreeSet::new();
+    // Where both threads' terms are constants, the rest's range keeps most
+    // pairs apart without building their sum (`[d, d + sa)` and `[0, sb)`
+    // meet only for `-sa < d < sb`).
+    let rest_range = bnd.interval(&rest);
     for (x, ts) in &xs {
         for (y, os) in &ys {
             // The only pair of threads giving these values is one thread
             // twice.
             if distinct_threads && ts.len() == 1 && *ts == *os {
                 continue;
+            }
+            if let (Some(cx), Some(cy), Some((lo, hi))) = (x.as_const(), y.as_const(), rest_range) {
+                let c = cx.saturating_add(cy);
+                if hi.saturating_add(c) <= -sa || lo.saturating_add(c) >= sb {
+                    continue;
+                }
             }
             let sum = x.add(y);
             if seen.insert(sum.clone())
