@@ -1449,17 +1449,7 @@ impl Syms {
         };
         if let Some(((k, off), c, swapped)) = sides {
             // `c pred v` read as `v pred' c`.
-            let pred = if swapped {
-                match pred {
-                    CmpPred::Ult | CmpPred::Slt => CmpPred::Ugt,
-                    CmpPred::Ule | CmpPred::Sle => CmpPred::Uge,
-                    CmpPred::Ugt | CmpPred::Sgt => CmpPred::Ult,
-                    CmpPred::Uge | CmpPred::Sge => CmpPred::Ule,
-                    other => other,
-                }
-            } else {
-                pred
-            };
+            let pred = if swapped { mirrored(pred) } else { pred };
             // `k·t + off pred c` as a range of t: `t <= (c - off) div k`
             // for `<=`, and the like.
             let d = c - off;
@@ -1530,14 +1520,7 @@ impl Syms {
         let (d, pred, c) = if let Some(d) = divisor(&a) {
             (d, pred, b.as_const()?)
         } else if let Some(d) = divisor(&b) {
-            let swapped = match pred {
-                CmpPred::Ult | CmpPred::Slt => CmpPred::Ugt,
-                CmpPred::Ule | CmpPred::Sle => CmpPred::Uge,
-                CmpPred::Ugt | CmpPred::Sgt => CmpPred::Ult,
-                CmpPred::Uge | CmpPred::Sge => CmpPred::Ule,
-                other => other,
-            };
-            (d, swapped, a.as_const()?)
+            (d, mirrored(pred), a.as_const()?)
         } else {
             return None;
         };
@@ -1850,6 +1833,19 @@ impl Syms {
         let total = i64::try_from(k.shared[*id].size_bytes()).ok()?;
         // A copy no block keeps in bounds is a bug of its own (E1019).
         Some(total.saturating_sub(hi).div_euclid(c)).filter(|&cap| cap >= 1)
+    }
+}
+
+/// The predicate `p'` with `b p a` exactly when `a p' b` holds, for the
+/// non-negative operands [`Syms::tid_cond`] compares (an ordering becomes
+/// its unsigned mirror; (in)equality stays).
+fn mirrored(p: CmpPred) -> CmpPred {
+    match p {
+        CmpPred::Ult | CmpPred::Slt => CmpPred::Ugt,
+        CmpPred::Ule | CmpPred::Sle => CmpPred::Uge,
+        CmpPred::Ugt | CmpPred::Sgt => CmpPred::Ult,
+        CmpPred::Uge | CmpPred::Sge => CmpPred::Ule,
+        other => other,
     }
 }
 
