@@ -87,6 +87,29 @@ type Fixpoint = Rc<(State, Option<State>, Vec<Effect>)>;
 /// instance is that loop's current iteration.
 type Pairing = (Inst, Inst);
 
+/// What [`Engine::run`] finds.
+pub struct Findings {
+    /// The diagnostics it decides.
+    pub diags: Vec<Diagnostic>,
+    /// The errors it leaves to the cross-thread analysis.
+    pub deferred: Vec<Deferred>,
+}
+
+/// An access to the destination of an async operation that completes on an
+/// mbarrier phase its issuing thread never observes while other threads
+/// wait on that barrier: the access is ordered after the completion only
+/// through those threads (a wait, then a barrier or an arrival the
+/// accessing thread waits for), which the cross-thread analysis
+/// (`ordering`) follows. Its error stands when that analysis cannot run.
+pub struct Deferred {
+    /// The async operation.
+    pub op: Inst,
+    /// The access.
+    pub access: Inst,
+    /// The error the per-thread analysis would report.
+    pub diag: Diagnostic,
+}
+
 /// The single-thread dataflow analysis of one kernel: [`Engine::run`] walks it once, loops to a fixed point, and reports.
 pub struct Engine<'a> {
     /// The kernel analysed.
@@ -97,11 +120,15 @@ pub struct Engine<'a> {
     loops: Vec<Inst>,
     report: bool,
     diags: Sites,
+    /// Errors left to the cross-thread analysis (see [`Deferred`]).
+    deferred: Vec<Deferred>,
     /// For each wait: the shallowest depth a later use needed, and its N.
     demand: BTreeMap<Inst, u32>,
     wait_n: BTreeMap<Inst, u32>,
     /// Barrier allocations some wait observes.
     waited_bars: BTreeSet<SharedId>,
+    /// The waits and polls on each barrier allocation.
+    waits_on: BTreeMap<SharedId, Vec<Inst>>,
     /// Per kind (non-bulk, bulk): the depth at which pending groups are
     /// clamped, so that a loop that commits without waiting on some path
     /// reaches a fixed point (see [`depth_caps`]).
@@ -203,7 +230,7 @@ fn is_remote(s: &Sym) -> bool {
 impl<'a> Engine<'a> {
     /// An engine for `k` with its symbolic values.
     pub fn new(k: &'a Kernel, syms: &'a Syms) -> Self {
-        let mut waited_bars = BTreeSet::new();
+        let mut waits_on: BTreeMap<SharedId, Vec<Inst>> = BTreeMap::new();
         k.walk(k.body, &mut |i| {
             if let Op::Ptx(p) = &k.insts[i].op {
                 if matches!(p.family.sync(), SyncEffect::PhaseWait(_)) {
@@ -212,11 +239,12 @@ impl<'a> Engine<'a> {
                         .first()
                         .and_then(|a| bar_alloc(&syms.arg(*a)))
                     {
-                        waited_bars.insert(id);
+                        waits_on.entry(id).or_default().push(i);
                     }
                 }
             }
         });
+        let waited_bars = waits_on.keys().copied().collect();
         let mut inst_conds = BTreeMap::new();
         collect_conds(k, k.body, &mut Vec::new(), &mut inst_conds);
         // Region arguments are loop-carried; results count once per loop
@@ -246,9 +274,11 @@ impl<'a> Engine<'a> {
             loops: Vec::new(),
             report: false,
             diags: Sites::default(),
+            deferred: Vec::new(),
             demand: BTreeMap::new(),
             wait_n: BTreeMap::new(),
             waited_bars,
+            waits_on,
             depth_cap: depth_caps(k),
             effects: Vec::new(),
             loops_seen: HashMap::new(),
@@ -310,10 +340,13 @@ impl<'a> Engine<'a> {
     }
 
     /// Runs the analysis and returns the diagnostics, in source order.
-    pub fn run(mut self) -> Vec<Diagnostic> {
+    pub fn run(mut self) -> Findings {
         self.report = true;
         let mut st = State::default();
         self.region(self.k.body, &mut st);
+        let mut deferred = std::mem::take(&mut self.deferred);
+        deferred.sort_by_key(|d| (d.op, d.access));
+        deferred.dedup_by_key(|d| (d.op, d.access));
         if let Some(l) = self.exhausted {
             // The walk stopped at `l`: what it reported before stands; the
             // rest, the kernel's exit and the lints of unneeded waits (which
@@ -328,11 +361,17 @@ impl<'a> Engine<'a> {
                 .with_label(format!("the fixed points of the loops in here pass the analysis budget ({LOOP_WORK_BUDGET} units of work; nested loops multiply)"))
                 .with_help("flatten or shorten the nest of constant loops, or wait for the copies inside it, to have it checked"),
             );
-            return out;
+            return Findings {
+                diags: out,
+                deferred,
+            };
         }
         self.at_exit(&st);
         self.lint_waits();
-        self.diags.into_diagnostics()
+        Findings {
+            diags: self.diags.into_diagnostics(),
+            deferred,
+        }
     }
 
     fn emit(&mut self, d: Diagnostic) {
@@ -432,13 +471,19 @@ impl<'a> Engine<'a> {
     /// this thread uses its bytes depends on how the two roles synchronise,
     /// which is the cross-thread analysis's (`ordering.rs`) to prove.
     fn other_role(&self, r: &OpRec) -> bool {
-        let split = r
-            .conds
+        self.excluded_by(&r.conds)
+    }
+
+    /// Whether no thread at the current point runs code under `conds`:
+    /// a condition outside loops taken the other way here, or no thread
+    /// index satisfies both.
+    fn excluded_by(&self, conds: &[(Value, bool)]) -> bool {
+        let split = conds
             .iter()
             .any(|&(c, pol)| !self.in_loop[c.index()] && self.conds.contains(&(c, !pol)));
         split
             || intersect(
-                &self.syms.tids_under(self.k, &r.conds),
+                &self.syms.tids_under(self.k, conds),
                 &self.syms.tids_under(self.k, &self.conds),
             )
             .is_empty()
@@ -790,6 +835,22 @@ impl<'a> Engine<'a> {
             );
             return;
         }
+        // No wait or poll on the copy's barrier runs in this thread, but
+        // other threads wait on it: whether their waits order this access
+        // after the completion (through barriers or arrivals) is the
+        // cross-thread analysis's to decide.
+        let defer = r.kind == Kind::Mbar
+            && r.phase.is_some()
+            && part == "destination"
+            && r.bar
+                .and_then(|id| self.waits_on.get(&id))
+                .is_some_and(|waits| {
+                    waits.iter().all(|w| {
+                        self.inst_conds
+                            .get(w)
+                            .is_some_and(|conds| self.excluded_by(conds))
+                    })
+                });
         let (code, msg, help) = if write {
             ("E1003", format!("writes the {part} of an async operation that may still be in flight"), "wait for the operation's completion (its group or mbarrier phase) before writing these bytes")
         } else {
@@ -799,16 +860,23 @@ impl<'a> Engine<'a> {
                 _ => "commit it and wait with `cp.async.wait_group` (or `cp.async.wait_all`) before reading",
             })
         };
-        self.emit(
-            Diagnostic::error(code, msg, self.span(at))
-                .with_label(if r.phase.is_some() && r.kind == Kind::Mbar {
-                    "cannot prove the copy's phase was observed"
-                } else {
-                    "cannot prove the copy is complete here"
-                })
-                .with_secondary(issued, format!("async {part} of this operation"))
-                .with_help(help),
-        );
+        let d = Diagnostic::error(code, msg, self.span(at))
+            .with_label(if r.phase.is_some() && r.kind == Kind::Mbar {
+                "cannot prove the copy's phase was observed"
+            } else {
+                "cannot prove the copy is complete here"
+            })
+            .with_secondary(issued, format!("async {part} of this operation"))
+            .with_help(help);
+        if !defer {
+            self.emit(d);
+        } else if self.report {
+            self.deferred.push(Deferred {
+                op: r.inst,
+                access: at,
+                diag: d,
+            });
+        }
     }
 
     /// Issues an async op.

@@ -32,7 +32,7 @@ use cpflow_ir::{Diagnostic, Kernel, Verified};
 /// Checks one kernel of a verified module: every hazard the analyses find.
 pub fn check_kernel(k: &Kernel) -> Vec<Diagnostic> {
     let syms = values::Syms::compute(k);
-    let mut out = per_thread(k, &syms);
+    let (mut out, deferred) = per_thread(k, &syms);
     out.extend(phases::check(k, &syms));
     out.extend(srcsize::check(k));
     // The cross-thread analysis adds the hazards at instructions where the
@@ -42,7 +42,7 @@ pub fn check_kernel(k: &Kernel) -> Vec<Diagnostic> {
         .filter(|d| d.is_error())
         .map(|d| d.span.start)
         .collect();
-    out.extend(ordering::check(k, &syms, &reported));
+    out.extend(ordering::check(k, &syms, &reported, deferred));
     out.sort_by_key(|d| (d.span.start, d.code));
     out
 }
@@ -64,9 +64,16 @@ const ZERO_TRIP_CODES: &[&str] = &["E1001", "E1002", "E1003", "E1005", "E1014", 
 /// rely on such trip counts (a K loop over `%n` tiles with `n >= 1`), and
 /// the bounds come from the host or from data, out of the checker's sight:
 /// the error becomes W1008 at the loop (or loops) whose zero-trip path it
-/// needs, naming the instructions it would hit.
-fn per_thread(k: &Kernel, syms: &values::Syms) -> Vec<Diagnostic> {
-    let out = engine::Engine::new(k, syms).run();
+/// needs, naming the instructions it would hit. Beside them: the errors
+/// it leaves to the cross-thread analysis.
+fn per_thread(k: &Kernel, syms: &values::Syms) -> (Vec<Diagnostic>, Vec<engine::Deferred>) {
+    let engine::Findings { diags, deferred } = engine::Engine::new(k, syms).run();
+    (zero_trip_warnings(k, syms, diags), deferred)
+}
+
+/// `out` with the errors that only a zero-trip path gives turned into
+/// W1008 (see [`per_thread`]).
+fn zero_trip_warnings(k: &Kernel, syms: &values::Syms, out: Vec<Diagnostic>) -> Vec<Diagnostic> {
     if !out.iter().any(|d| d.is_error()) {
         return out;
     }
@@ -85,6 +92,7 @@ fn per_thread(k: &Kernel, syms: &values::Syms) -> Vec<Diagnostic> {
     let kept: std::collections::HashSet<_> = engine::Engine::new(k, syms)
         .assuming_runs(open.clone())
         .run()
+        .diags
         .iter()
         .filter(|d| d.is_error())
         .map(key)
@@ -104,6 +112,7 @@ fn per_thread(k: &Kernel, syms: &values::Syms) -> Vec<Diagnostic> {
             let errors: std::collections::HashSet<_> = engine::Engine::new(k, syms)
                 .assuming_runs(others)
                 .run()
+                .diags
                 .iter()
                 .filter(|d| d.is_error())
                 .map(key)

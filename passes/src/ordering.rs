@@ -68,6 +68,7 @@ use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::visit::EdgeFiltered;
 use petgraph::Direction;
 
+use crate::engine::Deferred;
 use cpflow_ir::diag::{Diagnostic, Span};
 use cpflow_ir::ir::*;
 use cpflow_ir::sem::{self, Scope};
@@ -365,10 +366,43 @@ const REINIT: &str =
 const UNEQUAL_BARRIERS: &str =
     "threads pass the CTA's or the cluster's barriers unequally often, so their arrivals cannot be paired";
 
+/// What the other analyses found, as the runs of this one use it.
+struct Prior<'a> {
+    /// The span starts of their errors.
+    known: &'a BTreeSet<u32>,
+    /// The errors the per-thread analysis left to this one.
+    deferred: &'a [Deferred],
+    /// Their (async operation, access) pairs: paired here although one
+    /// thread makes both.
+    pairs: BTreeSet<(Inst, Inst)>,
+}
+
+impl Prior<'_> {
+    /// `found` with the deferred errors, from a run that did not look for
+    /// races.
+    fn undecided(&self, mut found: Vec<Diagnostic>) -> Vec<Diagnostic> {
+        found.extend(self.deferred.iter().map(|d| d.diag.clone()));
+        found
+    }
+}
+
 /// Reports cross-thread deadlocks and races for one kernel, except those
 /// reported at an instruction whose span starts at an offset in `known`
 /// (where another analysis reports an error) and deadlocks through one.
-pub fn check(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Vec<Diagnostic> {
+/// Each of the `deferred` errors is decided here when the races are looked
+/// for, and stands as it is when they are not.
+pub fn check(
+    k: &Kernel,
+    syms: &Syms,
+    known: &BTreeSet<u32>,
+    deferred: Vec<Deferred>,
+) -> Vec<Diagnostic> {
+    let prior = Prior {
+        known,
+        deferred: &deferred,
+        pairs: deferred.iter().map(|d| (d.op, d.access)).collect(),
+    };
+    let prior = &prior;
     let mut result = Err(GiveUp::Budget);
     let nested = nested_parameter_loops(k, syms);
     // A larger grid changes only what reads the grid's shape.
@@ -391,13 +425,13 @@ pub fn check(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Vec<Diagnostic> 
             continue;
         }
         trips = param;
-        result = both_ways(k, syms, known, grid_x, param);
+        result = both_ways(k, syms, prior, grid_x, param);
         if !matches!(result, Err(GiveUp::Budget)) {
             break;
         }
     }
     if let Ok(found) = &mut result {
-        if let Some(w) = short_trip_hazards(k, syms, known, launches[0].0, period, found) {
+        if let Some(w) = short_trip_hazards(k, syms, prior, launches[0].0, period, found) {
             found.push(w);
         }
     }
@@ -419,15 +453,15 @@ pub fn check(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Vec<Diagnostic> 
             }
             found
         }
-        Err(GiveUp::Unknown(why, at)) => vec![Diagnostic::warning(
+        Err(GiveUp::Unknown(why, at)) => prior.undecided(vec![Diagnostic::warning(
             "W1006",
             "the cross-thread analysis cannot follow this kernel: races between threads are not proved absent",
             at.map_or(k.span, |i| k.insts[i].span),
         )
         .with_label(why)
         .with_help("to have its cross-thread ordering checked, compute the kernel's branches, loop bounds, barriers and phases from thread and CTA indices, constants and loop counters, and have every thread of a CTA pass its barriers alike")
-        .with_note(NOT_PROVED)],
-        Err(GiveUp::Budget) => vec![Diagnostic::warning(
+        .with_note(NOT_PROVED)]),
+        Err(GiveUp::Budget) => prior.undecided(vec![Diagnostic::warning(
             "W1004",
             "the cross-thread analysis stopped at its budget: races between threads are not proved absent",
             k.span,
@@ -436,7 +470,7 @@ pub fn check(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Vec<Diagnostic> 
         .with_help("use smaller constant trip counts or split the kernel to have its cross-thread ordering checked")
         .with_note(format!(
             "{NOT_PROVED}; the budget is {MAX_STEPS} instructions, {MAX_NODES} events, {MAX_PAIRS} pairs of accesses and {MAX_THREAD_PAIRS} pairs of threads compared (docs/limits.md)"
-        ))],
+        ))]),
     }
 }
 
@@ -450,7 +484,7 @@ pub fn check(k: &Kernel, syms: &Syms, known: &BTreeSet<u32>) -> Vec<Diagnostic> 
 fn short_trip_hazards(
     k: &Kernel,
     syms: &Syms,
-    known: &BTreeSet<u32>,
+    prior: &Prior,
     grid_x: i64,
     period: i64,
     found: &[Diagnostic],
@@ -476,7 +510,7 @@ fn short_trip_hazards(
     for short in shorts {
         // A run that cannot be followed or passes the budget proves
         // nothing more, and the run at full length already said so.
-        let Ok(more) = both_ways(k, syms, known, grid_x, short) else {
+        let Ok(more) = both_ways(k, syms, prior, grid_x, short) else {
             continue;
         };
         for d in more.into_iter().filter(Diagnostic::is_error) {
@@ -520,7 +554,7 @@ fn short_trip_hazards(
 fn both_ways(
     k: &Kernel,
     syms: &Syms,
-    known: &BTreeSet<u32>,
+    prior: &Prior,
     grid_x: i64,
     param: i64,
 ) -> Result<Vec<Diagnostic>, GiveUp> {
@@ -533,7 +567,7 @@ fn both_ways(
             return Err(GiveUp::Unknown(ASSUMED_BRANCHES, None));
         }
         let mut met = BTreeMap::new();
-        for d in analyse(k, syms, known, grid_x, param, &forced, &mut met)? {
+        for d in analyse(k, syms, prior, grid_x, param, &forced, &mut met)? {
             let seen = out
                 .iter()
                 .any(|o| o.code == d.code && o.span == d.span && o.message == d.message);
@@ -561,7 +595,7 @@ fn both_ways(
 fn analyse(
     k: &Kernel,
     syms: &Syms,
-    known: &BTreeSet<u32>,
+    prior: &Prior,
     grid_x: i64,
     param: i64,
     forced: &BTreeMap<Inst, bool>,
@@ -637,7 +671,8 @@ fn analyse(
         roles: &roles,
         ranges: &ranges,
         g: &g,
-        known,
+        known: prior.known,
+        deferred: &prior.pairs,
         never: Vec::new(),
     };
     if !g.miscounts.is_empty() {
@@ -648,11 +683,11 @@ fn analyse(
         if g.stalled {
             let ahead = report.barrier_run_ahead();
             if !ahead.is_empty() {
-                return Ok(ahead);
+                return Ok(prior.undecided(ahead));
             }
         }
         // Which arrivals meet is then unknown: nothing else is reliable.
-        return Ok(report.miscounts());
+        return Ok(prior.undecided(report.miscounts()));
     }
     // A wait that sees another phase than it names, or returns at once on
     // one it saw complete (facts of its thread's own order of waits): the
@@ -667,11 +702,11 @@ fn analyse(
             .filter(|d| !lagging.contains(&d.span.start)),
     );
     if !stale.is_empty() {
-        return Ok(stale);
+        return Ok(prior.undecided(stale));
     }
     let deadlocks = report.deadlocks();
     if !deadlocks.is_empty() {
-        return Ok(deadlocks);
+        return Ok(prior.undecided(deadlocks));
     }
     if g.unequal && !g.paired_by_pass {
         // No hang found, but the pairing took every mbarrier wait to
@@ -691,7 +726,7 @@ fn analyse(
     out.extend(report.invalidated());
     out.extend(report.races(&syms.bounds)?);
     out.extend(starved);
-    if out.is_empty() && known.is_empty() {
+    if out.is_empty() && prior.known.is_empty() {
         // A wait outside its parity window is the effect of a missing
         // order another diagnostic names where there is one (a slot
         // refilled while its readers still wait on it).
@@ -723,7 +758,7 @@ fn conflicting_pairs(
                 continue;
             }
             let both_async = a.what.is_async() && b.what.is_async() && a.event != b.event;
-            if (a.role == b.role && !both_async)
+            if (a.role == b.role && !both_async && !report.deferred_pair(a, b))
                 || (a.what == Use::AsyncReduce && b.what == Use::AsyncReduce)
                 || !a.may_meet(b, report)
             {
@@ -2618,6 +2653,9 @@ struct Report<'a> {
     ranges: &'a [Vec<(i64, i64)>],
     g: &'a Graph,
     known: &'a BTreeSet<u32>,
+    /// The (async operation, access) pairs of one thread to compare
+    /// ([`Prior::pairs`]).
+    deferred: &'a BTreeSet<(Inst, Inst)>,
     /// The nodes that can only come after a wait that never returns (a
     /// bitset): they never happen, and nothing is reported of them.
     never: Vec<u64>,
@@ -2626,6 +2664,18 @@ struct Report<'a> {
 impl Report<'_> {
     fn event(&self, role: usize, i: usize) -> &Event {
         &self.roles[role].1[i]
+    }
+
+    /// Whether `a` and `b`, of one role, are a deferred pair: the write
+    /// of an async operation and a plain access (in either order).
+    fn deferred_pair(&self, a: &Access, b: &Access) -> bool {
+        let (op, access) = if a.what.is_async() { (a, b) } else { (b, a) };
+        op.what == Use::AsyncWrite
+            && !access.what.is_async()
+            && self.deferred.contains(&(
+                self.event(op.role, op.event).inst,
+                self.event(access.role, access.event).inst,
+            ))
     }
 
     /// Each blocking wait: its role, event, barrier and phase.
@@ -3775,8 +3825,12 @@ impl Report<'_> {
         let mut accesses = self.accesses();
         accesses.retain(|a| !self.never_happens(a.start));
         if self.roles.len() == 1 {
-            // One role: only pairs of its async ops can conflict here.
-            accesses.retain(|a| a.what.is_async());
+            // One role: only pairs of its async ops, and the deferred
+            // pairs, can conflict here.
+            let deferred: BTreeSet<Inst> = self.deferred.iter().map(|&(_, a)| a).collect();
+            accesses.retain(|a| {
+                a.what.is_async() || deferred.contains(&self.event(a.role, a.event).inst)
+            });
         }
         let mut reach: HashMap<NodeIndex, Vec<u64>> = HashMap::new();
         let mut before = |a: NodeIndex, b: NodeIndex| {
@@ -4075,14 +4129,18 @@ impl Report<'_> {
             Use::Write => "write",
             _ => "async copy",
         };
+        // One thread's copy and access: a pair the per-thread analysis
+        // deferred.
+        let by =
+            |own: &'static str, other: &'static str| if x.role == y.role { own } else { other };
         let (code, message, primary, label, secondary, note, help) = match (plain(x.what), plain(y.what)) {
             (Use::AsyncWrite, Use::Read) if overwrite => ("E1008", "an async copy may overwrite bytes another thread still reads", x,
                 "nothing orders this copy after the other thread's read".to_string(), y,
                 "read here by another thread, which releases nothing the copy's issue waits on".to_string(),
                 "before issuing the copy, wait on a phase the reader arrives on after its read (a ring's `empty` barrier), with the arrive after the read".to_string()),
             (Use::AsyncWrite, Use::Read) => ("E1001", "reads the destination of an async copy before its completion is observed", y,
-                "no wait on the copy's mbarrier phase orders this read after the copy another thread issued".to_string(), x,
-                "the copy, issued by another thread".to_string(),
+                format!("no wait on the copy's mbarrier phase orders this read after the copy{}", by(" this thread issued", " another thread issued")), x,
+                format!("the copy, issued by {}", by("this thread (which does not wait on its phase)", "another thread")),
                 "wait (acquire) on the mbarrier phase the copy completes on before reading".to_string()),
             (Use::AsyncWrite, Use::AsyncWrite) if x.role == y.role => ("E1005", "two async copies in flight write overlapping bytes", y,
                 "this copy may land before the earlier one, which nothing observed complete".to_string(), x,
@@ -4093,8 +4151,8 @@ impl Report<'_> {
                 "the other thread's copy".to_string(),
                 format!("order the copies: {release}")),
             (Use::AsyncWrite | Use::AsyncRead, Use::Write) => ("E1003", "writes the source or destination of an async copy still in flight", y,
-                "nothing orders this write with the other thread's async copy".to_string(), x,
-                "the async copy, issued by another thread".to_string(),
+                format!("nothing orders this write with {} async copy", by("this thread's", "the other thread's")), x,
+                format!("the async copy, issued by {}", by("this thread (which does not wait on its phase)", "another thread")),
                 "wait for the copy's completion (its mbarrier phase) before writing, or issue the copy after the write is released to the issuing thread".to_string()),
             (Use::AsyncRead, Use::AsyncWrite) | (Use::AsyncWrite, Use::AsyncRead) => {
                 let (w, r) = if x.what == Use::AsyncRead { (y, x) } else { (x, y) };
