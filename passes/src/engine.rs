@@ -2178,6 +2178,7 @@ impl<'a> Engine<'a> {
             if self.exhausted.is_some() {
                 break;
             }
+            let carried_in = head.unsynced.clone();
             let mut s = head.clone();
             self.region(body, &mut s);
             rename(&mut s, yielded, &args[1.min(args.len())..]);
@@ -2220,11 +2221,31 @@ impl<'a> Engine<'a> {
                     })
                 })
             };
-            let carried: Vec<_> = accessed
+            let mut carried: Vec<_> = accessed
                 .iter()
                 .filter(|(m, _, _)| same_every_iteration(m))
                 .cloned()
                 .collect();
+            // This iteration's accesses whose bytes change from one
+            // iteration to the next, as the next iteration sees them (the
+            // loop variable one step back), where that is known: a staging
+            // every few iterations that overwrites what other threads read
+            // the iteration before.
+            let mut varying = State {
+                unsynced: accessed
+                    .iter()
+                    .filter(|e| !same_every_iteration(&e.0) && !carried_in.contains(e))
+                    .cloned()
+                    .collect(),
+                ..State::default()
+            };
+            varying.shift(inst, step, guard_limit, &|v| inside(v));
+            carried.extend(
+                varying
+                    .unsynced
+                    .into_iter()
+                    .filter(|(m, _, _)| m.off.is_some()),
+            );
             // Without this iteration's ops issued under a condition false
             // in the last iteration (`if` more tiles are left, prefetch the
             // next): what is pending after the loop.

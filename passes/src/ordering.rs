@@ -98,6 +98,141 @@ pub fn launches(period: i64) -> [(i64, i64); 3] {
 /// The least value integer kernel parameters take.
 pub const PARAM_TRIPS: i64 = 16;
 
+/// The values integer kernel parameters take in one run: `base`, or the
+/// one [`scaled_params`] gives.
+#[derive(Clone, Copy)]
+struct Params<'a> {
+    base: i64,
+    scaled: &'a BTreeMap<Value, i64>,
+}
+
+impl Params<'_> {
+    fn of(&self, p: Value) -> i64 {
+        self.scaled.get(&p).copied().unwrap_or(self.base)
+    }
+}
+
+/// How many doublings [`scaled_params`] tries for one parameter.
+const MAX_PARAM_DOUBLINGS: u32 = 12;
+
+/// The parameters, taken one at a time, that a loop's trip count divides
+/// (computed from parameters and constants alone: `(n + 127) / 128` tiles
+/// of `n` bytes, under half of `base` iterations when the parameter is
+/// `base`), each with the least doubling of `base` (at most
+/// [`MAX_PARAM_DOUBLINGS`] times) that runs every such loop `base` times or
+/// more, as far as no loop that depends on it runs more than four times
+/// that.
+fn scaled_params(k: &Kernel, base: i64) -> BTreeMap<Value, i64> {
+    let mut loops = Vec::new();
+    k.walk(k.body, &mut |i| {
+        if k.insts[i].op == Op::For {
+            loops.push(i);
+        }
+    });
+    let none = BTreeMap::new();
+    let trip_count = |l: Inst, params: Params| -> Option<i64> {
+        let d = &k.insts[l];
+        let bound = |i: usize| uniform_value(k, *d.args.get(i)?, params, 0);
+        let (lo, hi, step) = (bound(0)?, bound(1)?, bound(2)?);
+        (step > 0).then(|| (hi.saturating_sub(lo).max(0) + step - 1) / step)
+    };
+    let at_base: Vec<Option<i64>> = loops
+        .iter()
+        .map(|&l| {
+            trip_count(
+                l,
+                Params {
+                    base,
+                    scaled: &none,
+                },
+            )
+        })
+        .collect();
+    let mut out = BTreeMap::new();
+    for &p in &k.params {
+        if !matches!(k.ty(p), Type::Scalar(s) if s.is_int()) {
+            continue;
+        }
+        let trips = |l: usize, v: i64| {
+            let one = BTreeMap::from([(p, v)]);
+            trip_count(loops[l], Params { base, scaled: &one })
+        };
+        let far = base.saturating_mul(1 << MAX_PARAM_DOUBLINGS);
+        // The loops whose trip count depends on `p`, and those of them it
+        // divides (short at `base`).
+        let moved: Vec<usize> = (0..loops.len())
+            .filter(|&l| at_base[l].is_some() && trips(l, far) != at_base[l])
+            .collect();
+        let short: Vec<usize> = moved
+            .iter()
+            .copied()
+            .filter(|&l| at_base[l].is_some_and(|t| t < base / 2))
+            .collect();
+        if short.is_empty() {
+            continue;
+        }
+        let mut value = base;
+        let mut chosen = None;
+        for _ in 0..MAX_PARAM_DOUBLINGS {
+            value = value.saturating_mul(2);
+            if moved
+                .iter()
+                .any(|&l| trips(l, value).is_some_and(|t| t > 4 * base))
+            {
+                break;
+            }
+            chosen = Some(value);
+            if short
+                .iter()
+                .all(|&l| trips(l, value).is_some_and(|t| t >= base))
+            {
+                break;
+            }
+        }
+        if let Some(v) = chosen {
+            out.insert(p, v);
+        }
+    }
+    out
+}
+
+/// The integer `a` with the kernel parameters taking `params`, where it
+/// is computed from parameters and constants alone.
+fn uniform_value(k: &Kernel, a: Arg, params: Params, depth: u32) -> Option<i64> {
+    /// Definitions followed before giving up.
+    const MAX_DEPTH: u32 = 16;
+    let int = |v: Value| match k.ty(v) {
+        Type::Scalar(s) if s.is_int() => Some(s),
+        _ => None,
+    };
+    let v = match a.operand {
+        Operand::Imm(i) => return Some(i),
+        Operand::Value(v) => v,
+    };
+    if k.params.contains(&v) {
+        return int(v).map(|_| params.of(v));
+    }
+    if depth > MAX_DEPTH {
+        return None;
+    }
+    let d = &k.insts[k.def_inst(v)?];
+    let arg = |i: usize| uniform_value(k, *d.args.get(i)?, params, depth + 1);
+    match &d.op {
+        Op::Const(Constant::Int(c)) => Some(*c),
+        Op::Binary(b) => binary(*b, int(v)?, arg(0), arg(1)),
+        Op::Cast(op, from) => cast(*op, *from, int(v)?, arg(0)),
+        Op::Cmp(p, ty) => compare(*p, *ty, arg(0), arg(1)).map(i64::from),
+        Op::Select => {
+            if arg(0)? != 0 {
+                arg(1)
+            } else {
+                arg(2)
+            }
+        }
+        _ => None,
+    }
+}
+
 /// Whether a loop whose bounds name a kernel parameter sits inside another
 /// loop: the kernels the smaller parameter of [`launches`] is for.
 fn nested_parameter_loops(k: &Kernel, syms: &Syms) -> bool {
@@ -425,7 +560,17 @@ pub fn check(
             continue;
         }
         trips = param;
-        result = both_ways(k, syms, prior, grid_x, param);
+        let scaled = scaled_params(k, param);
+        result = both_ways(
+            k,
+            syms,
+            prior,
+            grid_x,
+            Params {
+                base: param,
+                scaled: &scaled,
+            },
+        );
         if !matches!(result, Err(GiveUp::Budget)) {
             break;
         }
@@ -510,7 +655,11 @@ fn short_trip_hazards(
     for short in shorts {
         // A run that cannot be followed or passes the budget proves
         // nothing more, and the run at full length already said so.
-        let Ok(more) = both_ways(k, syms, prior, grid_x, short) else {
+        let params = Params {
+            base: short,
+            scaled: &BTreeMap::new(),
+        };
+        let Ok(more) = both_ways(k, syms, prior, grid_x, params) else {
             continue;
         };
         for d in more.into_iter().filter(Diagnostic::is_error) {
@@ -556,7 +705,7 @@ fn both_ways(
     syms: &Syms,
     prior: &Prior,
     grid_x: i64,
-    param: i64,
+    params: Params,
 ) -> Result<Vec<Diagnostic>, GiveUp> {
     let mut todo = vec![BTreeMap::new()];
     let mut out: Vec<Diagnostic> = Vec::new();
@@ -567,7 +716,7 @@ fn both_ways(
             return Err(GiveUp::Unknown(ASSUMED_BRANCHES, None));
         }
         let mut met = BTreeMap::new();
-        for d in analyse(k, syms, prior, grid_x, param, &forced, &mut met)? {
+        for d in analyse(k, syms, prior, grid_x, params, &forced, &mut met)? {
             let seen = out
                 .iter()
                 .any(|o| o.code == d.code && o.span == d.span && o.message == d.message);
@@ -597,7 +746,7 @@ fn analyse(
     syms: &Syms,
     prior: &Prior,
     grid_x: i64,
-    param: i64,
+    params: Params,
     forced: &BTreeMap<Inst, bool>,
     met: &mut BTreeMap<Inst, bool>,
 ) -> Result<Vec<Diagnostic>, GiveUp> {
@@ -635,7 +784,7 @@ fn analyse(
                 Launch {
                     cluster: dims,
                     grid_x,
-                    param,
+                    params,
                 },
                 budget,
                 forced,
@@ -974,13 +1123,13 @@ fn quotient_boundaries(inner: &Affine, d: i64, last: i64) -> Vec<i64> {
 
 /// The launch the representative threads run in.
 #[derive(Clone, Copy)]
-struct Launch {
+struct Launch<'a> {
     /// The cluster's shape.
     cluster: [i64; 3],
     /// The CTAs of the grid along `x` (see [`launches`]).
     grid_x: i64,
-    /// The value of every integer kernel parameter.
-    param: i64,
+    /// The values of the integer kernel parameters.
+    params: Params<'a>,
 }
 
 /// Unrolls one thread's run into its events.
@@ -988,7 +1137,7 @@ struct Tracer<'a> {
     k: &'a Kernel,
     syms: &'a Syms,
     th: Thread,
-    launch: Launch,
+    launch: Launch<'a>,
     /// The value of each SSA value in the current iteration, when known.
     vals: Vec<Option<i64>>,
     /// Values computed from a kernel parameter (whose value is assumed)
@@ -1018,7 +1167,7 @@ impl<'a> Tracer<'a> {
         k: &'a Kernel,
         syms: &'a Syms,
         th: Thread,
-        launch: Launch,
+        launch: Launch<'a>,
         budget: usize,
         forced: &'a BTreeMap<Inst, bool>,
         met: &'a mut BTreeMap<Inst, bool>,
@@ -1027,7 +1176,7 @@ impl<'a> Tracer<'a> {
         let mut assumed = vec![false; k.values.len()];
         for &p in &k.params {
             if matches!(k.ty(p), Type::Scalar(s) if s.is_int()) {
-                vals[p.index()] = Some(launch.param);
+                vals[p.index()] = Some(launch.params.of(p));
                 assumed[p.index()] = true;
             }
         }
@@ -1287,7 +1436,7 @@ impl<'a> Tracer<'a> {
                 };
                 shared_broadcast = !write && uniform(false);
                 (!write && (uniform(true) || shared_broadcast) && result_ty.is_some())
-                    .then_some(self.launch.param)
+                    .then_some(self.launch.params.base)
             }
             Op::Ptx(p) => self.ptx(inst, p)?,
             _ => None,
