@@ -4210,16 +4210,18 @@ impl Report<'_> {
     }
 
     /// A `.relaxed` arrive that would order the pair were it a release:
-    /// one after the first access in its thread (an mbarrier arrive, or
-    /// a cluster barrier arrive), and an acquiring wait on what it arrives
-    /// on (the same phase, or the cluster barrier) before the second in
-    /// the other thread. The first access, the arrive's event in its role
-    /// and the second access.
+    /// one after the first access (an mbarrier arrive, or a cluster
+    /// barrier arrive, in its thread or in a thread the graph orders after
+    /// it: a warp group's elected signaller after a named barrier), and an
+    /// acquiring wait on what it arrives on (the same phase, or the cluster
+    /// barrier) before the second in the other thread. The first access,
+    /// the arrive's role and event, and the second access; an arrive of
+    /// the first access's own thread first.
     fn relaxed_release<'x>(
         &self,
         x: &'x Access<'x>,
         y: &'x Access<'x>,
-    ) -> Option<(&'x Access<'x>, usize, &'x Access<'x>)> {
+    ) -> Option<(&'x Access<'x>, (usize, usize), &'x Access<'x>)> {
         let waited = |after: &Step, before: &Access| {
             self.roles[before.role].1[..before.event]
                 .iter()
@@ -4237,16 +4239,31 @@ impl Report<'_> {
                     _ => false,
                 })
         };
-        [(x, y), (y, x)].into_iter().find_map(|(a, b)| {
+        let relaxed = |step: &Step, b: &Access| {
+            matches!(
+                step,
+                Step::Arrive { release: false, .. } | Step::ClusterArrive { release: false }
+            ) && waited(step, b)
+        };
+        let own = [(x, y), (y, x)].into_iter().find_map(|(a, b)| {
             let events = &self.roles[a.role].1;
-            let r = (a.event + 1..events.len()).find(|&i| {
-                let step = &events[i].step;
-                matches!(
-                    step,
-                    Step::Arrive { release: false, .. } | Step::ClusterArrive { release: false }
-                ) && waited(step, b)
-            })?;
-            Some((a, r, b))
+            let r = (a.event + 1..events.len()).find(|&i| relaxed(&events[i].step, b))?;
+            Some((a, (a.role, r), b))
+        });
+        own.or_else(|| {
+            [(x, y), (y, x)].into_iter().find_map(|(a, b)| {
+                let after = self.g.reach(a.end, false);
+                self.roles
+                    .iter()
+                    .enumerate()
+                    .find_map(|(role, (_, events))| {
+                        let i = (0..events.len()).find(|&i| {
+                            let n = self.g.at[role][i].index();
+                            after[n / 64] >> (n % 64) & 1 == 1 && relaxed(&events[i].step, b)
+                        })?;
+                        Some((a, (role, i), b))
+                    })
+            })
         })
     }
 
@@ -4341,7 +4358,7 @@ impl Report<'_> {
                 self.instance(q.role, q.event)
             )
         };
-        if let Some((a, r, b)) = self.relaxed_release(x, y) {
+        if let Some((a, (role, r), b)) = self.relaxed_release(x, y) {
             return Diagnostic::error(
                 code,
                 format!(
@@ -4349,9 +4366,9 @@ impl Report<'_> {
                     noun(a.what),
                     noun(b.what)
                 ),
-                self.span(a.role, r),
+                self.span(role, r),
             )
-            .with_label("relaxed: does not order this thread's earlier accesses before the wait that observes it")
+            .with_label("relaxed: does not order the accesses before it (its thread's, or those a barrier orders before it) before the wait that observes it")
             .with_secondary(self.span(a.role, a.event), format!("this {} is not released", noun(a.what)))
             .with_secondary(self.span(b.role, b.event), format!("this {} races with it", noun(b.what)))
             .with_help("make the arrive a release (`.release`, the default; `.release.cluster` across CTAs)")
