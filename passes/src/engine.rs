@@ -96,11 +96,13 @@ pub struct Findings {
 }
 
 /// An access to the destination of an async operation that completes on an
-/// mbarrier phase its issuing thread never observes while other threads
-/// wait on that barrier: the access is ordered after the completion only
-/// through those threads (a wait, then a barrier or an arrival the
-/// accessing thread waits for), which the cross-thread analysis
-/// (`ordering`) follows. Its error stands when that analysis cannot run.
+/// mbarrier phase, which this analysis cannot order: its issuing thread
+/// never observes the phase while other threads wait on that barrier (the
+/// access is ordered after the completion only through those threads: a
+/// wait, then a barrier or an arrival the accessing thread waits for), or
+/// the phase is ring state it has no closed form for. The cross-thread
+/// analysis (`ordering`) follows both on the launches it unrolls; the error
+/// stands when that analysis cannot run.
 pub struct Deferred {
     /// The async operation.
     pub op: Inst,
@@ -169,30 +171,6 @@ pub struct Engine<'a> {
     assumed_runs: BTreeSet<Inst>,
 }
 
-fn collect_conds(
-    k: &Kernel,
-    r: Region,
-    conds: &mut Vec<(Value, bool)>,
-    out: &mut BTreeMap<Inst, Vec<(Value, bool)>>,
-) {
-    for &i in &k.regions[r].insts {
-        out.insert(i, conds.clone());
-        let data = &k.insts[i];
-        let cond = match data.op {
-            Op::If => data.args.first().and_then(|a| a.value()),
-            _ => None,
-        };
-        for (b, &sub) in data.regions.iter().enumerate() {
-            let depth = conds.len();
-            if let Some(c) = cond {
-                conds.extend(conjuncts(k, c, b == 0));
-            }
-            collect_conds(k, sub, conds, out);
-            conds.truncate(depth);
-        }
-    }
-}
-
 fn norm_base(b: &Base) -> Base {
     match b {
         Base::Remote(id) => Base::Shared(*id),
@@ -245,8 +223,7 @@ impl<'a> Engine<'a> {
             }
         });
         let waited_bars = waits_on.keys().copied().collect();
-        let mut inst_conds = BTreeMap::new();
-        collect_conds(k, k.body, &mut Vec::new(), &mut inst_conds);
+        let inst_conds = crate::values::inst_conds(k);
         // Region arguments are loop-carried; results count once per loop
         // around their instruction.
         let mut in_loop: Vec<bool> = k
@@ -470,6 +447,24 @@ impl<'a> Engine<'a> {
     /// `%cluster_ctarank`). Whether such a role's async op completed before
     /// this thread uses its bytes depends on how the two roles synchronise,
     /// which is the cross-thread analysis's (`ordering.rs`) to prove.
+    /// Whether phase `p` is one this analysis cannot name: unknown, or its
+    /// barrier or index is loop-carried ring state with no closed form.
+    fn unnamed(&self, p: &Sym) -> bool {
+        let k = self.k;
+        let carried = |e: &Affine| {
+            e.mentions(&|a| {
+                matches!(a, Atom::Opaque(v) if k.def_inst(*v).is_none() && !k.params.contains(v))
+            })
+        };
+        match p {
+            Sym::Unknown => true,
+            Sym::Phase { bar, idx } => {
+                carried(idx) || matches!(bar.as_ref(), Sym::Ptr(_, off) if carried(off))
+            }
+            _ => false,
+        }
+    }
+
     fn other_role(&self, r: &OpRec) -> bool {
         self.excluded_by(&r.conds)
     }
@@ -839,9 +834,9 @@ impl<'a> Engine<'a> {
         // other threads wait on it: whether their waits order this access
         // after the completion (through barriers or arrivals) is the
         // cross-thread analysis's to decide.
-        let defer = r.kind == Kind::Mbar
-            && r.phase.is_some()
-            && part == "destination"
+        // So is an op whose phase this analysis cannot name (ring state it
+        // has no closed form for), which no wait of its can be matched to.
+        let others_wait = r.phase.is_some()
             && r.bar
                 .and_then(|id| self.waits_on.get(&id))
                 .is_some_and(|waits| {
@@ -851,6 +846,9 @@ impl<'a> Engine<'a> {
                             .is_some_and(|conds| self.excluded_by(conds))
                     })
                 });
+        let defer = r.kind == Kind::Mbar
+            && part == "destination"
+            && (others_wait || r.phase.as_ref().is_some_and(|p| self.unnamed(p)));
         let (code, msg, help) = if write {
             ("E1003", format!("writes the {part} of an async operation that may still be in flight"), "wait for the operation's completion (its group or mbarrier phase) before writing these bytes")
         } else {
@@ -988,18 +986,30 @@ impl<'a> Engine<'a> {
                     );
                 }
             }
+            // A copy whose phase this analysis cannot name: the waits that
+            // ordered the reads before it (a ring's `empty` barrier, on the
+            // same unnamed ring state) cannot be matched either, and the
+            // cross-thread analysis decides.
+            let unnamed = kind == Kind::Mbar && phase.as_ref().is_some_and(|p| self.unnamed(p));
             let reads: Vec<_> = st.reads.iter().cloned().collect();
             for (m, rd, guard) in reads {
                 // The reader: the copy may overwrite its bytes unless the one
                 // thread that read them issues the copy.
                 let dummy = self.dummy(rd);
                 if !self.same_single_thread(&dummy) && self.overlap(d, &m, guard, true) {
-                    self.emit(
-                        Diagnostic::error("E1008", "this async copy may overwrite bytes other threads still read", self.span(at))
-                            .with_label("no barrier orders the other threads' reads before this copy")
-                            .with_secondary(self.span(rd), "other threads read these bytes here")
-                            .with_help("add `barrier.cta` between the reads and the copy that overwrites the buffer"),
-                    );
+                    let diag = Diagnostic::error("E1008", "this async copy may overwrite bytes other threads still read", self.span(at))
+                        .with_label("no barrier orders the other threads' reads before this copy")
+                        .with_secondary(self.span(rd), "other threads read these bytes here")
+                        .with_help("add `barrier.cta` between the reads and the copy that overwrites the buffer");
+                    if !unnamed {
+                        self.emit(diag);
+                    } else if self.report {
+                        self.deferred.push(Deferred {
+                            op: at,
+                            access: rd,
+                            diag,
+                        });
+                    }
                 }
             }
         }

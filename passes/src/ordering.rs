@@ -77,7 +77,9 @@ use cpflow_ir::types::{Scalar, Type};
 
 use crate::affine::{disjoint, Affine, Atom, Bounds};
 use crate::sites::Sites;
-use crate::values::{elected_lane, lane_is_tid_x_mod_32, mapa_of, Base, Sym, Syms};
+use crate::values::{
+    elect_lane, elected_lane, intersect, lane_is_tid_x_mod_32, mapa_of, Base, Sym, Syms,
+};
 
 /// The launches the analysis assumes for a kernel whose mbarrier rings go
 /// round every `period` iterations ([`Syms::ring_period`]), tried in turn
@@ -3027,12 +3029,35 @@ impl Report<'_> {
         };
         let k = self.k;
         let rows = i64::from(y) * i64::from(z);
+        let conds = crate::values::inst_conds(k);
+        // The threads of a row that run `i`: within its `%tid.x` hull, those
+        // its `if`s on `%tid.x` keep and, under `elect.sync` (where lanes
+        // are `%tid.x` mod 32), the elected lane of each warp. At least as
+        // many as run it.
         let threads = |i: Inst| {
-            let x = syms
+            let hull = syms
                 .tid_hull
                 .get(&i)
-                .map_or(i64::from(x), |(lo, hi)| hi - lo + 1);
-            x.saturating_mul(rows)
+                .copied()
+                .unwrap_or((0, i64::from(x) - 1));
+            let mut lane = None;
+            let mut tid_conds = Vec::new();
+            for &(c, pol) in conds.get(&i).map_or(&[][..], |v| &v[..]) {
+                match elect_lane(k, c) {
+                    Some(l) if pol && lane_is_tid_x_mod_32(k) => lane = Some(l),
+                    _ if syms.tid_cond(k, c).is_some() => tid_conds.push((c, pol)),
+                    _ => {}
+                }
+            }
+            let xs = intersect(&syms.tids_under(k, &tid_conds), &[hull]);
+            let n: i64 = xs
+                .iter()
+                .map(|&(lo, hi)| match lane {
+                    Some(l) => (lo..=hi).filter(|t| t % 32 == i64::from(l)).count() as i64,
+                    None => hi - lo + 1,
+                })
+                .sum();
+            n.saturating_mul(rows)
         };
         let count = |e: &Event, default: Option<i64>| match k.ptx_operand(e.inst, "count") {
             Some(a) => k.const_int(a),
@@ -4010,8 +4035,10 @@ impl Report<'_> {
             };
             if a.role == b.role {
                 // The same thread's (another thread of the role is the
-                // engine's business).
-                return !apart(x, a.bytes.size, y, b.bytes.size, false, false);
+                // engine's business, except in the pairs it deferred).
+                return !apart(x, a.bytes.size, y, b.bytes.size, false, false)
+                    || (self.deferred_pair(a, b)
+                        && !apart(x, a.bytes.size, y, b.bytes.size, true, true));
             }
             // Threads of two roles of one CTA differ; of two CTAs, their
             // `%tid.x` may be equal.

@@ -7,7 +7,7 @@
 //! Computed once per kernel in program order (SSA: definitions come first).
 //! Loop-carried values and anything not affine become opaque atoms.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use cpflow_ir::build::val;
 use cpflow_ir::ir::*;
@@ -148,6 +148,37 @@ pub fn sreg_equals(k: &Kernel, c: Value, reg: SpecialReg) -> Option<i64> {
         (a, b) if is_sreg(k, b, reg) => k.const_int(a),
         _ => None,
     }
+}
+
+/// The conditions (conjuncts, with the polarity each holds) of the `if`s
+/// around each instruction of `k`.
+pub fn inst_conds(k: &Kernel) -> BTreeMap<Inst, Vec<(Value, bool)>> {
+    fn walk(
+        k: &Kernel,
+        r: Region,
+        conds: &mut Vec<(Value, bool)>,
+        out: &mut BTreeMap<Inst, Vec<(Value, bool)>>,
+    ) {
+        for &i in &k.regions[r].insts {
+            out.insert(i, conds.clone());
+            let data = &k.insts[i];
+            let cond = match data.op {
+                Op::If => data.args.first().and_then(|a| a.value()),
+                _ => None,
+            };
+            for (b, &sub) in data.regions.iter().enumerate() {
+                let depth = conds.len();
+                if let Some(c) = cond {
+                    conds.extend(conjuncts(k, c, b == 0));
+                }
+                walk(k, sub, conds, out);
+                conds.truncate(depth);
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(k, k.body, &mut Vec::new(), &mut out);
+    out
 }
 
 /// The conditions an `if` on `c` (its then-branch when `pol`) puts its
