@@ -77,9 +77,7 @@ use cpflow_ir::types::{Scalar, Type};
 
 use crate::affine::{disjoint, Affine, Atom, Bounds};
 use crate::sites::Sites;
-use crate::values::{
-    elect_lane, elected_lane, intersect, lane_is_tid_x_mod_32, mapa_of, Base, Sym, Syms,
-};
+use crate::values::{elect_lane, elected_lane, lane_is_tid_x_mod_32, mapa_of, Base, Sym, Syms};
 
 /// The launches the analysis assumes for a kernel whose mbarrier rings go
 /// round every `period` iterations ([`Syms::ring_period`]), tried in turn
@@ -1062,6 +1060,22 @@ fn representative_tids(k: &Kernel, syms: &Syms) -> Vec<i64> {
 /// The value of `e`, a function of `%tid.x` (and the lane) alone, in
 /// thread `t`; None where it is undefined there (an unsigned quotient of a
 /// negative value) or depends on anything else.
+/// Whether comparison `c` holds in thread `%tid.x = t` (None where it
+/// depends on more than the thread), when one of its sides depends on the
+/// thread and the other does not.
+fn thread_cond<'a>(
+    k: &'a Kernel,
+    syms: &'a Syms,
+    c: Value,
+) -> Option<impl Fn(i64) -> Option<bool> + 'a> {
+    let d = &k.insts[k.def_inst(c)?];
+    let Op::Cmp(pred, ty) = d.op else {
+        return None;
+    };
+    let (a, b) = (syms.int(*d.args.first()?)?, syms.int(*d.args.get(1)?)?);
+    Some(move |t: i64| compare(pred, ty, thread_value(&a, t), thread_value(&b, t)))
+}
+
 fn thread_value(e: &Affine, t: i64) -> Option<i64> {
     e.eval(&|a| match a {
         Atom::Tid(0) => Some(t),
@@ -3031,33 +3045,26 @@ impl Report<'_> {
         let rows = i64::from(y) * i64::from(z);
         let conds = crate::values::inst_conds(k);
         // The threads of a row that run `i`: within its `%tid.x` hull, those
-        // its `if`s on `%tid.x` keep and, under `elect.sync` (where lanes
-        // are `%tid.x` mod 32), the elected lane of each warp. At least as
-        // many as run it.
+        // its `if`s on `%tid.x` keep (a comparison of a constant with a
+        // thread's value, evaluated thread by thread: `%tid.x - 32 - 32 *
+        // %g == 0` for a group's first thread) and, under `elect.sync`
+        // (where lanes are `%tid.x` mod 32), the elected lane of each warp.
+        // At least as many as run it.
         let threads = |i: Inst| {
-            let hull = syms
+            let (lo, hi) = syms
                 .tid_hull
                 .get(&i)
                 .copied()
                 .unwrap_or((0, i64::from(x) - 1));
-            let mut lane = None;
-            let mut tid_conds = Vec::new();
+            let mut members: Vec<i64> = (lo..=hi).collect();
             for &(c, pol) in conds.get(&i).map_or(&[][..], |v| &v[..]) {
-                match elect_lane(k, c) {
-                    Some(l) if pol && lane_is_tid_x_mod_32(k) => lane = Some(l),
-                    _ if syms.tid_cond(k, c).is_some() => tid_conds.push((c, pol)),
-                    _ => {}
+                if let Some(l) = elect_lane(k, c).filter(|_| pol && lane_is_tid_x_mod_32(k)) {
+                    members.retain(|t| t % 32 == i64::from(l));
+                } else if let Some(holds) = thread_cond(k, syms, c) {
+                    members.retain(|&t| holds(t).is_none_or(|h| h == pol));
                 }
             }
-            let xs = intersect(&syms.tids_under(k, &tid_conds), &[hull]);
-            let n: i64 = xs
-                .iter()
-                .map(|&(lo, hi)| match lane {
-                    Some(l) => (lo..=hi).filter(|t| t % 32 == i64::from(l)).count() as i64,
-                    None => hi - lo + 1,
-                })
-                .sum();
-            n.saturating_mul(rows)
+            (members.len() as i64).saturating_mul(rows)
         };
         let count = |e: &Event, default: Option<i64>| match k.ptx_operand(e.inst, "count") {
             Some(a) => k.const_int(a),
