@@ -350,12 +350,17 @@ pub fn pipeline(
                 }
                 None => Ok(Ask::default()),
             };
+            let trips = constant_trips(k, lp);
             // A loop of another constant step is planned as the step-1
             // loop it is rewritten to, kept only if it is pipelined.
             let unit = unit_step(k, region, lp);
             let planned = match skip.iter().find(|(at, _)| *at == span) {
                 Some((_, reason)) => Err(reason.clone()),
                 None => asked.and_then(|own| {
+                    if let Some(t) = trips.filter(|&t| t < 2) {
+                        let runs = if t == 0 { "never run it" } else { "run it once" };
+                        return Err(format!("its constant bounds {runs}: no copy is left to overlap with another, and a ring would only take more shared memory"));
+                    }
                     let k = unit.as_ref().unwrap_or(k);
                     let form = own.form.or(ask.form).unwrap_or_default();
                     let stages = match (own.stages, ask.stages) {
@@ -398,6 +403,13 @@ pub fn pipeline(
         }
     }
     out
+}
+
+/// The trip count of loop `lp` when its bounds and step are constants.
+fn constant_trips(k: &Kernel, lp: Inst) -> Option<i64> {
+    let arg = |i: usize| k.const_int(*k.insts[lp].args.get(i)?);
+    let (lo, hi, step) = (arg(0)?, arg(1)?, arg(2)?);
+    (step > 0).then(|| (hi.saturating_sub(lo).max(0) + step - 1) / step)
 }
 
 /// Rewrites loop `lp` of `region`, of constant step `c >= 2` or of step 1
