@@ -357,10 +357,6 @@ pub fn pipeline(
             let planned = match skip.iter().find(|(at, _)| *at == span) {
                 Some((_, reason)) => Err(reason.clone()),
                 None => asked.and_then(|own| {
-                    if let Some(t) = trips.filter(|&t| t < 2) {
-                        let runs = if t == 0 { "never run it" } else { "run it once" };
-                        return Err(format!("its constant bounds {runs}: no copy is left to overlap with another, and a ring would only take more shared memory"));
-                    }
                     let k = unit.as_ref().unwrap_or(k);
                     let form = own.form.or(ask.form).unwrap_or_default();
                     let stages = match (own.stages, ask.stages) {
@@ -369,6 +365,11 @@ pub fn pipeline(
                         (None, None) => Asked::Model(own.ctas_per_sm),
                     };
                     let p = plan(k, region, lp)?;
+                    // Of the input shape, but with nothing to overlap.
+                    if let Some(t) = trips.filter(|&t| t < 2) {
+                        let runs = if t == 0 { "never run it" } else { "run it once" };
+                        return Err(format!("its constant bounds {runs}: no copy is left to overlap with another, and a ring would only take more shared memory"));
+                    }
                     let ws = match form {
                         Form::Ring => None,
                         Form::Ws => Some(warpspec::check(k, &p, sm)?),
