@@ -357,6 +357,14 @@ impl<'a> Engine<'a> {
         }
     }
 
+    /// Leaves `diag`, of async op `op` and access `access`, to the
+    /// cross-thread analysis ([`Deferred`]).
+    fn defer(&mut self, op: Inst, access: Inst, diag: Diagnostic) {
+        if self.report {
+            self.deferred.push(Deferred { op, access, diag });
+        }
+    }
+
     fn span(&self, i: Inst) -> Span {
         self.k.insts[i].span
     }
@@ -447,24 +455,6 @@ impl<'a> Engine<'a> {
     /// `%cluster_ctarank`). Whether such a role's async op completed before
     /// this thread uses its bytes depends on how the two roles synchronise,
     /// which is the cross-thread analysis's (`ordering.rs`) to prove.
-    /// Whether phase `p` is one this analysis cannot name: unknown, or its
-    /// barrier or index is loop-carried ring state with no closed form.
-    fn unnamed(&self, p: &Sym) -> bool {
-        let k = self.k;
-        let carried = |e: &Affine| {
-            e.mentions(&|a| {
-                matches!(a, Atom::Opaque(v) if k.def_inst(*v).is_none() && !k.params.contains(v))
-            })
-        };
-        match p {
-            Sym::Unknown => true,
-            Sym::Phase { bar, idx } => {
-                carried(idx) || matches!(bar.as_ref(), Sym::Ptr(_, off) if carried(off))
-            }
-            _ => false,
-        }
-    }
-
     fn other_role(&self, r: &OpRec) -> bool {
         self.excluded_by(&r.conds)
     }
@@ -482,6 +472,24 @@ impl<'a> Engine<'a> {
                 &self.syms.tids_under(self.k, &self.conds),
             )
             .is_empty()
+    }
+
+    /// Whether phase `p` is one this analysis cannot name: unknown, or its
+    /// barrier or index is loop-carried ring state with no closed form.
+    fn unnamed(&self, p: &Sym) -> bool {
+        let k = self.k;
+        let carried = |e: &Affine| {
+            e.mentions(&|a| {
+                matches!(a, Atom::Opaque(v) if k.def_inst(*v).is_none() && !k.params.contains(v))
+            })
+        };
+        match p {
+            Sym::Unknown => true,
+            Sym::Phase { bar, idx } => {
+                carried(idx) || matches!(bar.as_ref(), Sym::Ptr(_, off) if carried(off))
+            }
+            _ => false,
+        }
     }
 
     /// Whether `c` splits the threads of a declared block into two roles,
@@ -866,14 +874,10 @@ impl<'a> Engine<'a> {
             })
             .with_secondary(issued, format!("async {part} of this operation"))
             .with_help(help);
-        if !defer {
+        if defer {
+            self.defer(r.inst, at, d);
+        } else {
             self.emit(d);
-        } else if self.report {
-            self.deferred.push(Deferred {
-                op: r.inst,
-                access: at,
-                diag: d,
-            });
         }
     }
 
@@ -1001,14 +1005,10 @@ impl<'a> Engine<'a> {
                         .with_label("no barrier orders the other threads' reads before this copy")
                         .with_secondary(self.span(rd), "other threads read these bytes here")
                         .with_help("add `barrier.cta` between the reads and the copy that overwrites the buffer");
-                    if !unnamed {
+                    if unnamed {
+                        self.defer(at, rd, diag);
+                    } else {
                         self.emit(diag);
-                    } else if self.report {
-                        self.deferred.push(Deferred {
-                            op: at,
-                            access: rd,
-                            diag,
-                        });
                     }
                 }
             }
