@@ -2198,6 +2198,17 @@ impl<'a> Engine<'a> {
                 }
                 names.retain(|_, s| !s.is_empty());
             }
+            // A record dropped here may still be read after the loop: the
+            // wait that completed it stays needed (no W1001 for it).
+            let dropped: Vec<(Inst, u32)> = s
+                .ops
+                .iter()
+                .filter(|r| !r.seen && r.issuer == Issuer::Done && r.published)
+                .filter_map(|r| r.done_by.filter(|&(_, d)| d != DONE))
+                .collect();
+            for (w, d) in dropped {
+                self.effect(Effect::Demand(w, d));
+            }
             s.ops
                 .retain(|r| !(r.seen || (r.issuer == Issuer::Done && r.published)));
             s.ops = std::mem::take(&mut s.ops)
