@@ -1614,16 +1614,36 @@ impl Syms {
             out.push((inst, path.clone()));
             let data = &k.insts[inst];
             let subs: Vec<TidSet> = match data.op {
-                Op::If => {
-                    let c = data.args.first().and_then(|a| a.value());
-                    match c.map(|c| (self.tid_dependent[c.index()], self.tid_cond(k, c))) {
-                        Some((false, _)) => vec![path.clone(), path.clone()],
-                        Some((true, Some(t))) => {
-                            vec![intersect(path, &t), intersect(path, &complement(&t))]
+                Op::If => match data.args.first().and_then(|a| a.value()) {
+                    Some(c) if !self.tid_dependent[c.index()] => vec![path.clone(), path.clone()],
+                    // The threads of each conjunct that compares `%tid.x`
+                    // (`%tid.x >= 1 and %tid.x <= 62`); a conjunct that
+                    // does not leaves them as they are, and the else side
+                    // is then every thread of the path.
+                    Some(c) => {
+                        let mut holds: Option<TidSet> = Some(vec![(0, TID_INF)]);
+                        let mut then = path.clone();
+                        for (cj, pol) in conjuncts(k, c, true) {
+                            if !self.tid_dependent[cj.index()] {
+                                continue;
+                            }
+                            match self.tid_cond(k, cj) {
+                                Some(t) => {
+                                    let t = if pol { t } else { complement(&t) };
+                                    then = intersect(&then, &t);
+                                    holds = holds.map(|h| intersect(&h, &t));
+                                }
+                                None => holds = None,
+                            }
                         }
-                        _ => Vec::new(),
+                        let els = match holds {
+                            Some(h) => intersect(path, &complement(&h)),
+                            None => path.clone(),
+                        };
+                        vec![then, els]
                     }
-                }
+                    None => Vec::new(),
+                },
                 Op::For if data.args.iter().take(3).any(dep) => Vec::new(),
                 _ => vec![path.clone()],
             };
