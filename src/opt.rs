@@ -173,9 +173,23 @@ pub fn explain(report: &Report, text: &str) -> String {
             out.push_str(&format!("//   {c}\n"));
         }
     }
+    // The kernel a loop left alone is in: the last `kernel @name` before it.
+    let kernel_of = |span: cpflow::ir::diag::Span| {
+        let before = text
+            .get(..(span.start as usize).min(text.len()))
+            .unwrap_or("");
+        before.rfind("kernel @").map(|at| {
+            before[at + "kernel ".len()..]
+                .split(|c: char| c == '(' || c.is_whitespace())
+                .next()
+                .unwrap_or("")
+                .to_string()
+        })
+    };
     for d in &report.not_pipelined {
+        let kernel = kernel_of(d.span).map_or(String::new(), |k| format!("{k} "));
         out.push_str(&format!(
-            "// line {}: {} [{}]\n",
+            "// {kernel}line {}: {} [{}]\n",
             line_of(d.span),
             d.message,
             d.code

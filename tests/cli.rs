@@ -495,3 +495,30 @@ fn loops_left_single_buffered_warn() {
     let stderr = succeeds(&["compile", "examples/abstract_copy.cpf", "-o", p]);
     assert!(!stderr.contains("W2001"), "{stderr}");
 }
+
+/// `opt --explain` names the kernel of each loop, pipelined or left alone.
+#[test]
+fn explain_names_the_kernel_of_each_loop() {
+    let (code, out) = cpflow(&[
+        "opt",
+        "--passes",
+        "pipeline",
+        "--explain",
+        "tests/pipeline/refuse_global_store.cpf",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("// @scale line 13: loop not pipelined:"),
+        "{out}"
+    );
+    let (code, out) = cpflow(&[
+        "opt",
+        "--passes",
+        "pipeline",
+        "--explain",
+        "tests/pipeline/one_tile_sm80.cpf",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("// @"), "{out}");
+    assert!(out.contains(": pipelined,"), "{out}");
+}
