@@ -499,26 +499,16 @@ fn loops_left_single_buffered_warn() {
 /// `opt --explain` names the kernel of each loop, pipelined or left alone.
 #[test]
 fn explain_names_the_kernel_of_each_loop() {
-    let (code, out) = cpflow(&[
-        "opt",
-        "--passes",
-        "pipeline",
-        "--explain",
-        "tests/pipeline/refuse_global_store.cpf",
-    ]);
-    assert_eq!(code, 0, "{out}");
-    assert!(
-        out.contains("// @scale line 13: loop not pipelined:"),
-        "{out}"
-    );
-    let (code, out) = cpflow(&[
-        "opt",
-        "--passes",
-        "pipeline",
-        "--explain",
-        "tests/pipeline/one_tile_sm80.cpf",
-    ]);
-    assert_eq!(code, 0, "{out}");
-    assert!(out.contains("// @"), "{out}");
-    assert!(out.contains(": pipelined,"), "{out}");
+    for (file, line) in [
+        (
+            "refuse_global_store",
+            "// @scale line 13: loop not pipelined:",
+        ),
+        ("one_tile_sm80", "// @colsum line 24: pipelined,"),
+    ] {
+        let path = format!("tests/pipeline/{file}.cpf");
+        let (code, out) = cpflow(&["opt", "--passes", "pipeline", "--explain", &path]);
+        assert_eq!(code, 0, "{out}");
+        assert!(out.contains(line), "{file}: {out}");
+    }
 }
