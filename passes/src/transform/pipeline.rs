@@ -896,11 +896,7 @@ fn choose_stages(
     let fit = budget.saturating_sub(others) / per_stage.max(1);
     // A loop of a constant T trips has at most T tiles to issue ahead:
     // more than T + 1 stages only re-load its last tile.
-    let d = &k.insts[p.lp];
-    let trips = k
-        .const_int(d.args[1])
-        .zip(k.const_int(d.args[0]))
-        .map(|(hi, lo)| (hi - lo).max(0) as u64);
+    let trips = constant_trips(k, p.lp).map(|t| t as u64);
     let useful = trips.map_or(u64::MAX, |t| (t + 1).max(2));
     if fit < 2 {
         return Err(format!(
