@@ -133,8 +133,7 @@ fn scaled_params(k: &Kernel, base: i64) -> BTreeMap<Value, i64> {
     let trip_count = |l: Inst, params: Params| -> Option<i64> {
         let d = &k.insts[l];
         let bound = |i: usize| uniform_value(k, *d.args.get(i)?, params, 0);
-        let (lo, hi, step) = (bound(0)?, bound(1)?, bound(2)?);
-        (step > 0).then(|| (hi.saturating_sub(lo).max(0) + step - 1) / step)
+        crate::values::trip_count(bound(0)?, bound(1)?, bound(2)?)
     };
     let at_base: Vec<Option<i64>> = loops
         .iter()

@@ -150,6 +150,12 @@ pub fn sreg_equals(k: &Kernel, c: Value, reg: SpecialReg) -> Option<i64> {
     }
 }
 
+/// The iterations of `for %i = lo to hi step step` (none for a step that
+/// is not positive).
+pub fn trip_count(lo: i64, hi: i64, step: i64) -> Option<i64> {
+    (step > 0).then(|| hi.saturating_sub(lo).max(0).saturating_add(step - 1) / step)
+}
+
 /// The conditions (conjuncts, with the polarity each holds) of the `if`s
 /// around each instruction of `k`.
 pub fn inst_conds(k: &Kernel) -> BTreeMap<Inst, Vec<(Value, bool)>> {

@@ -409,8 +409,7 @@ pub fn pipeline(
 /// The trip count of loop `lp` when its bounds and step are constants.
 fn constant_trips(k: &Kernel, lp: Inst) -> Option<i64> {
     let arg = |i: usize| k.const_int(*k.insts[lp].args.get(i)?);
-    let (lo, hi, step) = (arg(0)?, arg(1)?, arg(2)?);
-    (step > 0).then(|| (hi.saturating_sub(lo).max(0) + step - 1) / step)
+    crate::values::trip_count(arg(0)?, arg(1)?, arg(2)?)
 }
 
 /// Rewrites loop `lp` of `region`, of constant step `c >= 2` or of step 1
