@@ -191,3 +191,46 @@ kernel @k(%out: ptr<global> align 16, %x: f32) {
     );
     assert!(ptx.contains("fence.proxy.async.shared::cta"), "{ptx}");
 }
+
+/// A `bar.arrive` after two `if`s on one elected lane stays one instruction
+/// that the whole warp executes: LLVM must not copy it into the arms of the
+/// divergent branch (lanes of one warp would then execute two `.aligned`
+/// barriers, which hangs the GPU), so it is emitted as a convergent
+/// intrinsic rather than inline asm.
+#[test]
+fn named_barrier_arrive_is_not_duplicated_into_divergent_branches() {
+    let text = "module @m target sm_90a ptx 8.0
+kernel @k(%out: ptr<global> align 16, %n: i32) block(96) {
+  shared @tile: bytes[512] align 128
+  %t = addr @tile
+  %e = elect.sync
+  for %i = 0 to %n step 1 {
+    bar.sync 6, 96
+    if %e {
+      %r = cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 %out, %t, 256
+      %g = cp.async.bulk.commit_group %r
+    }
+    if %e {
+      cp.async.bulk.wait_group.read 0
+    }
+    bar.arrive 4, 96
+    if %e {
+      cp.async.bulk.wait_group.read 0
+    }
+    bar.arrive 5, 96
+  }
+}
+";
+    let module = parse(text).unwrap();
+    let ptx = verified_compile(&Mlir::new(), &module).unwrap().ptx;
+    for id in ["4", "5"] {
+        let arrives = ptx
+            .lines()
+            .filter(|l| {
+                let mut words = l.split_whitespace();
+                words.next() == Some("bar.arrive") && words.next() == Some(&format!("{id},"))
+            })
+            .count();
+        assert_eq!(arrives, 1, "one `bar.arrive {id}` in\n{ptx}");
+    }
+}

@@ -861,15 +861,23 @@ impl<'a> KernelEmitter<'a> {
             Family::BarSync | Family::BarArrive => {
                 let id = self.arg(get("id").expect("bound"), "i32");
                 let count = self.opt_arg(get("count"), "i32");
-                let op = if p.family == Family::BarSync {
-                    "nvvm.barrier"
+                if p.family == Family::BarSync {
+                    let threads = count.map_or(String::new(), |c| {
+                        format!(" number_of_threads = {}", c.name)
+                    });
+                    self.line(&format!("nvvm.barrier id = {}{threads}", id.name));
                 } else {
-                    "nvvm.barrier.arrive"
-                };
-                let threads = count.map_or(String::new(), |c| {
-                    format!(" number_of_threads = {}", c.name)
-                });
-                self.line(&format!("{op} id = {}{threads}", id.name));
+                    // `nvvm.barrier.arrive` becomes inline asm, which LLVM
+                    // does not treat as convergent: it may copy the arrive
+                    // into both arms of a divergent branch, where lanes of
+                    // one warp then execute two `.aligned` barriers. The
+                    // intrinsic is convergent.
+                    let count = count.expect("the verifier requires a count on bar.arrive");
+                    self.line(&format!(
+                        "llvm.call_intrinsic \"llvm.nvvm.barrier.cta.arrive.aligned.count\"({}, {}) : (i32, i32) -> ()",
+                        id.name, count.name
+                    ));
+                }
             }
             Family::BarrierClusterArrive => {
                 let aligned = if p.has(Qual::Aligned) {
