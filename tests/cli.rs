@@ -184,15 +184,25 @@ fn sarif_structure() {
     );
 }
 
-/// `docs/diagnostics.md` has a section for every code of both tables.
+/// `docs/diagnostics.md` has a section for every code of the static tables
+/// and of the interpreter, and no interpreter code reuses a static one
+/// (`--explain` and SARIF name a code by its text alone).
 #[test]
 fn diagnostics_page_lists_every_code() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let page = std::fs::read_to_string(root.join("docs/diagnostics.md")).expect("docs page");
-    for (code, _) in cpflow::all_codes() {
+    let statics = cpflow::all_codes();
+    let interp = cpflow::interp::CODES.iter().map(|(code, _, _)| *code);
+    for code in statics.iter().map(|(code, _)| *code).chain(interp) {
         assert!(
-            page.contains(&format!("## {code}")),
+            page.contains(&format!("\n## {code}\n")),
             "docs/diagnostics.md has no section `## {code}`"
+        );
+    }
+    for (code, _, _) in cpflow::interp::CODES {
+        assert!(
+            statics.iter().all(|(c, _)| c != code),
+            "{code} is both an interpreter code and a static one"
         );
     }
 }

@@ -31,7 +31,8 @@ pub const CODES: &[(&str, &str, &str)] = &[
     ("U0402", "a CTA exits while its own async op still reads its shared memory", "wait for the op (e.g. `cp.async.bulk.wait_group.read 0`) before exit"),
     ("U0403", "`barrier.cluster.arrive` twice in one phase", "pair every arrive with a wait"),
     ("U0404", "`bar.sync`/`bar.arrive` misuse: barrier id outside 0..15, a thread count that is not a positive multiple of 32 within the CTA, or arrivals of one generation naming different counts", "use ids 0..15 and one thread count per barrier and generation, a multiple of 32"),
-    ("W0401", "an async op's completion is never observed before the CTA exits", "wait for it or remove it"),
+    ("W0501", "an async op's completion is never observed before the CTA exits", "wait for it or remove it"),
+    ("W0502", "a load, or an async op's source or reduction, of shared memory that nothing wrote in this launch", "write the bytes (or copy into them) before reading them: shared memory starts undefined"),
 ];
 
 /// The help line of a code.

@@ -862,6 +862,9 @@ impl<'a> Machine<'a> {
                 war = Some((i, sh));
             }
         }
+        if !write && !busy_w {
+            self.unwritten_shared(g, inst, obj, (s, e), None, "load of");
+        }
         let range = if busy_w || busy_r || unseen.is_some() || war.is_some() {
             self.describe_range(obj, start, len)
         } else {
@@ -950,6 +953,41 @@ impl<'a> Machine<'a> {
             }
         }
         Some((obj, s))
+    }
+
+    /// Warns (W0502) when bytes `[s, e)` of `obj` are shared memory that
+    /// nothing wrote in this launch: their value is undefined on a GPU,
+    /// where the interpreter reads zeros. Bytes a `byte_mask` leaves out
+    /// (bit `i % 16` clear for byte `i`) are not read.
+    pub(crate) fn unwritten_shared(
+        &mut self,
+        g: u32,
+        inst: Inst,
+        obj: usize,
+        (s, e): (usize, usize),
+        byte_mask: Option<u16>,
+        what: &str,
+    ) {
+        let o = &self.objects[obj];
+        if o.cta.is_none() || o.slot0.is_some() {
+            return;
+        }
+        let read = |i: usize| byte_mask.is_none_or(|m| m & (1 << ((i - s) % 16)) != 0);
+        let unwritten = |i: usize| read(i) && o.shadow[i].w_inst == u32::MAX;
+        let Some(first) = (s..e).find(|&i| unwritten(i)) else {
+            return;
+        };
+        let last = (first..e).find(|&i| !unwritten(i)).unwrap_or(e);
+        let range = self.describe_range(obj, first as u64, (last - first) as u64);
+        self.report(
+            "W0502",
+            format!("{what} shared memory that nothing wrote in this launch"),
+            inst,
+            Some(g),
+            format!("{what} {range}, never written"),
+            None,
+            vec!["shared memory starts undefined in every launch: the GPU reads whatever an earlier kernel left there, the interpreter reads zeros".into()],
+        );
     }
 
     /// Reports a read or write of bytes whose last write this thread has not
@@ -1574,7 +1612,7 @@ impl<'a> Machine<'a> {
         }
         for (inst, thread) in warn {
             self.report(
-                "W0401",
+                "W0501",
                 "async op completes but no thread ever observes its completion".into(),
                 inst,
                 Some(thread),

@@ -1436,7 +1436,10 @@ impl Machine<'_> {
         if self.ops[i].mech == Mech::BulkGroup {
             stamp.comp = self.comps.thread(self.ops[i].thread, BULKR);
         }
-        let inst = self.ops[i].inst.index() as u32;
+        let (op_inst, thread) = (self.ops[i].inst, self.ops[i].thread);
+        let mask = self.ops[i].byte_mask;
+        self.unwritten_shared(thread, op_inst, obj, (s, s + n), mask, "async read of");
+        let inst = op_inst.index() as u32;
         let o = &mut self.objects[obj];
         self.ops[i].data = o.data[s..s + n].to_vec();
         for j in s..s + n {
@@ -1463,6 +1466,9 @@ impl Machine<'_> {
             let obj = self.obj_index(d.addr.mem);
             let s = d.addr.off as usize;
             let dead = self.cta_exited(d.addr);
+            if reduce.is_some() {
+                self.unwritten_shared(thread, inst, obj, (s, s + len), None, "reduction into");
+            }
             let o = &mut self.objects[obj];
             if !dead {
                 match reduce {

@@ -703,10 +703,11 @@ fn unit_desc(u: &Unit, descs: &[RecExpr<Desc>]) -> RecExpr<Desc> {
 /// size is constant and ragged (not a multiple of 16) or a non-constant
 /// `i32`, its destination is in a `bytes[S]` allocation that no other
 /// instruction writes (only loads and address arithmetic use it). Then the
-/// bytes past the size that the bound adds are never written by the input
-/// and hold their initial zeros (shared memory starts zeroed in cpflow's
-/// semantics), so zero-filling them changes nothing a later read sees, as
-/// long as no read runs alongside the zero fill:
+/// bytes past the size that the bound adds are never written by the input,
+/// so a read of them sees an undefined value (`docs/readings.md` #27; the
+/// interpreter reads zeros); zero-filling them picks one of those values, so
+/// it changes nothing a later read may see, as long as no read runs
+/// alongside the zero fill:
 ///
 /// * one thread's copy (`solo`) at a constant offset `c`: it sits in a
 ///   top-level `if` on a one-thread guard with every load of the allocation
