@@ -867,7 +867,7 @@ fn analyse(
     report.never = never;
     let mut out = report.run_ahead();
     out.extend(report.tx_mismatch());
-    out.extend(report.arrival_shortfalls(syms));
+    out.extend(report.arrival_counts(syms));
     out.extend(report.barrier_run_ahead());
     out.extend(report.arrivals_after_exit());
     out.extend(report.reads_after_exit());
@@ -2178,6 +2178,11 @@ fn role_threads(ranges: &[(i64, i64)], block: [u32; 3]) -> i64 {
 /// most instances of it that name one phase in one thread.
 type ArrivalSite = (i64, BTreeMap<i64, i64>);
 
+/// An arriving instruction's arrivals per instance, and the threads that
+/// surely run its instances on one phase, summed over roles (None where
+/// one of its `if`s is not decided thread by thread).
+type SureArrivals = (i64, Option<i64>);
+
 /// A question [`disjoint`] answers in [`Report::races`]: two offsets and
 /// sizes, whether the second is another thread's, and whether the threads
 /// are distinct.
@@ -3036,7 +3041,13 @@ impl Report<'_> {
     /// and arrival counts are constants and that no
     /// `cp.async.mbarrier.arrive` acts on, in a kernel that declares its
     /// block; a phase nothing arrives on is [`Report::starved_waits`]'.
-    fn arrival_shortfalls(&self, syms: &Syms) -> Vec<Diagnostic> {
+    ///
+    /// Also E1011 for a phase more arrivals surely reach than the count
+    /// ([`Report::arrival_surplus`]): bounded from below by the threads of
+    /// each role that run the instruction, where every `if` around it is
+    /// decided thread by thread, `.noinc` `cp.async.mbarrier.arrive`s
+    /// included; unless the per-thread analysis reported on those sites.
+    fn arrival_counts(&self, syms: &Syms) -> Vec<Diagnostic> {
         let Some([x, y, z]) = self.k.block else {
             return Vec::new();
         };
@@ -3074,7 +3085,46 @@ impl Report<'_> {
         // instance, and the most instances one thread of each CTA runs.
         let mut arrivals: BTreeMap<(Bar, i64), BTreeMap<Inst, ArrivalSite>> = BTreeMap::new();
         let mut unknown: BTreeSet<(i64, SharedId, i64)> = BTreeSet::new();
-        for (th, events) in self.roles {
+        // Barriers whose init or arrival counts are not constants.
+        let mut uncounted: BTreeSet<(i64, SharedId, i64)> = BTreeSet::new();
+        // For each phase and arriving instruction: its arrivals per
+        // instance, and the threads of every role that runs it, once per
+        // instance (a lower bound where its `if`s are decided per thread).
+        let mut by_roles: BTreeMap<(Bar, i64), BTreeMap<Inst, SureArrivals>> = BTreeMap::new();
+        let noinc = |i: Inst| matches!(&k.insts[i].op, Op::Ptx(p) if p.has(Qual::Noinc));
+        let row_factor = enumerated_rows(k.block).map_or(rows, |_| 1);
+        // The threads of role `r` that surely run `i`: those of its ranges
+        // every `if` around `i` admits, each decided thread by thread (None
+        // where one is not).
+        let sure_members = |r: usize, i: Inst| -> Option<i64> {
+            let mut tests = Vec::new();
+            for &(c, pol) in conds.get(&i).map_or(&[][..], |v| &v[..]) {
+                if let Some(l) = elect_lane(k, c).filter(|_| pol && lane_is_tid_x_mod_32(k)) {
+                    tests.push((None, Some(i64::from(l)), pol));
+                } else {
+                    tests.push((Some(thread_cond(k, syms, c)?), None, pol));
+                }
+            }
+            let width = i64::from(x);
+            let mut n = 0i64;
+            for &(lo, hi) in &self.ranges[r] {
+                for t in lo..=hi {
+                    let tx = t % width;
+                    let mut admitted = true;
+                    for (holds, lane, pol) in &tests {
+                        let ok = match (holds, lane) {
+                            (Some(h), _) => h(tx)? == *pol,
+                            (None, Some(l)) => tx % 32 == *l,
+                            (None, None) => false,
+                        };
+                        admitted &= ok;
+                    }
+                    n += i64::from(admitted);
+                }
+            }
+            Some(n.saturating_mul(row_factor))
+        };
+        for (r, (th, events)) in self.roles.iter().enumerate() {
             let mut mine: BTreeMap<(Bar, i64, Inst), (i64, i64)> = BTreeMap::new();
             for e in events {
                 match &e.step {
@@ -3084,16 +3134,29 @@ impl Report<'_> {
                         }
                         None => {
                             unknown.insert(bar.place());
+                            uncounted.insert(bar.place());
                         }
                     },
                     Step::Arrive { bar, phase, .. } => match count(e, Some(1)) {
-                        Some(n) => mine.entry((*bar, *phase, e.inst)).or_insert((n, 0)).1 += 1,
+                        Some(n) => {
+                            mine.entry((*bar, *phase, e.inst)).or_insert((n, 0)).1 += 1;
+                            let site = by_roles.entry((*bar, *phase)).or_default();
+                            let s = site.entry(e.inst).or_insert((n, Some(0)));
+                            s.1 = s.1.zip(sure_members(r, e.inst)).map(|(a, b)| a + b);
+                        }
                         None => {
                             unknown.insert(bar.place());
+                            uncounted.insert(bar.place());
                         }
                     },
-                    Step::AsyncArrive { bar, .. } => {
+                    Step::AsyncArrive { bar, phase } => {
                         unknown.insert(bar.place());
+                        if noinc(e.inst) {
+                            mine.entry((*bar, *phase, e.inst)).or_insert((1, 0)).1 += 1;
+                            let site = by_roles.entry((*bar, *phase)).or_default();
+                            let s = site.entry(e.inst).or_insert((1, Some(0)));
+                            s.1 = s.1.zip(sure_members(r, e.inst)).map(|(a, b)| a + b);
+                        }
                     }
                     _ => {}
                 }
@@ -3114,10 +3177,41 @@ impl Report<'_> {
             else {
                 continue;
             };
-            let got = sites.iter().fold(0i64, |sum, (&inst, (n, ranks))| {
+            let most_of = |inst: Inst, (n, ranks): &ArrivalSite| {
                 let per_thread = ranks.values().fold(0i64, |s, t| s.saturating_add(*t));
-                sum.saturating_add(threads(inst).saturating_mul(*n).saturating_mul(per_thread))
+                threads(inst).saturating_mul(*n).saturating_mul(per_thread)
+            };
+            let got = sites.iter().fold(0i64, |sum, (&inst, site)| {
+                sum.saturating_add(most_of(inst, site))
             });
+            if let Some(d) = (phase >= 0
+                && !uncounted.contains(&bar.place())
+                && !out.contains_key(&e.inst)
+                && !self.known.contains(&self.span(r, i).start))
+            .then(|| by_roles.get(&(bar, phase)))
+            .flatten()
+            .and_then(|surely| {
+                // Arrivals that surely land: by the roles' threads, at most
+                // the instruction's own bound.
+                let brought: Vec<(Inst, i64)> = surely
+                    .iter()
+                    .filter_map(|(&inst, &(n, members))| {
+                        let most = sites.get(&inst).map_or(0, |site| most_of(inst, site));
+                        Some((inst, n.saturating_mul(members?).min(most)))
+                    })
+                    .filter(|&(_, n)| n > 0)
+                    .collect();
+                let total = brought.iter().fold(0i64, |t, (_, n)| t.saturating_add(*n));
+                let reported =
+                    brought.iter().map(|&(a, _)| a).chain([init]).any(|a| {
+                        self.known.contains(&k.insts[a].span.start) || out.contains_key(&a)
+                    });
+                (total > need && !reported)
+                    .then(|| self.arrival_surplus(r, i, (need, init), bar, phase, total, &brought))
+            }) {
+                out.entry(d.0).or_insert(d.1);
+                continue;
+            }
             if phase < 0
                 || got >= need
                 || unknown.contains(&bar.place())
@@ -3144,6 +3238,65 @@ impl Report<'_> {
             );
         }
         out.into_values().collect()
+    }
+
+    /// E1011 for a phase more arrivals surely reach than its barrier's
+    /// count (`brought`: each instruction's arrivals): the phase completes
+    /// early and the last arrivals land in the next one. Reported at the
+    /// instruction without whose arrivals the phase would be exactly
+    /// counted (a `.noinc` `cp.async.mbarrier.arrive` first, else the last
+    /// in program order), else at the first arriving instruction; with the
+    /// instruction it is reported at.
+    #[allow(clippy::too_many_arguments)]
+    fn arrival_surplus(
+        &self,
+        r: usize,
+        i: usize,
+        (need, init): (i64, Inst),
+        bar: Bar,
+        phase: i64,
+        total: i64,
+        brought: &[(Inst, i64)],
+    ) -> (Inst, Diagnostic) {
+        let k = self.k;
+        let noinc = |i: Inst| matches!(&k.insts[i].op, Op::Ptx(p) if p.has(Qual::Noinc));
+        let fits: Vec<Inst> = brought
+            .iter()
+            .filter(|&&(_, n)| total - n == need)
+            .map(|&(inst, _)| inst)
+            .collect();
+        let culprit = fits
+            .iter()
+            .copied()
+            .find(|&i| noinc(i))
+            .or_else(|| fits.iter().copied().max_by_key(|i| i.index()));
+        let name = &k.shared[bar.alloc].name;
+        let message = format!(
+            "{total} arrival(s) reach phase {phase} of `@{name}`, initialised with count {need}"
+        );
+        let init_label = format!("initialised with count {need}");
+        let note = format!("for example {}", self.instance(r, i));
+        match culprit {
+            Some(at) => (at, Diagnostic::error("E1011", message, k.insts[at].span)
+                .with_label("without these arrivals the phase would be exactly counted: with them it completes early and they land in the next phase")
+                .with_secondary(self.span(r, i), "waits on the phase")
+                .with_secondary(k.insts[init].span, init_label)
+                .with_help(format!("drop these arrivals, or initialise `@{name}` with the number of arrivals per phase ({total})"))
+                .with_note(note)),
+            None => {
+                let first = brought.iter().map(|&(a, _)| a).min_by_key(|a| a.index());
+                let at = first.unwrap_or(init);
+                let mut d = Diagnostic::error("E1011", message, k.insts[at].span)
+                    .with_label(format!("the phase completes on {need} arrivals, before the last, which land in the next phase"))
+                    .with_secondary(self.span(r, i), "waits on the phase")
+                    .with_secondary(k.insts[init].span, init_label);
+                for &(a, _) in brought.iter().filter(|&&(a, _)| a != at) {
+                    d = d.with_secondary(k.insts[a].span, "arrives here");
+                }
+                (at, d.with_help(format!("initialise `@{name}` with the number of arrivals per phase ({total})"))
+                    .with_note(note))
+            }
+        }
     }
 
     /// E1010 for each wait on phase `q` of a barrier by a thread that

@@ -33,6 +33,28 @@ use crate::values::{
     conjuncts, elect_lane, intersect, lane_is_tid_x_mod_32, mapa_of, sreg_equals, Base, Sym, Syms,
 };
 
+/// Of the sites that bring arrivals to a phase with more than `need`, the
+/// one without whose arrivals the phase is exactly counted: a `.noinc`
+/// `cp.async.mbarrier.arrive` first (it counts where the thread's own arrive
+/// already does), else the last such site in program order.
+fn surplus_site<'s>(brought: &[(&'s Site, Count)], need: Count) -> Option<&'s Site> {
+    let without = |skip: usize| {
+        brought
+            .iter()
+            .enumerate()
+            .filter(|&(j, _)| j != skip)
+            .try_fold(Count::ZERO, |sum, (_, &(_, n))| sum.add(n))
+    };
+    let fits: Vec<&Site> = (0..brought.len())
+        .filter(|&j| without(j) == Some(need))
+        .map(|j| brought[j].0)
+        .collect();
+    fits.iter()
+        .copied()
+        .find(|s| s.what == (What::AsyncArrive { noinc: true }))
+        .or_else(|| fits.iter().copied().max_by_key(|s| s.inst.index()))
+}
+
 /// What a site does to the phase it names.
 /// An arrival count `per_thread * T + fixed`, `T` the threads of a CTA.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -1084,6 +1106,7 @@ impl Walk<'_> {
         // acting site surely runs that often.
         let mut most = Some(Count::ZERO);
         let mut exact = true;
+        let mut brought: Vec<(&Site, Count)> = Vec::new();
         for s in acting {
             let each = match s.what {
                 What::Arrive(c) => c,
@@ -1106,6 +1129,9 @@ impl Walk<'_> {
                     t.scale(each?)?.scale(self.iterations_per_phase(s)?)
                 })
             };
+            if let Some(n) = n.filter(|&n| n != Count::ZERO) {
+                brought.push((s, n));
+            }
             most = most.zip(n).and_then(|(a, b)| a.add(b));
         }
         let (Some(most), Some(init)) = (most, inits.first()) else {
@@ -1139,16 +1165,29 @@ impl Walk<'_> {
         } else {
             return None;
         };
-        let d = Diagnostic::error(
-            "E1011",
-            format!("{bound}{most} arrival(s) reach this phase of `@{name}`, initialised with count {need}"),
-            span(w.inst),
-        )
-        .with_label(label)
-        .with_secondary(span(init.inst), format!("initialised with count {need}"));
-        Some(arrivers(d).with_help(format!(
-            "initialise `@{name}` with the number of arrivals per phase ({most}){or}"
-        )))
+        let message = format!(
+            "{bound}{most} arrival(s) reach this phase of `@{name}`, initialised with count {need}"
+        );
+        let init_label = format!("initialised with count {need}");
+        let help =
+            format!("initialise `@{name}` with the number of arrivals per phase ({most}){or}");
+        if let Some(extra) = (bound.is_empty())
+            .then(|| surplus_site(&brought, need))
+            .flatten()
+        {
+            // Too many: reported at the arrivals the count leaves out.
+            let d = Diagnostic::error("E1011", message, span(extra.inst))
+                .with_label("without these arrivals the phase would be exactly counted: with them it completes early and they land in the next phase")
+                .with_secondary(span(w.inst), "waits on the phase")
+                .with_secondary(span(init.inst), init_label);
+            return Some(d.with_help(format!(
+                "drop these arrivals, or initialise `@{name}` with the number of arrivals per phase ({most})"
+            )));
+        }
+        let d = Diagnostic::error("E1011", message, span(w.inst))
+            .with_label(label)
+            .with_secondary(span(init.inst), init_label);
+        Some(arrivers(d).with_help(help))
     }
 
     /// E1011 for a wait in one loop from a constant lower bound whose
@@ -1199,6 +1238,7 @@ impl Walk<'_> {
             let (mut most, mut sure) = (Count::ZERO, Count::ZERO);
             let mut arrivers = Vec::new();
             let mut first_sure = None;
+            let mut brought: Vec<(&Site, Count)> = Vec::new();
             let mut acted = false;
             for s in on_bar.iter().copied().filter(|s| s.what != What::Wait) {
                 if let What::Init(count) = s.what {
@@ -1229,8 +1269,10 @@ impl Walk<'_> {
                 let per = threads.scale(each)?;
                 most = most.add(per.scale(sure_n + maybe_n)?)?;
                 if exact && self.surely_runs(s) && sure_n > 0 {
-                    sure = sure.add(per.scale(sure_n)?)?;
+                    let n = per.scale(sure_n)?;
+                    sure = sure.add(n)?;
                     first_sure = first_sure.or(Some(s.inst));
+                    brought.push((s, n));
                 }
                 arrivers.push(s.inst);
             }
@@ -1263,8 +1305,8 @@ impl Walk<'_> {
                 }
                 return Some(d.with_help("wait on the phase index the producer's arrivals and copies complete (parity = index & 1)"));
             }
-            // A hang is reported at the wait, an overflow at the first
-            // arrival that surely lands.
+            // A hang is reported at the wait, an overflow at the arrivals
+            // the count leaves out (else the first that surely lands).
             let (bound, most, at, label) = if most.always_below(need) {
                 (
                     "at most ",
@@ -1276,7 +1318,7 @@ impl Walk<'_> {
                 (
                     "",
                     sure,
-                    first_sure?,
+                    surplus_site(&brought, need).map_or(first_sure?, |s| s.inst),
                     "the phase completes before the last arrivals, which land in the next phase",
                 )
             } else {
@@ -1291,8 +1333,10 @@ impl Walk<'_> {
                 format!("{label}; this is the phase the wait names in the loop's iteration {n}{iv}")
             } else {
                 label.to_string()
-            })
-            .with_secondary(span(init.inst), format!("initialised with count {need}"));
+            });
+            if at != init.inst {
+                d = d.with_secondary(span(init.inst), format!("initialised with count {need}"));
+            }
             if at != w.inst {
                 d = d.with_secondary(
                     span(w.inst),
