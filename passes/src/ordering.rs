@@ -4463,11 +4463,65 @@ impl Report<'_> {
             && matches!(&self.event(w.role, w.event).step, Step::Async { done: Done::Phase(bars, _), .. } if bars.iter().any(|b| b.cta == rank))
     }
 
+    /// E1010 for a read `y` of bytes copy `x` writes (not an overwrite of
+    /// bytes read before), where the reading thread's last wait on the
+    /// copy's barrier before `y` names a phase one or two away from the one
+    /// the copy completes on: that wait is wrong (a phase bit not flipped, a
+    /// counter off by one), not missing.
+    fn wrong_phase_wait(&self, x: &Access, y: &Access) -> Option<Diagnostic> {
+        if x.what != Use::AsyncWrite || y.what != Use::Read {
+            return None;
+        }
+        let Step::Async {
+            done: Done::Phase(bars, q),
+            ..
+        } = &self.event(x.role, x.event).step
+        else {
+            return None;
+        };
+        let events = &self.roles[y.role].1;
+        let (w, named) = (0..y.event).rev().find_map(|i| match events[i].step {
+            Step::Wait { bar, phase, .. } if bars.iter().any(|b| b.place() == bar.place()) => {
+                Some((i, phase))
+            }
+            _ => None,
+        })?;
+        let gap = named - q;
+        if gap == 0 || gap.abs() > 2 {
+            return None;
+        }
+        let name = &self.k.shared[bars[0].alloc].name;
+        let (n, side) = (gap.abs(), if gap < 0 { "before" } else { "after" });
+        Some(
+            Diagnostic::error(
+                "E1010",
+                format!("waits on phase {named} of `@{name}`, but the copy whose bytes this thread then reads completes phase {q}"),
+                self.span(y.role, w),
+            )
+            .with_label(if gap < 0 {
+                format!("phase {named}, {n} {side} the copy's, has completed already: the wait passes before the copy lands")
+            } else {
+                format!("phase {named}, {n} {side} the copy's: the wait passes on an older phase or hangs")
+            })
+            .with_secondary(self.span(x.role, x.event), format!("completes phase {q}"))
+            .with_secondary(self.span(y.role, y.event), "reads the copy's bytes after the wait")
+            .with_help("wait on the phase the copy completes on: check where the phase index (or parity bit) starts and when it flips")
+            .with_note(format!(
+                "an instance: the wait by {}, the copy by {}",
+                self.instance(y.role, w),
+                self.instance(x.role, x.event)
+            )),
+        )
+    }
+
     /// The diagnostic for an unordered pair: `x` is the async access when
     /// there is one. Where a `.relaxed` arrive is all that leaves them
     /// unordered ([`Report::relaxed_release`]), it is reported at that
     /// arrive, with the code the pair has.
     fn race(&self, x: &Access, y: &Access, overwrite: bool) -> Diagnostic {
+        if let Some(d) = (!overwrite).then(|| self.wrong_phase_wait(x, y)).flatten() {
+            return d;
+        }
         let release = "arrive (release) on an mbarrier after the first access and wait (acquire) on that phase before the second, or put a barrier between them";
         let plain = |u: Use| {
             if u == Use::AsyncReduce {
