@@ -130,7 +130,7 @@ pub fn fail(
     ExitCode::from(1)
 }
 
-/// Reports warnings of the transform passes (W2001); `Err` with the exit
+/// Reports warnings of the transform passes (W2001, W2002); `Err` with the exit
 /// code when the lint levels (`-D`) made one of them an error.
 pub fn warn(
     source: &Source,

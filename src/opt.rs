@@ -60,7 +60,8 @@ pub struct TransformArgs {
 
 /// Runs the default pipeline on a verified module when it has abstract ops
 /// (what `cpflow compile` does before lowering), with the `// pipeline:`
-/// comments of its source `text`; returns the loops left alone (`W2001`).
+/// comments of its source `text`; returns the loops left alone (`W2001`) or
+/// made rings instead of the warp-specialised form asked for (`W2002`).
 pub fn lower_abstract(
     module: &mut Module,
     text: &str,

@@ -21,7 +21,8 @@
 //! loop with a `// pipeline: stages=N` comment on the line before its `for`
 //! is pipelined with N stages in both, one with `// pipeline: form=ws` in
 //! the warp-specialised form, whose output declares a larger block (the
-//! producer warp) and is run at it.
+//! producer warp) and is run at it; or, in a file with a `// ring instead
+//! of ws:` line, as a ring, with `W2002` giving that reason.
 //!
 //! The snapshot holds the input, the schedule and the output.
 
@@ -76,6 +77,9 @@ fn validate(
     mlir: &Mlir,
 ) -> (Module, transform::Report) {
     let per_loop = pipeline::loop_comments(text, before);
+    let fallback = text
+        .lines()
+        .find_map(|l| l.strip_prefix("// ring instead of ws: "));
     let (input, _) = verified(before).unwrap_or_else(|d| panic!("{name}: {d:?}"));
     let (after, report) = transform::run_with(
         input,
@@ -101,11 +105,24 @@ fn validate(
         if let Some(n) = asked.stages {
             assert_eq!(got.stages, n, "{name}: `stages=` is not followed");
         }
-        assert_eq!(
-            got.form,
-            asked.form.unwrap_or_default(),
-            "{name}: `form=` is not followed"
-        );
+        let form = match fallback {
+            Some(_) => Form::Ring,
+            None => asked.form.unwrap_or_default(),
+        };
+        assert_eq!(got.form, form, "{name}: `form=` is not followed");
+    }
+    let warned: Vec<&str> = report
+        .not_pipelined
+        .iter()
+        .filter(|d| d.code == "W2002")
+        .map(|d| d.message.as_str())
+        .collect();
+    match fallback {
+        Some(reason) => assert!(
+            warned.len() == 1 && warned[0].contains(reason),
+            "{name}: no W2002 saying `{reason}`: {warned:?}"
+        ),
+        None => assert!(warned.is_empty(), "{name}: {warned:?}"),
     }
     common::assert_checks_and_compiles(name, text, &after, mlir);
     common::assert_same_runs(name, text, before, &after, &cpflow::validate::thorough());

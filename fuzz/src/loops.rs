@@ -19,8 +19,10 @@
 //! and 2S+1 for a run-time count) under eager, lazy and one random
 //! schedule, the interpreter finds no undefined behaviour and the same
 //! global buffers as for the input (the output launched at its declared
-//! block, which the producer warp grows). Anything else is a
-//! [`Verdict::Failure`].
+//! block, which the producer warp grows). A loop the warp-specialised form
+//! does not take is made a ring with a `W2002` reason: that ring is proved
+//! the same way and the verdict is the reason, as for a loop left alone.
+//! Anything else is a [`Verdict::Failure`].
 
 use cpflow::interp::{runline, Schedule};
 use cpflow::ir::{parse, print};
@@ -116,7 +118,8 @@ pub enum Verdict {
         /// A bulk ring.
         bulk: bool,
     },
-    /// Left alone with `W2001`; the reason.
+    /// Left alone with `W2001`, or (the warp-specialised form asked for)
+    /// made a ring, proved, with `W2002`; the reason.
     Refused(String),
     /// Pipelined, but the input itself has undefined behaviour on a run
     /// line: there is nothing to compare the output with.
@@ -397,12 +400,19 @@ pub fn judge(l: &Loop, form: Form) -> Verdict {
         Some(t) => l.stages.min((t + 1).max(2)),
         None => l.stages,
     };
+    // The warp-specialised form not taken: a ring, with its reason.
+    let fallback = report.not_pipelined.iter().find(|d| d.code == "W2002");
+    let made = match fallback {
+        Some(_) if form == Form::Ws => Form::Ring,
+        Some(d) => return Verdict::Failure(format!("W2002 on a ring: {}", d.message)),
+        None => form,
+    };
     if report
         .pipelined
         .iter()
-        .any(|p| p.stages != trips || p.form != form)
+        .any(|p| p.stages != trips || p.form != made)
     {
-        return Verdict::Failure(format!("not {trips} stages in the {} form", form.name()));
+        return Verdict::Failure(format!("not {trips} stages in the {} form", made.name()));
     }
     let out = print(&after);
     let checked = cpflow::check(&out);
@@ -434,8 +444,11 @@ pub fn judge(l: &Loop, form: Form) -> Verdict {
             return Verdict::Failure(format!("%n = {n:?} {d}"));
         }
     }
-    Verdict::Pipelined {
-        bulk: out.contains("cp.async.bulk.shared::"),
+    match fallback {
+        Some(d) => Verdict::Refused(reason(&d.message)),
+        None => Verdict::Pipelined {
+            bulk: out.contains("cp.async.bulk.shared::"),
+        },
     }
 }
 
@@ -454,6 +467,7 @@ fn lines_trips(text: &str) -> Option<u32> {
 fn reason(message: &str) -> String {
     let r = message
         .strip_prefix("loop not pipelined: ")
+        .or_else(|| message.strip_prefix("pipelined as a ring, not warp-specialised: "))
         .unwrap_or(message);
     match r.find(" (") {
         Some(at) if r.starts_with("the checker") => r[..at + 7].to_string() + ")",

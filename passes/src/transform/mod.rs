@@ -155,16 +155,24 @@ pub struct Report {
     pub dropped: usize,
     /// Loops rewritten into rings by [`pipeline`].
     pub pipelined: Vec<pipeline::Schedule>,
-    /// Loops [`pipeline`] left alone, each with its reason (`W2001`).
+    /// Loops [`pipeline`] left alone (`W2001`) or pipelined as a ring
+    /// where the warp-specialised form was asked for and does not apply
+    /// (`W2002`), each with its reason.
     pub not_pipelined: Vec<Diagnostic>,
 }
 
 /// Code and one-line summary of every transform warning (the lint levels
 /// of `-A`, `-W` and `-D` apply to them).
-pub const CODES: &[(&str, &str)] = &[(
-    "W2001",
-    "a loop with a copy in its body left single-buffered by `pipeline`",
-)];
+pub const CODES: &[(&str, &str)] = &[
+    (
+        "W2001",
+        "a loop with a copy in its body left single-buffered by `pipeline`",
+    ),
+    (
+        "W2002",
+        "a loop `pipeline` made a ring where the warp-specialised form was asked for and does not apply",
+    ),
+];
 
 /// Whether the module still has abstract `copy` or `await` operations.
 pub fn has_abstract(module: &Module) -> bool {

@@ -199,7 +199,8 @@ pub struct Schedule {
 pub struct Outcome {
     /// The schedules chosen.
     pub schedules: Vec<Schedule>,
-    /// One `W2001` per loop left alone.
+    /// One `W2001` per loop left alone, one `W2002` per loop made a ring
+    /// where the warp-specialised form was asked for and does not apply.
     pub refused: Vec<Diagnostic>,
 }
 
@@ -370,18 +371,32 @@ pub fn pipeline(
                         let runs = if t == 0 { "never run it" } else { "run it once" };
                         return Err(format!("its constant bounds {runs}: no copy is left to overlap with another, and a ring would only take more shared memory"));
                     }
-                    let ws = match form {
-                        Form::Ring => None,
-                        Form::Ws => Some(warpspec::check(k, &p, sm)?),
+                    // A warp-specialised form that does not apply falls
+                    // back to the ring (W2002), which then takes the
+                    // loop's stages as a ring's.
+                    let (ws, fallback) = match form {
+                        Form::Ring => (None, None),
+                        Form::Ws => match warpspec::check(k, &p, sm) {
+                            Ok(ws) => (Some(ws), None),
+                            Err(reason) => (None, Some(reason)),
+                        },
                     };
+                    let form = if ws.is_some() { Form::Ws } else { Form::Ring };
                     let (s, why, model) = choose_stages(k, &p, form, stages, sm)?;
-                    Ok((p, ws, s, why, model))
+                    Ok((p, ws, s, why, model, fallback))
                 }),
             };
             match planned {
-                Ok((p, ws, s, why, model)) => {
+                Ok((p, ws, s, why, model, fallback)) => {
                     if let Some(unit) = unit {
                         *k = unit;
+                    }
+                    if let Some(reason) = fallback {
+                        out.refused.push(
+                            Diagnostic::warning("W2002", format!("pipelined as a ring, not warp-specialised: {reason}"), span)
+                                .with_label("the warp-specialised form was asked for this loop")
+                                .with_help("see docs/pipeline.md for the loops the warp-specialised form takes"),
+                        );
                     }
                     let mut schedule = match ws {
                         None => rewrite(k, &p, s, why),

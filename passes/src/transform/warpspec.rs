@@ -72,8 +72,8 @@ pub(super) struct Ws {
     /// Each copy's CTA tile in bytes (the block's shares).
     tiles: Vec<i64>,
     /// Whether the body's `barrier.cta` stay (as named barriers among the
-    /// consumers): the body writes shared memory, or reads memory other
-    /// than the tiles that the kernel writes outside the loop.
+    /// consumers): the body stores to memory, or reads memory other than
+    /// the tiles that the kernel writes outside the loop.
     keep_barriers: bool,
 }
 
@@ -170,6 +170,16 @@ pub(super) fn check(k: &Kernel, p: &Plan, sm: u32) -> Result<Ws, String> {
     let facts = Facts::compute(k);
     let mut tiles = Vec::new();
     for &c in &p.copies {
+        if let Some(n) = k.insts[c]
+            .args
+            .get(2)
+            .and_then(|&a| k.const_int(a))
+            .filter(|n| n % 16 != 0)
+        {
+            return Err(format!(
+                "each thread copies {n} bytes of a tile: the warp-specialised form takes tiles whose every thread's share is a multiple of 16 bytes"
+            ));
+        }
         if k.insts[c].args[..2].iter().any(|&a| facts.align(a) < 16) {
             return Err(
                 "a copy's addresses are not known to be 16-byte aligned, as a bulk copy's must be"
@@ -852,7 +862,7 @@ pub(super) fn rewrite(k: &mut Kernel, p: &Plan, ws: &Ws, s: u32, why: String) ->
         })
         .collect();
     let barriers = if ws.keep_barriers {
-        format!("{kept} body barrier.cta kept as `bar.sync {CONSUMER_BARRIER}, {x}` among the consumers (the body writes shared memory, or reads memory the kernel writes outside the loop)")
+        format!("{kept} body barrier.cta kept as `bar.sync {CONSUMER_BARRIER}, {x}` among the consumers (the body stores to memory, or reads memory the kernel writes outside the loop)")
     } else {
         format!("{dropped} body barrier.cta dropped (the mbarriers order the tiles; the body writes no memory and reads none the kernel writes)")
     };
@@ -986,6 +996,14 @@ kernel @k(%src: ptr<global> align 16, %cfg: ptr<global> align 16, %n: i32){block
             (
                 module("sm_90a", " block(128)", 32, "", "%n"),
                 "not every thread's share of one CTA tile",
+            ),
+            (
+                cpflow_ir::parse(
+                    &cpflow_ir::print(&module("sm_90a", " block(128)", 8, "", "%n"))
+                        .replace("%src_k, 16", "%src_k, 8"),
+                )
+                .expect("it parses"),
+                "each thread copies 8 bytes of a tile",
             ),
             (
                 module(
