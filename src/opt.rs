@@ -187,6 +187,9 @@ pub fn explain(report: &Report, text: &str) -> String {
                 .to_string()
         })
     };
+    if report.unproven {
+        out.push_str("// not yet proved: these rings were not checked (the passes leave abstract ops, which the checker does not judge, or --unproven-rings); the default passes lower and check them, and undo a ring they cannot prove\n");
+    }
     for d in &report.not_pipelined {
         let kernel = kernel_of(d.span).map_or(String::new(), |k| format!("{k} "));
         out.push_str(&format!(

@@ -522,3 +522,18 @@ fn explain_names_the_kernel_of_each_loop() {
         assert!(out.contains(line), "{file}: {out}");
     }
 }
+
+/// `--explain` says when the rings it lists were not checked: `--passes
+/// pipeline` alone leaves abstract ops, which the checker does not judge;
+/// the default passes lower and check them.
+#[test]
+fn explain_says_when_rings_are_not_yet_proved() {
+    let path = "tests/pipeline/one_tile_sm80.cpf";
+    let note = "// not yet proved:";
+    let (code, out) = cpflow(&["opt", "--passes", "pipeline", "--explain", path]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains(note), "{out}");
+    let (code, out) = cpflow(&["opt", "--explain", path]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("pipelined,") && !out.contains(note), "{out}");
+}

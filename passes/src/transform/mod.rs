@@ -159,6 +159,10 @@ pub struct Report {
     /// where the warp-specialised form was asked for and does not apply
     /// (`W2002`), each with its reason.
     pub not_pipelined: Vec<Diagnostic>,
+    /// Whether [`Report::pipelined`]'s rings were left unjudged: the passes
+    /// leave abstract ops after `pipeline` (which the checker does not
+    /// judge), or [`Options::unproven_rings`] asked for it.
+    pub unproven: bool,
 }
 
 /// Code and one-line summary of every transform warning (the lint levels
@@ -223,10 +227,14 @@ pub fn run_with(
         run_once(&mut out, passes, per_loop, skip).map(|report| (out, report))
     };
     if options.unproven_rings || !passes.iter().any(|p| matches!(p, Pass::Pipeline(_))) {
-        return once(&[]);
+        return once(&[]).map(|(out, mut report)| {
+            report.unproven = !report.pipelined.is_empty();
+            (out, report)
+        });
     }
-    let (out, report) = once(&[])?;
+    let (out, mut report) = once(&[])?;
     if report.pipelined.is_empty() || has_abstract(&out) {
+        report.unproven = !report.pipelined.is_empty();
         return Ok((out, report));
     }
     // Kernel by kernel: the rings of a kernel with more errors, or more
