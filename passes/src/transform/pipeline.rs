@@ -844,7 +844,10 @@ fn plan(k: &Kernel, region: Region, lp: Inst) -> Result<Plan, String> {
         let touched = jd.args.iter().filter_map(|a| a.value()).find_map(copied);
         if let Some(a) = touched.filter(|_| !matches!(jd.op, Op::PtrAdd | Op::Addr(_))) {
             if j != lp && !inside.contains(&j) {
-                return Err(format!("@{} is used outside the loop", k.shared[a].name));
+                return Err(format!(
+                    "@{} is used outside the loop, where a ring's slots would not hold what that code expects: give the loop a buffer of its own",
+                    k.shared[a].name
+                ));
             }
         }
     }
