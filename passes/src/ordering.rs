@@ -3091,7 +3091,6 @@ impl Report<'_> {
         // instance, and the threads of every role that runs it, once per
         // instance (a lower bound where its `if`s are decided per thread).
         let mut by_roles: BTreeMap<(Bar, i64), BTreeMap<Inst, SureArrivals>> = BTreeMap::new();
-        let noinc = |i: Inst| matches!(&k.insts[i].op, Op::Ptx(p) if p.has(Qual::Noinc));
         let row_factor = enumerated_rows(k.block).map_or(rows, |_| 1);
         // The threads of role `r` that surely run `i`: those of its ranges
         // every `if` around `i` admits, each decided thread by thread (None
@@ -3151,7 +3150,7 @@ impl Report<'_> {
                     },
                     Step::AsyncArrive { bar, phase } => {
                         unknown.insert(bar.place());
-                        if noinc(e.inst) {
+                        if self.noinc(e.inst) {
                             mine.entry((*bar, *phase, e.inst)).or_insert((1, 0)).1 += 1;
                             let site = by_roles.entry((*bar, *phase)).or_default();
                             let s = site.entry(e.inst).or_insert((1, Some(0)));
@@ -3259,7 +3258,6 @@ impl Report<'_> {
         brought: &[(Inst, i64)],
     ) -> (Inst, Diagnostic) {
         let k = self.k;
-        let noinc = |i: Inst| matches!(&k.insts[i].op, Op::Ptx(p) if p.has(Qual::Noinc));
         let fits: Vec<Inst> = brought
             .iter()
             .filter(|&&(_, n)| total - n == need)
@@ -3268,7 +3266,7 @@ impl Report<'_> {
         let culprit = fits
             .iter()
             .copied()
-            .find(|&i| noinc(i))
+            .find(|&i| self.noinc(i))
             .or_else(|| fits.iter().copied().max_by_key(|i| i.index()));
         let name = &k.shared[bar.alloc].name;
         let message = format!(
@@ -4461,6 +4459,11 @@ impl Report<'_> {
         let rank = self.roles[r.role].0.rank;
         self.roles[w.role].0.rank != rank
             && matches!(&self.event(w.role, w.event).step, Step::Async { done: Done::Phase(bars, _), .. } if bars.iter().any(|b| b.cta == rank))
+    }
+
+    /// Whether `i` is a `.noinc` `cp.async.mbarrier.arrive` (one arrival).
+    fn noinc(&self, i: Inst) -> bool {
+        matches!(&self.k.insts[i].op, Op::Ptx(p) if p.has(Qual::Noinc))
     }
 
     /// E1010 for a read `y` of bytes copy `x` writes (not an overwrite of
