@@ -715,22 +715,39 @@ fn disjoint_per_thread(
     bnd.thread_pairs
         .set(bnd.thread_pairs.get().saturating_add(cost as u64));
     let mut seen = std::collections::BTreeSet::new();
-    // Where both threads' terms are constants, the rest's range keeps most
-    // pairs apart without building their sum (`[d, d + sa)` and `[0, sb)`
-    // meet only for `-sa < d < sb`).
-    let rest_range = bnd.interval(&rest);
-    for (x, ts) in &xs {
-        for (y, os) in &ys {
+    // Where one thread's terms are a constant `c`, the values the rest and
+    // the other thread's terms take keep most pairs apart without building
+    // their sum (`[d, d + sa)` and `[0, sb)` meet only for `-sa < d < sb`,
+    // so some value `v` must lie strictly between `-sa - c` and `sb - c`).
+    let ranges_with = |e: &Affine| value_ranges(&rest.add(e), bnd);
+    let x_values: Vec<_> = xs.keys().map(ranges_with).collect();
+    let y_values: Vec<_> = if ys.keys().all(|y| y.as_const().is_some()) {
+        Vec::new()
+    } else {
+        ys.keys().map(ranges_with).collect()
+    };
+    let apart = |values: &Option<Vec<(i64, i64)>>, c: i64| {
+        values.as_ref().is_some_and(|ranges| {
+            let (lo, hi) = ((-sa).saturating_sub(c), sb.saturating_sub(c));
+            // The ranges have one width: sorted by either end.
+            let first = ranges.partition_point(|&(_, vhi)| vhi <= lo);
+            ranges.get(first).is_none_or(|&(vlo, _)| vlo >= hi)
+        })
+    };
+    for ((x, ts), x_values) in xs.iter().zip(&x_values) {
+        for (j, (y, os)) in ys.iter().enumerate() {
             // The only pair of threads giving these values is one thread
             // twice.
             if distinct_threads && ts.len() == 1 && *ts == *os {
                 continue;
             }
-            if let (Some(cx), Some(cy), Some((lo, hi))) = (x.as_const(), y.as_const(), rest_range) {
-                let c = cx.saturating_add(cy);
-                if hi.saturating_add(c) <= -sa || lo.saturating_add(c) >= sb {
-                    continue;
-                }
+            let proved = match (y.as_const(), x.as_const()) {
+                (Some(cy), _) => apart(x_values, cy),
+                (None, Some(cx)) => apart(&y_values[j], cx),
+                (None, None) => false,
+            };
+            if proved {
+                continue;
             }
             let sum = x.add(y);
             if seen.insert(sum.clone())
@@ -741,6 +758,99 @@ fn disjoint_per_thread(
         }
     }
     Some(true)
+}
+
+/// Splits pairs `k·(x mod m) - k·(y mod m)` with `x - y` constant off `d`:
+/// each pair takes one of two values (`[0, 0]` when the two are equal).
+/// Returns what is left of `d` and the pairs' values.
+fn mod_pairs(d: &Affine) -> (Affine, Vec<[i64; 2]>) {
+    let mut rest = d.clone();
+    let mut choices: Vec<[i64; 2]> = Vec::new();
+    let mods: Vec<(Atom, i64)> = d
+        .terms
+        .iter()
+        .filter(|(a, _)| matches!(a, Atom::Mod(..)))
+        .map(|(a, k)| (a.clone(), *k))
+        .collect();
+    let mut used = vec![false; mods.len()];
+    for i in 0..mods.len() {
+        for j in 0..mods.len() {
+            if i == j || used[i] || used[j] || mods[i].1 != -mods[j].1 {
+                continue;
+            }
+            if let (Atom::Mod(x, m), Atom::Mod(y, n)) = (&mods[i].0, &mods[j].0) {
+                if m != n {
+                    continue;
+                }
+                if let Some(delta) = x.sub(y).as_const() {
+                    let r = delta.rem_euclid(*m);
+                    let k = mods[i].1;
+                    choices.push(if r == 0 {
+                        [0, 0]
+                    } else {
+                        [r.saturating_mul(k), (r - m).saturating_mul(k)]
+                    });
+                    rest.terms.remove(&mods[i].0);
+                    rest.terms.remove(&mods[j].0);
+                    used[i] = true;
+                    used[j] = true;
+                }
+            }
+        }
+    }
+    (rest, choices)
+}
+
+/// The sorted values the mod pairs' `choices` and the atoms of `rest` with
+/// a small range (a slot `k mod S` takes S values) add up to; those atoms
+/// are removed from `rest`. None past 4096 values.
+fn small_values(rest: &mut Affine, choices: &[[i64; 2]], bnd: &Bounds) -> Option<Vec<i64>> {
+    let mut offs: Vec<i64> = vec![0];
+    for c in choices {
+        offs = offs
+            .iter()
+            .flat_map(|o| [o.saturating_add(c[0]), o.saturating_add(c[1])])
+            .collect();
+        if offs.len() > 4096 {
+            return None;
+        }
+    }
+    let small: Vec<(Atom, i64)> = rest
+        .terms
+        .iter()
+        .filter(|(a, _)| !matches!(a, Atom::Tid(_) | Atom::OtherTid(_)))
+        .map(|(a, k)| (a.clone(), *k))
+        .collect();
+    for (a, k) in small {
+        let Some((lo, hi)) = bnd.range(&a) else {
+            continue;
+        };
+        let count = usize::try_from(hi.saturating_sub(lo).saturating_add(1)).unwrap_or(usize::MAX);
+        if count > 64 || offs.len().saturating_mul(count) > 4096 {
+            continue;
+        }
+        rest.terms.remove(&a);
+        offs = offs
+            .iter()
+            .flat_map(|o| (lo..=hi).map(move |v| o.saturating_add(k.saturating_mul(v))))
+            .collect();
+    }
+    offs.sort_unstable();
+    offs.dedup();
+    Some(offs)
+}
+
+/// The values a thread-free `e` may take, as sorted inclusive ranges
+/// (a superset); None where some atom is unbounded.
+fn value_ranges(e: &Affine, bnd: &Bounds) -> Option<Vec<(i64, i64)>> {
+    let (mut rest, choices) = mod_pairs(e);
+    let offs = small_values(&mut rest, &choices, bnd)?;
+    let (lo, hi) = bnd.interval(&rest)?;
+    Some(
+        offs.iter()
+            .map(|o| (lo.saturating_add(*o), hi.saturating_add(*o)))
+            .collect(),
+    )
 }
 
 fn gcd(a: i64, b: i64) -> i64 {
@@ -819,41 +929,7 @@ pub fn disjoint(
     let d = a.sub(b);
     // Overlap iff -sa < d < sb.
     let (lo_gap, hi_gap) = (-sa, sb);
-    // Pairs `k·(x mod m) - k·(y mod m)` with x - y constant take two values.
-    let mut rest = d.clone();
-    let mut choices: Vec<[i64; 2]> = Vec::new();
-    let mods: Vec<(Atom, i64)> = d
-        .terms
-        .iter()
-        .filter(|(a, _)| matches!(a, Atom::Mod(..)))
-        .map(|(a, k)| (a.clone(), *k))
-        .collect();
-    let mut used = vec![false; mods.len()];
-    for i in 0..mods.len() {
-        for j in 0..mods.len() {
-            if i == j || used[i] || used[j] || mods[i].1 != -mods[j].1 {
-                continue;
-            }
-            if let (Atom::Mod(x, m), Atom::Mod(y, n)) = (&mods[i].0, &mods[j].0) {
-                if m != n {
-                    continue;
-                }
-                if let Some(delta) = x.sub(y).as_const() {
-                    let r = delta.rem_euclid(*m);
-                    let k = mods[i].1;
-                    choices.push(if r == 0 {
-                        [0, 0]
-                    } else {
-                        [r.saturating_mul(k), (r - m).saturating_mul(k)]
-                    });
-                    rest.terms.remove(&mods[i].0);
-                    rest.terms.remove(&mods[j].0);
-                    used[i] = true;
-                    used[j] = true;
-                }
-            }
-        }
-    }
+    let (mut rest, choices) = mod_pairs(&d);
     // The thread-difference term.
     let kt = rest.terms.get(&Atom::Tid(0)).copied().unwrap_or(0);
     let other_only = [
@@ -917,38 +993,9 @@ pub fn disjoint(
     // Interval argument, per choice of the mod pairs and per value of each
     // atom with a small range (a slot `k mod S` takes S values, not the
     // whole interval between them).
-    let mut offs: Vec<i64> = vec![0];
-    for c in &choices {
-        offs = offs
-            .iter()
-            .flat_map(|o| [o.saturating_add(c[0]), o.saturating_add(c[1])])
-            .collect();
-        if offs.len() > 4096 {
-            return false;
-        }
-    }
-    let small: Vec<(Atom, i64)> = rest
-        .terms
-        .iter()
-        .filter(|(a, _)| !matches!(a, Atom::Tid(_) | Atom::OtherTid(_)))
-        .map(|(a, k)| (a.clone(), *k))
-        .collect();
-    for (a, k) in small {
-        let Some((lo, hi)) = bnd.range(&a) else {
-            continue;
-        };
-        let count = usize::try_from(hi.saturating_sub(lo).saturating_add(1)).unwrap_or(usize::MAX);
-        if count > 64 || offs.len().saturating_mul(count) > 4096 {
-            continue;
-        }
-        rest.terms.remove(&a);
-        offs = offs
-            .iter()
-            .flat_map(|o| (lo..=hi).map(move |v| o.saturating_add(k.saturating_mul(v))))
-            .collect();
-    }
-    offs.sort_unstable();
-    offs.dedup();
+    let Some(offs) = small_values(&mut rest, &choices, bnd) else {
+        return false;
+    };
     let Some((rlo, rhi)) = bnd.interval(&rest) else {
         return false;
     };
