@@ -493,6 +493,7 @@ const BRANCH: &str = "a branch on a value the analysis cannot evaluate";
 const ASSUMED_BRANCHES: &str =
     "more than 16 combinations of outcomes of branches on values computed from kernel parameters or the grid's shape alone";
 const LOOP_BOUND: &str = "a loop bound or step the analysis cannot evaluate";
+const LOADED_BRANCH: &str = "a branch or loop bound on a value loaded from memory that changes between iterations (a tile index a scheduler passes on): its outcome in later iterations is not known";
 const BARRIER: &str = "an mbarrier or phase the analysis cannot place";
 const OPERAND: &str = "an operand (barrier id, thread count, mask) the analysis cannot evaluate";
 const REINIT: &str =
@@ -755,6 +756,7 @@ fn analyse(
         return Err(GiveUp::Unknown(BIG_CLUSTER, None));
     }
     let tids = representative_tids(k, syms);
+    let loaded = loaded_across_iterations(k);
     let max_tid = syms.bounds.max_tid.unwrap_or(MAX_TID);
     let width = k.block.map_or(MAX_TID + 1, |[x, _, _]| i64::from(x));
     let (rows, height) = match enumerated_rows(k.block) {
@@ -779,6 +781,7 @@ fn analyse(
             let (events, left) = Tracer::new(
                 k,
                 syms,
+                &loaded,
                 th,
                 Launch {
                     cluster: dims,
@@ -1147,6 +1150,106 @@ struct Launch<'a> {
     params: Params<'a>,
 }
 
+/// The values computed from an integer loaded from memory in an earlier
+/// iteration of a loop and carried into a later one (a tile index a
+/// scheduler passes on), through operations, loop-carried values and `if`
+/// results (of a branch on one too).
+fn loaded_across_iterations(k: &Kernel) -> Vec<bool> {
+    let mut loads = vec![false; k.values.len()];
+    k.walk(k.body, &mut |inst| {
+        if matches!(k.insts[inst].op, Op::Load(_)) {
+            for &r in &k.insts[inst].results {
+                loads[r.index()] = true;
+            }
+        }
+    });
+    let loaded = dependents(k, loads);
+    let mut carried = vec![false; k.values.len()];
+    k.walk(k.body, &mut |inst| {
+        let data = &k.insts[inst];
+        if data.op == Op::For {
+            let body = data.regions[0];
+            for (i, &a) in k.regions[body].args.iter().enumerate().skip(1) {
+                let next = yielded(k, body).and_then(|y| y.get(i - 1));
+                if next
+                    .and_then(|x| x.value())
+                    .is_some_and(|v| loaded[v.index()])
+                {
+                    carried[a.index()] = true;
+                }
+            }
+        }
+    });
+    dependents(k, carried)
+}
+
+/// The arguments of the `yield` that ends region `r`.
+fn yielded(k: &Kernel, r: Region) -> Option<&[Arg]> {
+    k.regions[r]
+        .insts
+        .last()
+        .filter(|&&y| k.insts[y].op == Op::Yield)
+        .map(|&y| k.insts[y].args.as_slice())
+}
+
+/// `marked` and every value computed from a marked one: through
+/// operations, loop-carried values (from their initial or next value) and
+/// `if` results (from a branch's yield, or a marked condition).
+fn dependents(k: &Kernel, mut marked: Vec<bool>) -> Vec<bool> {
+    let mut changed = true;
+    while changed {
+        changed = false;
+        let mut mark = |v: Value, marked: &mut Vec<bool>| {
+            if !marked[v.index()] {
+                marked[v.index()] = true;
+                changed = true;
+            }
+        };
+        k.walk(k.body, &mut |inst| {
+            let data = &k.insts[inst];
+            let is = |a: Option<&Arg>, marked: &Vec<bool>| {
+                a.and_then(|a| a.value()).is_some_and(|v| marked[v.index()])
+            };
+            match data.op {
+                Op::For => {
+                    let body = data.regions[0];
+                    for (i, &a) in k.regions[body].args.iter().enumerate().skip(1) {
+                        let next = is(yielded(k, body).and_then(|y| y.get(i - 1)), &marked);
+                        if next || is(data.args.get(2 + i), &marked) {
+                            mark(a, &mut marked);
+                        }
+                        if next {
+                            if let Some(&r) = data.results.get(i - 1) {
+                                mark(r, &mut marked);
+                            }
+                        }
+                    }
+                }
+                Op::If => {
+                    let on_marked = is(data.args.first(), &marked);
+                    for (i, &r) in data.results.iter().enumerate() {
+                        let from_branch = data
+                            .regions
+                            .iter()
+                            .any(|&b| is(yielded(k, b).and_then(|y| y.get(i)), &marked));
+                        if on_marked || from_branch {
+                            mark(r, &mut marked);
+                        }
+                    }
+                }
+                _ => {
+                    if data.args.iter().any(|a| is(Some(a), &marked)) {
+                        for &r in &data.results {
+                            mark(r, &mut marked);
+                        }
+                    }
+                }
+            }
+        });
+    }
+    marked
+}
+
 /// Unrolls one thread's run into its events.
 struct Tracer<'a> {
     k: &'a Kernel,
@@ -1161,6 +1264,9 @@ struct Tracer<'a> {
     /// Values that change from one loop iteration to the next (loop
     /// variables, loop-carried and `if` results, and what uses them).
     varying: Vec<bool>,
+    /// Values computed from an integer loaded in an earlier iteration
+    /// ([`loaded_across_iterations`]).
+    loaded: &'a [bool],
     /// Instructions left to run.
     budget: usize,
     /// Outcomes given to branches on assumed values.
@@ -1181,6 +1287,7 @@ impl<'a> Tracer<'a> {
     fn new(
         k: &'a Kernel,
         syms: &'a Syms,
+        loaded: &'a [bool],
         th: Thread,
         launch: Launch<'a>,
         budget: usize,
@@ -1215,6 +1322,7 @@ impl<'a> Tracer<'a> {
             vals,
             assumed,
             varying: vec![false; k.values.len()],
+            loaded,
             budget,
             forced,
             met,
@@ -1230,6 +1338,14 @@ impl<'a> Tracer<'a> {
     fn run(mut self) -> Result<(Vec<Event>, usize), GiveUp> {
         self.region(self.k.body)?;
         Ok((self.events, self.budget))
+    }
+
+    /// Whether `a`'s value is a guess: loaded from memory (taken as a
+    /// parameter is) in an earlier iteration, where no one assumed value
+    /// stands for what each iteration loads.
+    fn guessed(&self, a: Arg) -> bool {
+        a.value()
+            .is_some_and(|v| self.loaded[v.index()] && !self.assumed[v.index()])
     }
 
     fn val(&self, a: Arg) -> Option<i64> {
@@ -1279,6 +1395,9 @@ impl<'a> Tracer<'a> {
                         continue;
                     }
                     let mut c = self.val(*cond).ok_or(GiveUp::Unknown(BRANCH, Some(inst)))?;
+                    if !on_assumed && self.guessed(*cond) {
+                        return Err(GiveUp::Unknown(LOADED_BRANCH, Some(inst)));
+                    }
                     if on_assumed {
                         // Branches on one condition take one outcome in a
                         // run: they are known by the first met.
@@ -1337,6 +1456,9 @@ impl<'a> Tracer<'a> {
                 .ok_or(GiveUp::Unknown(LOOP_BOUND, Some(inst)))
         };
         let (lo, hi, step) = (bound(0)?, bound(1)?, bound(2)?);
+        if data.args.iter().take(3).any(|a| self.guessed(*a)) {
+            return Err(GiveUp::Unknown(LOADED_BRANCH, Some(inst)));
+        }
         if step <= 0 {
             return Err(GiveUp::Unknown(LOOP_BOUND, Some(inst)));
         }
@@ -1402,8 +1524,8 @@ impl<'a> Tracer<'a> {
             Type::Scalar(s) if s.is_int() => Some(s),
             _ => None,
         });
-        // A load taken as a parameter is, from shared memory.
-        let mut shared_broadcast = false;
+        // A load taken as a parameter is.
+        let mut broadcast = false;
         let out = match &data.op {
             Op::Const(Constant::Int(c)) => Some(*c),
             Op::Sreg(r) => self.sreg(*r),
@@ -1433,8 +1555,8 @@ impl<'a> Tracer<'a> {
                 // An integer every thread loads from one global address (a
                 // grouped GEMM's problem size) is taken as a parameter is;
                 // so is one from one shared address the same in every
-                // iteration (a tile index a scheduler broadcast), a branch
-                // on it then taken both ways.
+                // iteration (a tile index a scheduler broadcast). A branch
+                // on either is then taken both ways.
                 let uniform = |global: bool| {
                     data.args.first().is_some_and(|a| {
                         let place = match self.syms.arg(*a) {
@@ -1449,9 +1571,8 @@ impl<'a> Tracer<'a> {
                             })
                     })
                 };
-                shared_broadcast = !write && uniform(false);
-                (!write && (uniform(true) || shared_broadcast) && result_ty.is_some())
-                    .then_some(self.launch.params.base)
+                broadcast = !write && (uniform(false) || uniform(true));
+                (broadcast && result_ty.is_some()).then_some(self.launch.params.base)
             }
             Op::Ptx(p) => self.ptx(inst, p)?,
             _ => None,
@@ -1469,7 +1590,7 @@ impl<'a> Tracer<'a> {
             // on them.
             let grid = matches!(&data.op, Op::Sreg(s) if is_grid(*s));
             self.assumed[r.index()] =
-                grid || shared_broadcast || (any(&self.assumed) && !self.varying[r.index()]);
+                grid || broadcast || (any(&self.assumed) && !self.varying[r.index()]);
         }
         Ok(())
     }
