@@ -756,7 +756,6 @@ fn analyse(
         return Err(GiveUp::Unknown(BIG_CLUSTER, None));
     }
     let tids = representative_tids(k, syms);
-    let loaded = loaded_across_iterations(k);
     let max_tid = syms.bounds.max_tid.unwrap_or(MAX_TID);
     let width = k.block.map_or(MAX_TID + 1, |[x, _, _]| i64::from(x));
     let (rows, height) = match enumerated_rows(k.block) {
@@ -781,7 +780,6 @@ fn analyse(
             let (events, left) = Tracer::new(
                 k,
                 syms,
-                &loaded,
                 th,
                 Launch {
                     cluster: dims,
@@ -1150,106 +1148,6 @@ struct Launch<'a> {
     params: Params<'a>,
 }
 
-/// The values computed from an integer loaded from memory in an earlier
-/// iteration of a loop and carried into a later one (a tile index a
-/// scheduler passes on), through operations, loop-carried values and `if`
-/// results (of a branch on one too).
-fn loaded_across_iterations(k: &Kernel) -> Vec<bool> {
-    let mut loads = vec![false; k.values.len()];
-    k.walk(k.body, &mut |inst| {
-        if matches!(k.insts[inst].op, Op::Load(_)) {
-            for &r in &k.insts[inst].results {
-                loads[r.index()] = true;
-            }
-        }
-    });
-    let loaded = dependents(k, loads);
-    let mut carried = vec![false; k.values.len()];
-    k.walk(k.body, &mut |inst| {
-        let data = &k.insts[inst];
-        if data.op == Op::For {
-            let body = data.regions[0];
-            for (i, &a) in k.regions[body].args.iter().enumerate().skip(1) {
-                let next = yielded(k, body).and_then(|y| y.get(i - 1));
-                if next
-                    .and_then(|x| x.value())
-                    .is_some_and(|v| loaded[v.index()])
-                {
-                    carried[a.index()] = true;
-                }
-            }
-        }
-    });
-    dependents(k, carried)
-}
-
-/// The arguments of the `yield` that ends region `r`.
-fn yielded(k: &Kernel, r: Region) -> Option<&[Arg]> {
-    k.regions[r]
-        .insts
-        .last()
-        .filter(|&&y| k.insts[y].op == Op::Yield)
-        .map(|&y| k.insts[y].args.as_slice())
-}
-
-/// `marked` and every value computed from a marked one: through
-/// operations, loop-carried values (from their initial or next value) and
-/// `if` results (from a branch's yield, or a marked condition).
-fn dependents(k: &Kernel, mut marked: Vec<bool>) -> Vec<bool> {
-    let mut changed = true;
-    while changed {
-        changed = false;
-        let mut mark = |v: Value, marked: &mut Vec<bool>| {
-            if !marked[v.index()] {
-                marked[v.index()] = true;
-                changed = true;
-            }
-        };
-        k.walk(k.body, &mut |inst| {
-            let data = &k.insts[inst];
-            let is = |a: Option<&Arg>, marked: &Vec<bool>| {
-                a.and_then(|a| a.value()).is_some_and(|v| marked[v.index()])
-            };
-            match data.op {
-                Op::For => {
-                    let body = data.regions[0];
-                    for (i, &a) in k.regions[body].args.iter().enumerate().skip(1) {
-                        let next = is(yielded(k, body).and_then(|y| y.get(i - 1)), &marked);
-                        if next || is(data.args.get(2 + i), &marked) {
-                            mark(a, &mut marked);
-                        }
-                        if next {
-                            if let Some(&r) = data.results.get(i - 1) {
-                                mark(r, &mut marked);
-                            }
-                        }
-                    }
-                }
-                Op::If => {
-                    let on_marked = is(data.args.first(), &marked);
-                    for (i, &r) in data.results.iter().enumerate() {
-                        let from_branch = data
-                            .regions
-                            .iter()
-                            .any(|&b| is(yielded(k, b).and_then(|y| y.get(i)), &marked));
-                        if on_marked || from_branch {
-                            mark(r, &mut marked);
-                        }
-                    }
-                }
-                _ => {
-                    if data.args.iter().any(|a| is(Some(a), &marked)) {
-                        for &r in &data.results {
-                            mark(r, &mut marked);
-                        }
-                    }
-                }
-            }
-        });
-    }
-    marked
-}
-
 /// Unrolls one thread's run into its events.
 struct Tracer<'a> {
     k: &'a Kernel,
@@ -1264,9 +1162,6 @@ struct Tracer<'a> {
     /// Values that change from one loop iteration to the next (loop
     /// variables, loop-carried and `if` results, and what uses them).
     varying: Vec<bool>,
-    /// Values computed from an integer loaded in an earlier iteration
-    /// ([`loaded_across_iterations`]).
-    loaded: &'a [bool],
     /// Instructions left to run.
     budget: usize,
     /// Outcomes given to branches on assumed values.
@@ -1287,7 +1182,6 @@ impl<'a> Tracer<'a> {
     fn new(
         k: &'a Kernel,
         syms: &'a Syms,
-        loaded: &'a [bool],
         th: Thread,
         launch: Launch<'a>,
         budget: usize,
@@ -1322,7 +1216,6 @@ impl<'a> Tracer<'a> {
             vals,
             assumed,
             varying: vec![false; k.values.len()],
-            loaded,
             budget,
             forced,
             met,
@@ -1345,7 +1238,7 @@ impl<'a> Tracer<'a> {
     /// stands for what each iteration loads.
     fn guessed(&self, a: Arg) -> bool {
         a.value()
-            .is_some_and(|v| self.loaded[v.index()] && !self.assumed[v.index()])
+            .is_some_and(|v| self.syms.loaded_across[v.index()] && !self.assumed[v.index()])
     }
 
     fn val(&self, a: Arg) -> Option<i64> {

@@ -65,6 +65,9 @@ pub struct Syms {
     /// Values that may differ between the threads of one CTA: as
     /// `thread_dependent`, less what depends only on the CTA's rank.
     pub tid_dependent: Vec<bool>,
+    /// Values computed from an integer loaded from memory in an earlier
+    /// iteration of a loop ([`loaded_across_iterations`]).
+    pub loaded_across: Vec<bool>,
     /// Ranges of loop induction variables and thread ids.
     pub bounds: Bounds,
     /// For a loop-carried parity bit recognised by [`Syms::wraps`], the
@@ -401,6 +404,7 @@ impl Syms {
             parity_index: vec![None; n],
             parity_round: vec![None; n],
             waited_only: waited_only(k),
+            loaded_across: loaded_across_iterations(k),
             iv_counts: BTreeSet::new(),
             tid_hull: HashMap::new(),
             row_hull: HashMap::new(),
@@ -2017,4 +2021,104 @@ fn tid_x_interval(e: &Affine, bnd: &Bounds) -> Option<(i64, i64)> {
         let v = e.eval(&|a| (*a == tid).then_some(t))?;
         Some((lo.min(v), hi.max(v)))
     })
+}
+
+/// The values computed from an integer loaded from memory in an earlier
+/// iteration of a loop and carried into a later one (a tile index a
+/// scheduler passes on), through operations, loop-carried values and `if`
+/// results (of a branch on one too).
+fn loaded_across_iterations(k: &Kernel) -> Vec<bool> {
+    let mut loads = vec![false; k.values.len()];
+    k.walk(k.body, &mut |inst| {
+        if matches!(k.insts[inst].op, Op::Load(_)) {
+            for &r in &k.insts[inst].results {
+                loads[r.index()] = true;
+            }
+        }
+    });
+    let loaded = dependents(k, loads);
+    let mut carried = vec![false; k.values.len()];
+    k.walk(k.body, &mut |inst| {
+        let data = &k.insts[inst];
+        if data.op == Op::For {
+            let body = data.regions[0];
+            for (i, &a) in k.regions[body].args.iter().enumerate().skip(1) {
+                let next = yielded(k, body).and_then(|y| y.get(i - 1));
+                if next
+                    .and_then(|x| x.value())
+                    .is_some_and(|v| loaded[v.index()])
+                {
+                    carried[a.index()] = true;
+                }
+            }
+        }
+    });
+    dependents(k, carried)
+}
+
+/// The arguments of the `yield` that ends region `r`.
+fn yielded(k: &Kernel, r: Region) -> Option<&[Arg]> {
+    k.regions[r]
+        .insts
+        .last()
+        .filter(|&&y| k.insts[y].op == Op::Yield)
+        .map(|&y| k.insts[y].args.as_slice())
+}
+
+/// `marked` and every value computed from a marked one: through
+/// operations, loop-carried values (from their initial or next value) and
+/// `if` results (from a branch's yield, or a marked condition).
+fn dependents(k: &Kernel, mut marked: Vec<bool>) -> Vec<bool> {
+    let mut changed = true;
+    while changed {
+        changed = false;
+        let mut mark = |v: Value, marked: &mut Vec<bool>| {
+            if !marked[v.index()] {
+                marked[v.index()] = true;
+                changed = true;
+            }
+        };
+        k.walk(k.body, &mut |inst| {
+            let data = &k.insts[inst];
+            let is = |a: Option<&Arg>, marked: &Vec<bool>| {
+                a.and_then(|a| a.value()).is_some_and(|v| marked[v.index()])
+            };
+            match data.op {
+                Op::For => {
+                    let body = data.regions[0];
+                    for (i, &a) in k.regions[body].args.iter().enumerate().skip(1) {
+                        let next = is(yielded(k, body).and_then(|y| y.get(i - 1)), &marked);
+                        if next || is(data.args.get(2 + i), &marked) {
+                            mark(a, &mut marked);
+                        }
+                        if next {
+                            if let Some(&r) = data.results.get(i - 1) {
+                                mark(r, &mut marked);
+                            }
+                        }
+                    }
+                }
+                Op::If => {
+                    let on_marked = is(data.args.first(), &marked);
+                    for (i, &r) in data.results.iter().enumerate() {
+                        let from_branch = data
+                            .regions
+                            .iter()
+                            .any(|&b| is(yielded(k, b).and_then(|y| y.get(i)), &marked));
+                        if on_marked || from_branch {
+                            mark(r, &mut marked);
+                        }
+                    }
+                }
+                _ => {
+                    if data.args.iter().any(|a| is(Some(a), &marked)) {
+                        for &r in &data.results {
+                            mark(r, &mut marked);
+                        }
+                    }
+                }
+            }
+        });
+    }
+    marked
 }
