@@ -70,7 +70,8 @@ pub fn lower_abstract(
     if !transform::has_abstract(module) {
         return Ok(Vec::new());
     }
-    transform_verified(module, transform::DEFAULT_PIPELINE, text, args).map(|r| r.not_pipelined)
+    transform_verified(module, transform::DEFAULT_PIPELINE, text, args)
+        .map(|r| r.not_pipelined.into_iter().map(|n| n.diagnostic).collect())
 }
 
 /// Runs `passes` on `module` once it verifies clean, with the `// pipeline:`
@@ -174,26 +175,14 @@ pub fn explain(report: &Report, text: &str) -> String {
             out.push_str(&format!("//   {c}\n"));
         }
     }
-    // The kernel a loop left alone is in: the last `kernel @name` before it.
-    let kernel_of = |span: cpflow::ir::diag::Span| {
-        let before = text
-            .get(..(span.start as usize).min(text.len()))
-            .unwrap_or("");
-        before.rfind("kernel @").map(|at| {
-            before[at + "kernel ".len()..]
-                .split(|c: char| c == '(' || c.is_whitespace())
-                .next()
-                .unwrap_or("")
-                .to_string()
-        })
-    };
     if report.unproven {
         out.push_str("// not yet proved: these rings were not checked (the passes leave abstract ops, which the checker does not judge, or --unproven-rings); the default passes lower and check them, and undo a ring they cannot prove\n");
     }
-    for d in &report.not_pipelined {
-        let kernel = kernel_of(d.span).map_or(String::new(), |k| format!("{k} "));
+    for r in &report.not_pipelined {
+        let d = &r.diagnostic;
         out.push_str(&format!(
-            "// {kernel}line {}: {} [{}]\n",
+            "// @{} line {}: {} [{}]\n",
+            r.kernel,
             line_of(d.span),
             d.message,
             d.code
@@ -254,7 +243,15 @@ pub fn run(args: OptArgs, rep: &mut Reporter) -> ExitCode {
         Err(diags) => return fail(&source, diags, "opt", rep),
     };
     // A loop left single-buffered is a warning (`-D W2001` fails the run).
-    if let Err(code) = warn(&source, done.not_pipelined.clone(), "opt", rep) {
+    if let Err(code) = warn(
+        &source,
+        done.not_pipelined
+            .iter()
+            .map(|n| n.diagnostic.clone())
+            .collect(),
+        "opt",
+        rep,
+    ) {
         return code;
     }
     let mut out = String::new();

@@ -62,7 +62,8 @@ fn schedule_text(report: &transform::Report) -> String {
             out.push_str(&format!("  {c}\n"));
         }
     }
-    for d in &report.not_pipelined {
+    for r in &report.not_pipelined {
+        let d = &r.diagnostic;
         out.push_str(&format!("{}: {}\n", d.code, d.message));
     }
     out
@@ -114,6 +115,7 @@ fn validate(
     let warned: Vec<&str> = report
         .not_pipelined
         .iter()
+        .map(|r| &r.diagnostic)
         .filter(|d| d.code == "W2002")
         .map(|d| d.message.as_str())
         .collect();
@@ -156,7 +158,7 @@ fn check_file(path: &Path, mlir: &Mlir) -> String {
         .unwrap_or_else(|d| panic!("{name}: {d:?}"));
         assert!(report.pipelined.is_empty(), "{name}: was pipelined");
         assert_eq!(report.not_pipelined.len(), 1, "{name}");
-        let d = &report.not_pipelined[0];
+        let d = &report.not_pipelined[0].diagnostic;
         assert_eq!(d.code, "W2001");
         assert!(
             d.message.contains(&reason),
@@ -285,7 +287,7 @@ fn malformed_loop_comment_refuses_the_loop() {
         )
         .expect("it runs");
         assert!(report.pipelined.is_empty(), "{bad}");
-        let d = &report.not_pipelined[0];
+        let d = &report.not_pipelined[0].diagnostic;
         assert!(d.message.contains(says), "{bad}: {}", d.message);
         let at = d.secondary[0].span.range();
         assert_eq!(&text[at.clone()], word, "{bad}: the label is at {at:?}");
@@ -312,6 +314,7 @@ fn an_unproven_ring_leaves_other_kernels_pipelined() {
     assert_eq!(pipelined, ["colsum"]);
     assert_eq!(report.not_pipelined.len(), 1);
     assert!(report.not_pipelined[0]
+        .diagnostic
         .message
         .contains("the checker cannot prove the lowered ring safe"));
 }

@@ -391,7 +391,7 @@ pub fn judge(l: &Loop, form: Form) -> Verdict {
     };
     if report.pipelined.is_empty() {
         return match report.not_pipelined.first() {
-            Some(d) => Verdict::Refused(reason(&d.message)),
+            Some(r) => Verdict::Refused(reason(&r.diagnostic.message)),
             None => Verdict::Failure("neither pipelined nor refused".into()),
         };
     }
@@ -401,7 +401,11 @@ pub fn judge(l: &Loop, form: Form) -> Verdict {
         None => l.stages,
     };
     // The warp-specialised form not taken: a ring, with its reason.
-    let fallback = report.not_pipelined.iter().find(|d| d.code == "W2002");
+    let fallback = report
+        .not_pipelined
+        .iter()
+        .map(|r| &r.diagnostic)
+        .find(|d| d.code == "W2002");
     let made = match fallback {
         Some(_) if form == Form::Ws => Form::Ring,
         Some(d) => return Verdict::Failure(format!("W2002 on a ring: {}", d.message)),

@@ -158,7 +158,7 @@ pub struct Report {
     /// Loops [`pipeline`] left alone (`W2001`) or pipelined as a ring
     /// where the warp-specialised form was asked for and does not apply
     /// (`W2002`), each with its reason.
-    pub not_pipelined: Vec<Diagnostic>,
+    pub not_pipelined: Vec<pipeline::Refusal>,
     /// Whether [`Report::pipelined`]'s rings were left unjudged: the passes
     /// leave abstract ops after `pipeline` (which the checker does not
     /// judge), or [`Options::unproven_rings`] asked for it.

@@ -201,7 +201,17 @@ pub struct Outcome {
     pub schedules: Vec<Schedule>,
     /// One `W2001` per loop left alone, one `W2002` per loop made a ring
     /// where the warp-specialised form was asked for and does not apply.
-    pub refused: Vec<Diagnostic>,
+    pub refused: Vec<Refusal>,
+}
+
+/// A loop the pass left single-buffered (`W2001`), or made a ring where the
+/// warp-specialised form was asked for and does not apply (`W2002`).
+#[derive(Clone, Debug)]
+pub struct Refusal {
+    /// The kernel, without `@`.
+    pub kernel: String,
+    /// The warning, at the loop, with the reason.
+    pub diagnostic: Diagnostic,
 }
 
 /// A loop found pipelinable: its copies, awaits and allocations.
@@ -392,11 +402,12 @@ pub fn pipeline(
                         *k = unit;
                     }
                     if let Some(reason) = fallback {
-                        out.refused.push(
-                            Diagnostic::warning("W2002", format!("pipelined as a ring, not warp-specialised: {reason}"), span)
+                        out.refused.push(Refusal {
+                            kernel: k.name.clone(),
+                            diagnostic: Diagnostic::warning("W2002", format!("pipelined as a ring, not warp-specialised: {reason}"), span)
                                 .with_label("the warp-specialised form was asked for this loop")
                                 .with_help("see docs/pipeline.md for the loops the warp-specialised form takes"),
-                        );
+                        });
                     }
                     let mut schedule = match ws {
                         None => rewrite(k, &p, s, why),
@@ -413,7 +424,10 @@ pub fn pipeline(
                     if let Some(at) = comment {
                         d = d.with_secondary(at, "asked for here");
                     }
-                    out.refused.push(d);
+                    out.refused.push(Refusal {
+                        kernel: k.name.clone(),
+                        diagnostic: d,
+                    });
                 }
             }
         }
@@ -1493,7 +1507,7 @@ kernel @k(%src: ptr<global> align 16, %idx: ptr<global> align 16, %n: i32) {{
         let out = pipeline(&mut m, ask, &[], &[]);
         match (out.schedules.first(), out.refused.first()) {
             (Some(s), None) => Ok(s.stages),
-            (None, Some(d)) => Err(d.message.clone()),
+            (None, Some(d)) => Err(d.diagnostic.message.clone()),
             _ => panic!("one loop, one outcome: {out:?}"),
         }
     }

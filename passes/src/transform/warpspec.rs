@@ -945,7 +945,7 @@ kernel @k(%src: ptr<global> align 16, %cfg: ptr<global> align 16, %n: i32){block
         };
         let out = pipeline(&mut m, ask, &[], &[]);
         match out.refused.first() {
-            Some(d) => Err(d.message.clone()),
+            Some(d) => Err(d.diagnostic.message.clone()),
             None => Ok(()),
         }
     }
