@@ -90,10 +90,19 @@ use crate::values::{elect_lane, elected_lane, lane_is_tid_x_mod_32, mapa_of, Bas
 /// enough for a ring of up to four stages carried across tiles to go
 /// round twice; with 8, two. A kernel of nested parameter-bound loops
 /// (batches around blocks) that passes the budget there is followed with
-/// parameters of 4, a ring of up to 2 stages twice round.
-pub fn launches(period: i64) -> [(i64, i64); 3] {
-    let trips = PARAM_TRIPS.max(period.saturating_mul(2));
-    [(2, trips), (8, trips), (2, 4)]
+/// parameters of `2·period` where that is below 16 and above 4 (a
+/// persistent K loop of a 3-stage ring: three tiles of six blocks, every
+/// ring twice round in each), then of 4, a ring of up to 2 stages twice
+/// round.
+pub fn launches(period: i64) -> Vec<(i64, i64)> {
+    let rounds = period.saturating_mul(2);
+    let trips = PARAM_TRIPS.max(rounds);
+    let mut out = vec![(2, trips), (8, trips)];
+    if rounds > 4 && rounds < trips {
+        out.push((2, rounds));
+    }
+    out.push((2, 4));
+    out
 }
 /// The least value integer kernel parameters take.
 pub const PARAM_TRIPS: i64 = 16;
@@ -555,7 +564,7 @@ pub fn check(
         launches.swap(0, 1);
     }
     let mut trips = launches[0].1;
-    for (grid_x, param) in launches {
+    for &(grid_x, param) in &launches {
         if (param != launches[0].1 && !nested) || (grid_x != launches[0].0 && !reads_grid) {
             continue;
         }
