@@ -1211,7 +1211,9 @@ impl<'a> Tracer<'a> {
         // (`if %n >= 1` taken false: no iteration of `for ... to %n`).
         let mut chosen: BTreeSet<Value> = BTreeSet::new();
         for (&inst, &want) in forced {
-            if let Some((p, v)) = param_taking(k, syms, inst, want) {
+            if let Some((p, v)) =
+                param_taking(k, syms, inst, want, launch.cluster[0], launch.params)
+            {
                 if chosen.insert(p) {
                     vals[p.index()] = Some(v);
                 }
@@ -1946,10 +1948,24 @@ fn is_grid(r: SpecialReg) -> bool {
 }
 
 /// For `if %c` with `%c` a comparison of `%p + c` (`%p` an integer kernel
-/// parameter) with a constant: `(%p, v)`, `v >= 0` a value of `%p` that
-/// makes the comparison `want`.
-fn param_taking(k: &Kernel, syms: &Syms, inst: Inst, want: bool) -> Option<(Value, i64)> {
+/// parameter) with a constant, or of `%ctaid.x` with `%p` (a persistent
+/// kernel's `if %ctaid.x < %ntiles` before its first tile, true or false
+/// in every CTA of the first cluster, whose `%ctaid.x` is below
+/// `cluster_x`; the parameter's value in `params` kept where it takes it
+/// so):
+/// `(%p, v)`, `v >= 0` a value of `%p` that makes the comparison `want`.
+fn param_taking(
+    k: &Kernel,
+    syms: &Syms,
+    inst: Inst,
+    want: bool,
+    cluster_x: i64,
+    params: Params,
+) -> Option<(Value, i64)> {
     let c = k.insts[inst].args.first()?.value()?;
+    if let Some(taken) = param_against_cta(k, c, want, cluster_x, params) {
+        return Some(taken);
+    }
     let (pred, ty, Atom::Opaque(p), off, bound) = syms.atom_compared(k, c)? else {
         return None;
     };
@@ -1964,6 +1980,44 @@ fn param_taking(k: &Kernel, syms: &Syms, inst: Inst, want: bool) -> Option<(Valu
         .into_iter()
         .filter(|v| *v >= 0)
         .find(|v| compare(pred, ty, v.checked_add(off), Some(bound)) == Some(want))
+        .map(|v| (p, v))
+}
+
+/// [`param_taking`] for `c` = `cmp pred, a, b` with one of `a`, `b` the
+/// CTA's `%ctaid.x` and the other an integer kernel parameter.
+fn param_against_cta(
+    k: &Kernel,
+    c: Value,
+    want: bool,
+    cluster_x: i64,
+    params: Params,
+) -> Option<(Value, i64)> {
+    let d = &k.insts[k.def_inst(c)?];
+    let Op::Cmp(pred, ty) = d.op else {
+        return None;
+    };
+    let is_cta = |a: &Arg| {
+        a.value()
+            .and_then(|v| k.def_inst(v))
+            .is_some_and(|i| k.insts[i].op == Op::Sreg(SpecialReg::CtaidX))
+    };
+    let param = |a: &Arg| a.value().filter(|v| k.params.contains(v));
+    let (a, b) = (d.args.first()?, d.args.get(1)?);
+    let (p, cta_first) = match (is_cta(a), is_cta(b)) {
+        (true, false) => (param(b)?, true),
+        (false, true) => (param(a)?, false),
+        _ => return None,
+    };
+    let holds = |v: i64| {
+        (0..cluster_x.max(1)).all(|cta| {
+            let (x, y) = if cta_first { (cta, v) } else { (v, cta) };
+            compare(pred, ty, Some(x), Some(y)) == Some(want)
+        })
+    };
+    // The parameter's own value where it already takes the branch so.
+    [params.of(p), 0, 1, cluster_x]
+        .into_iter()
+        .find(|&v| holds(v))
         .map(|v| (p, v))
 }
 
@@ -4665,6 +4719,48 @@ mod tests {
         let text = format!("module @m target sm_90a ptx 8.0\n\nkernel @k() {{\n{body}}}\n");
         let module = cpflow_ir::parse(&text).unwrap_or_else(|d| panic!("{d:?}"));
         module.kernels.into_iter().next().expect("one kernel")
+    }
+
+    #[test]
+    fn a_branch_on_the_cta_against_a_parameter_is_forced_by_the_parameter() {
+        // A persistent kernel's first-tile prologue: `if %ctaid.x < %n`.
+        let text = "module @m target sm_90a ptx 8.0\n\nkernel @k(%n: i32) {\n  %cta = sreg ctaid.x\n  %first = cmp.ult %cta, %n : i32\n  if %first {\n    barrier.cta\n  }\n}\n";
+        let module = cpflow_ir::parse(text).unwrap_or_else(|d| panic!("{d:?}"));
+        let k = &module.kernels[0];
+        let syms = Syms::compute(k);
+        let mut branch = None;
+        k.walk(k.body, &mut |i| {
+            if k.insts[i].op == Op::If {
+                branch = Some(i);
+            }
+        });
+        let branch = branch.expect("an `if`");
+        let n = named(k, "n");
+        let scaled = BTreeMap::new();
+        let params = Params {
+            base: 16,
+            scaled: &scaled,
+        };
+        // Taken false in every CTA of a 2-CTA cluster only with no tiles;
+        // taken true, the parameter keeps its value.
+        assert_eq!(
+            param_taking(k, &syms, branch, false, 2, params),
+            Some((n, 0))
+        );
+        assert_eq!(
+            param_taking(k, &syms, branch, true, 2, params),
+            Some((n, 16))
+        );
+        // At a value that leaves CTA 1 with no tile, the branch is not the
+        // same in both CTAs: it is never chosen.
+        let params = Params {
+            base: 1,
+            scaled: &scaled,
+        };
+        assert_eq!(
+            param_taking(k, &syms, branch, true, 2, params),
+            Some((n, 2))
+        );
     }
 
     #[test]
