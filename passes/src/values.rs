@@ -66,7 +66,9 @@ pub struct Syms {
     /// `thread_dependent`, less what depends only on the CTA's rank.
     pub tid_dependent: Vec<bool>,
     /// Values computed from an integer loaded from memory in an earlier
-    /// iteration of a loop ([`loaded_across_iterations`]).
+    /// iteration of a loop and carried into a later one (a tile index a
+    /// scheduler passes on), through operations, loop-carried values and
+    /// `if` results.
     pub loaded_across: Vec<bool>,
     /// Ranges of loop induction variables and thread ids.
     pub bounds: Bounds,
