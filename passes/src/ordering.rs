@@ -4737,30 +4737,21 @@ mod tests {
         let branch = branch.expect("an `if`");
         let n = named(k, "n");
         let scaled = BTreeMap::new();
-        let params = Params {
-            base: 16,
-            scaled: &scaled,
+        // Parameters of `base`, the branch taken `want` in a 2-CTA cluster.
+        let taking = |base, want| {
+            let params = Params {
+                base,
+                scaled: &scaled,
+            };
+            param_taking(k, &syms, branch, want, 2, params)
         };
-        // Taken false in every CTA of a 2-CTA cluster only with no tiles;
-        // taken true, the parameter keeps its value.
-        assert_eq!(
-            param_taking(k, &syms, branch, false, 2, params),
-            Some((n, 0))
-        );
-        assert_eq!(
-            param_taking(k, &syms, branch, true, 2, params),
-            Some((n, 16))
-        );
-        // At a value that leaves CTA 1 with no tile, the branch is not the
-        // same in both CTAs: it is never chosen.
-        let params = Params {
-            base: 1,
-            scaled: &scaled,
-        };
-        assert_eq!(
-            param_taking(k, &syms, branch, true, 2, params),
-            Some((n, 2))
-        );
+        // Taken false in every CTA only with no tiles; taken true, the
+        // parameter keeps its value.
+        assert_eq!(taking(16, false), Some((n, 0)));
+        assert_eq!(taking(16, true), Some((n, 16)));
+        // A value that leaves CTA 1 with no tile does not take the branch
+        // alike in both CTAs: it is never chosen.
+        assert_eq!(taking(1, true), Some((n, 2)));
     }
 
     #[test]
