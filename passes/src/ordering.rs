@@ -4722,6 +4722,56 @@ mod tests {
     }
 
     #[test]
+    fn an_arrival_on_the_next_parity_names_the_next_phase() {
+        // One buffer refilled each iteration: the wait names parity
+        // `k & 1`, phase k; the refill's arrive and copy name `(k + 1) & 1`,
+        // phase k + 1, the one after the phase just waited (a wait on that
+        // parity names phase k - 1, the round before).
+        let text = "module @m target sm_90a ptx 8.0
+
+kernel @k(%src: ptr<global> align 16, %n: i32) block(32) {
+  shared @buf: bytes[128] align 128
+  shared @full: mbarrier[1]
+  %tid = sreg tid.x
+  %t0 = cmp.eq %tid, 0 : i32
+  %b = addr @buf
+  %f = addr @full
+  %off = mul %tid, 4 : i32
+  %p = ptr.add %b, %off
+  if %t0 {
+    mbarrier.init %f, 1
+    fence.mbarrier_init.release.cluster
+    %ph0 = mbarrier.phase.parity %f, 0
+    mbarrier.arrive.expect_tx.release.cta %ph0, 128
+    %c = cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes %b, %src, 128, %ph0
+  }
+  barrier.cta
+  for %k = 0 to %n step 1 {
+    %par = and %k, 1 : i32
+    %ph = mbarrier.phase.parity %f, %par
+    mbarrier.wait %ph
+    %x = ld %p : i32
+    barrier.cta
+    %k1 = add %k, 1 : i32
+    %more = cmp.ult %k1, %n : i32
+    if %more {
+      if %t0 {
+        %npar = and %k1, 1 : i32
+        %nph = mbarrier.phase.parity %f, %npar
+        mbarrier.arrive.expect_tx.release.cta %nph, 128
+        %c2 = cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes %b, %src, 128, %nph
+      }
+    }
+  }
+}
+";
+        let module = cpflow_ir::parse(text).unwrap_or_else(|d| panic!("{d:?}"));
+        let k = &module.kernels[0];
+        let found = check(k, &Syms::compute(k), &BTreeSet::new(), Vec::new());
+        assert!(found.iter().all(|d| !d.is_error()), "{found:#?}");
+    }
+
+    #[test]
     fn a_branch_on_the_cta_against_a_parameter_is_forced_by_the_parameter() {
         // A persistent kernel's first-tile prologue: `if %ctaid.x < %n`.
         let text = "module @m target sm_90a ptx 8.0\n\nkernel @k(%n: i32) {\n  %cta = sreg ctaid.x\n  %first = cmp.ult %cta, %n : i32\n  if %first {\n    barrier.cta\n  }\n}\n";

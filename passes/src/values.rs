@@ -1226,7 +1226,7 @@ impl Syms {
                         }
                         _ => self.parity_index[v.index()].clone(),
                     })
-                    .or_else(|| round_of_parity(&int(1)?))
+                    .or_else(|| round_of_parity(&int(1)?, self.waited_only.contains(&res)))
                     .or_else(|| {
                         let c = int(1).and_then(|x| x.as_const())? & 1;
                         if !loops.is_empty() {
@@ -1973,7 +1973,7 @@ pub fn intersect(a: &[(i64, i64)], b: &[(i64, i64)]) -> TidSet {
 /// `n` names the round before (`(r + 1) mod 2`, the producer's empty wait
 /// of DeepGEMM and CUTLASS, is round `r - 1`, complete at init for `r =
 /// 0`), an even one the round itself.
-fn round_of_parity(x: &Affine) -> Option<Affine> {
+fn round_of_parity(x: &Affine, waited_only: bool) -> Option<Affine> {
     let [(atom, 1)] = x.terms.iter().collect::<Vec<_>>()[..] else {
         return None;
     };
@@ -1983,7 +1983,8 @@ fn round_of_parity(x: &Affine) -> Option<Affine> {
     match atom {
         Atom::Mod(n, 2) if counts_iterations(n) => {
             let mut round = (**n).clone();
-            round.c = -round.c.rem_euclid(2);
+            let odd = round.c.rem_euclid(2);
+            round.c = if waited_only { -odd } else { odd };
             Some(round)
         }
         Atom::Div(inner, m) => match inner.terms.iter().collect::<Vec<_>>()[..] {
