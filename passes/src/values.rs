@@ -1970,9 +1970,11 @@ pub fn intersect(a: &[(i64, i64)], b: &[(i64, i64)]) -> TidSet {
 /// or `(n mod 2m) div m` (TileLang's `(k % 2S) / S`, which is
 /// `(k div S) mod 2`) of a count `n` of loop iterations: round `n`, or
 /// `n div m`. A parity fixes the round only modulo 2: an odd constant in
-/// `n` names the round before (`(r + 1) mod 2`, the producer's empty wait
-/// of DeepGEMM and CUTLASS, is round `r - 1`, complete at init for `r =
-/// 0`), an even one the round itself.
+/// `n` names, for a phase only waited on, the round before (`(r + 1) mod
+/// 2`, the producer's empty wait of DeepGEMM and CUTLASS, is round `r -
+/// 1`, complete at init for `r = 0`), and for one an arrival or copy names
+/// the round after (a refill of the next round, `(r + 1) mod 2` after the
+/// wait on `r mod 2`); an even one names the round itself.
 fn round_of_parity(x: &Affine, waited_only: bool) -> Option<Affine> {
     let [(atom, 1)] = x.terms.iter().collect::<Vec<_>>()[..] else {
         return None;
