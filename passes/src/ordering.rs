@@ -4716,8 +4716,14 @@ mod tests {
     }
 
     fn kernel(body: &str) -> Kernel {
-        let text = format!("module @m target sm_90a ptx 8.0\n\nkernel @k() {{\n{body}}}\n");
-        let module = cpflow_ir::parse(&text).unwrap_or_else(|d| panic!("{d:?}"));
+        first_kernel(&format!(
+            "module @m target sm_90a ptx 8.0\n\nkernel @k() {{\n{body}}}\n"
+        ))
+    }
+
+    /// The first kernel of module `text`.
+    fn first_kernel(text: &str) -> Kernel {
+        let module = cpflow_ir::parse(text).unwrap_or_else(|d| panic!("{d:?}"));
         module.kernels.into_iter().next().expect("one kernel")
     }
 
@@ -4765,8 +4771,7 @@ kernel @k(%src: ptr<global> align 16, %n: i32) block(32) {
   }
 }
 ";
-        let module = cpflow_ir::parse(text).unwrap_or_else(|d| panic!("{d:?}"));
-        let k = &module.kernels[0];
+        let k = &first_kernel(text);
         let found = check(k, &Syms::compute(k), &BTreeSet::new(), Vec::new());
         assert!(found.iter().all(|d| !d.is_error()), "{found:#?}");
     }
@@ -4775,8 +4780,7 @@ kernel @k(%src: ptr<global> align 16, %n: i32) block(32) {
     fn a_branch_on_the_cta_against_a_parameter_is_forced_by_the_parameter() {
         // A persistent kernel's first-tile prologue: `if %ctaid.x < %n`.
         let text = "module @m target sm_90a ptx 8.0\n\nkernel @k(%n: i32) {\n  %cta = sreg ctaid.x\n  %first = cmp.ult %cta, %n : i32\n  if %first {\n    barrier.cta\n  }\n}\n";
-        let module = cpflow_ir::parse(text).unwrap_or_else(|d| panic!("{d:?}"));
-        let k = &module.kernels[0];
+        let k = &first_kernel(text);
         let syms = Syms::compute(k);
         let mut branch = None;
         k.walk(k.body, &mut |i| {

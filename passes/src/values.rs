@@ -2047,9 +2047,10 @@ fn loaded_across_iterations(k: &Kernel) -> Vec<bool> {
         let data = &k.insts[inst];
         if data.op == Op::For {
             let body = data.regions[0];
+            let yields = cpflow_ir::facts::yield_args(k, body);
             for (i, &a) in k.regions[body].args.iter().enumerate().skip(1) {
-                let next = yielded(k, body).and_then(|y| y.get(i - 1));
-                if next
+                if yields
+                    .get(i - 1)
                     .and_then(|x| x.value())
                     .is_some_and(|v| loaded[v.index()])
                 {
@@ -2059,15 +2060,6 @@ fn loaded_across_iterations(k: &Kernel) -> Vec<bool> {
         }
     });
     dependents(k, carried)
-}
-
-/// The arguments of the `yield` that ends region `r`.
-fn yielded(k: &Kernel, r: Region) -> Option<&[Arg]> {
-    k.regions[r]
-        .insts
-        .last()
-        .filter(|&&y| k.insts[y].op == Op::Yield)
-        .map(|&y| k.insts[y].args.as_slice())
 }
 
 /// `marked` and every value computed from a marked one: through
@@ -2091,8 +2083,9 @@ fn dependents(k: &Kernel, mut marked: Vec<bool>) -> Vec<bool> {
             match data.op {
                 Op::For => {
                     let body = data.regions[0];
+                    let yields = cpflow_ir::facts::yield_args(k, body);
                     for (i, &a) in k.regions[body].args.iter().enumerate().skip(1) {
-                        let next = is(yielded(k, body).and_then(|y| y.get(i - 1)), &marked);
+                        let next = is(yields.get(i - 1), &marked);
                         if next || is(data.args.get(2 + i), &marked) {
                             mark(a, &mut marked);
                         }
@@ -2109,7 +2102,7 @@ fn dependents(k: &Kernel, mut marked: Vec<bool>) -> Vec<bool> {
                         let from_branch = data
                             .regions
                             .iter()
-                            .any(|&b| is(yielded(k, b).and_then(|y| y.get(i)), &marked));
+                            .any(|&b| is(cpflow_ir::facts::yield_args(k, b).get(i), &marked));
                         if on_marked || from_branch {
                             mark(r, &mut marked);
                         }
