@@ -2601,11 +2601,16 @@ impl<'a> Engine<'a> {
                     .map(|(m, _, i)| (m, true, i))
                     .collect();
             }
+            // The fence covers this thread's own inits: where it
+            // initialised on some paths only (`if %tid.x == 0 { init }`,
+            // then every thread fences), it fenced on those paths.
             (SyncEffect::InitFence, _) => {
                 for v in st.init.values_mut() {
-                    if *v == Init::Local {
-                        *v = Init::Fenced;
-                    }
+                    *v = match *v {
+                        Init::Local => Init::Fenced,
+                        Init::Other => Init::OtherFenced,
+                        x => x,
+                    };
                 }
             }
             // Which threads meet at a `bar.sync`, and whether they make up

@@ -1491,10 +1491,15 @@ impl<'a> Tracer<'a> {
             self.varying[r.index()] = any(&self.varying);
             // The grid's shape and the CTA's place in it are assumed like
             // kernel parameters: they bound loops, but no branch is taken
-            // on them.
+            // on them. What also depends on the thread is not assumed: a
+            // branch on `%tid.x == 0 and %ctaid.x < %n` goes one way in
+            // one thread and the other way in the next.
             let grid = matches!(&data.op, Op::Sreg(s) if is_grid(*s));
-            self.assumed[r.index()] =
-                grid || broadcast || (any(&self.assumed) && !self.varying[r.index()]);
+            self.assumed[r.index()] = grid
+                || broadcast
+                || (any(&self.assumed)
+                    && !self.varying[r.index()]
+                    && !self.syms.tid_dependent[r.index()]);
         }
         Ok(())
     }
