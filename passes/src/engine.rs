@@ -1349,12 +1349,13 @@ impl<'a> Engine<'a> {
         // the copy's.
         if atoms.is_empty() {
             for &l in &self.loops {
-                let lo = self.syms.bounds.iv.get(&l).map(|b| b.0).or_else(|| {
-                    self.k.insts[l]
-                        .args
-                        .first()
-                        .and_then(|a| self.k.const_int(*a))
-                });
+                let lo = self
+                    .syms
+                    .bounds
+                    .iv
+                    .get(&l)
+                    .map(|b| b.0)
+                    .or_else(|| self.syms.iv_first(self.k, l));
                 let Some(lo) = lo else { continue };
                 let hi = self.syms.bounds.iv.get(&l).map_or(lo + 15, |b| b.1);
                 for c in lo..=hi.min(lo + 15) {
@@ -1850,9 +1851,12 @@ impl<'a> Engine<'a> {
             self.unrolled(inst, entry, st, lo, step, t, t);
             return;
         }
-        // Ops pending at the entry are pending in the first iteration.
-        if let Some(lo) = lo {
-            entry.map_guards(|g| Some(g.or(Some((inst, lo)))));
+        // Ops pending at the entry are pending in the first iteration: the
+        // one where the `Iv` atom is `lo`, or 0 where it counts iterations.
+        let counts = self.syms.iv_counts.contains(&inst);
+        let first = if counts { Some(0) } else { lo };
+        if let Some(first) = first {
+            entry.map_guards(|g| Some(g.or(Some((inst, first)))));
         }
         let report = self.report;
         self.report = false;
@@ -1876,16 +1880,12 @@ impl<'a> Engine<'a> {
         }
         // What the back edge adds to the loop's `Iv` atom: 1 where it counts
         // iterations ([`Syms::iv_counts`]).
-        let iv_step = if self.syms.iv_counts.contains(&inst) {
-            Some(1)
-        } else {
-            step
-        };
+        let iv_step = if counts { Some(1) } else { step };
         // Guards follow the iterations a prologue's groups can stay pending
         // (as many as the deepest group a wait leaves behind), and never
         // name an iteration past the last one.
-        let step1 = step.unwrap_or(1);
-        let mut guard_limit = lo.unwrap_or(0).saturating_add(
+        let step1 = iv_step.unwrap_or(1);
+        let mut guard_limit = first.unwrap_or(0).saturating_add(
             i64::from(self.depth_cap[0].max(self.depth_cap[1])).saturating_mul(step1),
         );
         if let (Some(lo), Some(trips)) = (lo, trips) {
@@ -1930,7 +1930,7 @@ impl<'a> Engine<'a> {
             head = back;
             last = match (lo.zip(trips).filter(|_| runs), step) {
                 (Some((lo, t)), _) => Some((Affine::constant(lo + t * step1), Affine::constant(t))),
-                (None, Some(1)) if !self.syms.iv_counts.contains(&inst) => {
+                (None, Some(1)) => {
                     let bound = |i: usize| data.args.get(i).and_then(|a| self.syms.int(*a));
                     bound(0)
                         .zip(bound(1))
@@ -1939,7 +1939,12 @@ impl<'a> Engine<'a> {
                                 .iter()
                                 .any(|e| e.mentions(&|a| matches!(a, Atom::Iv(l) if *l == inst)))
                         })
-                        .map(|(lo, hi)| (hi.clone(), hi.sub(&lo)))
+                        .map(|(lo, hi)| {
+                            // Where `Iv` counts iterations, it leaves at the
+                            // trip count.
+                            let trips = hi.sub(&lo);
+                            (if counts { trips.clone() } else { hi }, trips)
+                        })
                 }
                 _ => None,
             };

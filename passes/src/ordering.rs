@@ -1968,7 +1968,7 @@ fn param_taking(
     params: Params,
 ) -> Option<(Value, i64)> {
     let c = k.insts[inst].args.first()?.value()?;
-    if let Some(taken) = param_against_cta(k, c, want, cluster_x, params) {
+    if let Some(taken) = param_against_cta(k, syms, c, want, cluster_x, params) {
         return Some(taken);
     }
     let (pred, ty, Atom::Opaque(p), off, bound) = syms.atom_compared(k, c)? else {
@@ -1988,10 +1988,14 @@ fn param_taking(
         .map(|v| (p, v))
 }
 
-/// [`param_taking`] for `c` = `cmp pred, a, b` with one of `a`, `b` the
-/// CTA's `%ctaid.x` and the other an integer kernel parameter.
+/// [`param_taking`] for `c` = `cmp pred, a, b` with `a` and `b` affine in
+/// the CTA's `%ctaid.x` and one integer kernel parameter (`%ctaid.x <
+/// %ntiles`, or a CTA's k-range `8·%ctaid.x < 8·%ctaid.x + %n`): a value of
+/// the parameter that takes the branch `want` in every CTA of the first
+/// cluster.
 fn param_against_cta(
     k: &Kernel,
+    syms: &Syms,
     c: Value,
     want: bool,
     cluster_x: i64,
@@ -2001,22 +2005,37 @@ fn param_against_cta(
     let Op::Cmp(pred, ty) = d.op else {
         return None;
     };
-    let is_cta = |a: &Arg| {
-        a.value()
-            .and_then(|v| k.def_inst(v))
+    let (a, b) = (syms.int(*d.args.first()?)?, syms.int(*d.args.get(1)?)?);
+    let is_cta = |v: &Value| {
+        k.def_inst(*v)
             .is_some_and(|i| k.insts[i].op == Op::Sreg(SpecialReg::CtaidX))
     };
-    let param = |a: &Arg| a.value().filter(|v| k.params.contains(v));
-    let (a, b) = (d.args.first()?, d.args.get(1)?);
-    let (p, cta_first) = match (is_cta(a), is_cta(b)) {
-        (true, false) => (param(b)?, true),
-        (false, true) => (param(a)?, false),
-        _ => return None,
-    };
+    let mut atoms = Vec::new();
+    a.atoms(&mut atoms);
+    b.atoms(&mut atoms);
+    let mut param = None;
+    let mut on_cta = false;
+    for atom in &atoms {
+        match atom {
+            Atom::Opaque(v) if is_cta(v) => on_cta = true,
+            Atom::Opaque(v) if k.params.contains(v) && param.is_none_or(|p| p == *v) => {
+                param = Some(*v);
+            }
+            _ => return None,
+        }
+    }
+    let p = param.filter(|_| on_cta)?;
     let holds = |v: i64| {
         (0..cluster_x.max(1)).all(|cta| {
-            let (x, y) = if cta_first { (cta, v) } else { (v, cta) };
-            compare(pred, ty, Some(x), Some(y)) == Some(want)
+            let at = |e: &Affine| {
+                e.eval(&|x| match x {
+                    Atom::Opaque(q) if *q == p => Some(v),
+                    Atom::Opaque(_) => Some(cta),
+                    _ => None,
+                })
+                .map(|x| wrap(x, ty))
+            };
+            compare(pred, ty, at(&a), at(&b)) == Some(want)
         })
     };
     // The parameter's own value where it already takes the branch so.

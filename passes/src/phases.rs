@@ -604,11 +604,7 @@ impl Walk<'_> {
                     }
             })
         };
-        let Some(lo) = self.k.insts[l]
-            .args
-            .first()
-            .and_then(|a| self.k.const_int(*a))
-        else {
+        let Some(lo) = self.syms.iv_first(self.k, l) else {
             return false;
         };
         if !self.only_iv(&x.off, l) || !rising(&x.idx) {
@@ -829,10 +825,7 @@ impl Walk<'_> {
         }
         // The wait's phase index never names the phase before the first
         // (complete from `init`).
-        let lo = self.k.insts[l]
-            .args
-            .first()
-            .and_then(|a| self.k.const_int(*a))?;
+        let lo = self.syms.iv_first(self.k, l)?;
         let mut bnd = Bounds::default();
         bnd.iv.insert(l, (lo, 1 << 31));
         if bnd.interval(&w.idx)?.0 < 0 {

@@ -304,6 +304,29 @@ fn wrap_arms(d: &InstData, wrapped: bool) -> (Arg, Arg) {
 }
 
 impl Syms {
+    /// The value of loop `l`'s [`Atom::Iv`] in its first iteration: 0 where
+    /// it counts iterations ([`Syms::iv_counts`]), else the loop's constant
+    /// lower bound.
+    pub fn iv_first(&self, k: &Kernel, l: Inst) -> Option<i64> {
+        if self.iv_counts.contains(&l) {
+            return Some(0);
+        }
+        k.insts[l].args.first().and_then(|a| k.const_int(*a))
+    }
+
+    /// What each iteration of loop `l` adds to its [`Atom::Iv`]: 1 where it
+    /// counts iterations, else the loop's constant step, when positive.
+    pub fn iv_step(&self, k: &Kernel, l: Inst) -> Option<i64> {
+        if self.iv_counts.contains(&l) {
+            return Some(1);
+        }
+        k.insts[l]
+            .args
+            .get(2)
+            .and_then(|a| k.const_int(*a))
+            .filter(|s| *s > 0)
+    }
+
     /// Is `c` a `cmp.eq` of `%tid.x` (as the analysis sees it) and a
     /// constant, true in exactly one thread of the CTA?
     pub fn single_thread(&self, k: &Kernel, c: Value) -> bool {
@@ -504,6 +527,39 @@ impl Syms {
         (is_tid && independent && non_negative).then_some(bound)
     }
 
+    /// `(lo, step)` of a loop strided by a value that is not a constant but
+    /// the same in every thread and iteration (`for %t = %ctaid.x to %n
+    /// step %nctaid.x`, a persistent kernel's tile loop): its [`Atom::Iv`]
+    /// counts the iterations and the induction variable is `lo +
+    /// Steps(step)`, so a prologue before the loop meets the iteration
+    /// numbered 0 and ring state carried by it has a closed form in the
+    /// iteration number.
+    fn grid_strided(&self, k: &Kernel, l: Inst) -> Option<(Affine, Affine)> {
+        let data = &k.insts[l];
+        if data.args.get(2).and_then(|a| k.const_int(*a)).is_some() {
+            return None;
+        }
+        let lo = self.int(*data.args.first()?)?;
+        let step = self.int(*data.args.get(2)?)?;
+        let positive = data.args[2]
+            .value()
+            .and_then(|v| k.def_inst(v))
+            .is_some_and(|d| {
+                matches!(
+                    k.insts[d].op,
+                    Op::Sreg(
+                        SpecialReg::NctaidX
+                            | SpecialReg::NctaidY
+                            | SpecialReg::NctaidZ
+                            | SpecialReg::ClusterNctaidX
+                            | SpecialReg::ClusterNctaidY
+                            | SpecialReg::ClusterNctaidZ
+                    )
+                )
+            });
+        (positive && self.fixed(&step)).then_some((lo, step))
+    }
+
     /// [`Bounds::sums`]: the variable `lo + step·i` of each block-strided
     /// loop lies in `[min lo, max hi - 1]`, where `lo` is bounded by the
     /// threads and `hi` by its definition (a chunk count `min(n, C) / 16`),
@@ -540,14 +596,17 @@ impl Syms {
                 if let Some(&iv) = args.first() {
                     self.vals[iv.index()] = Sym::Int(Affine::atom(Atom::Iv(inst)));
                     let step = data.args.get(2).and_then(|a| k.const_int(*a));
-                    let per_thread = data.args.first().and_then(|a| self.int(*a)).filter(|lo| {
-                        lo.mentions(&|a| matches!(a, Atom::Tid(_)))
-                            || lo.terms.keys().any(
-                                |a| matches!(a, Atom::Opaque(v) if self.tid_dependent[v.index()]),
-                            )
-                    });
-                    if let (Some(lo), Some(step)) = (per_thread, step.filter(|s| *s > 0)) {
+                    let varies = data
+                        .args
+                        .first()
+                        .and_then(|a| self.int(*a))
+                        .filter(|lo| lo.as_const().is_none());
+                    if let (Some(lo), Some(step)) = (varies, step.filter(|s| *s > 0)) {
                         let n = Affine::atom(Atom::Iv(inst)).scale(step);
+                        self.vals[iv.index()] = Sym::Int(lo.add(&n));
+                        self.iv_counts.insert(inst);
+                    } else if let Some((lo, step)) = self.grid_strided(k, inst) {
+                        let n = Affine::atom(Atom::Steps(inst, Box::new(step), false));
                         self.vals[iv.index()] = Sym::Int(lo.add(&n));
                         self.iv_counts.insert(inst);
                     }
@@ -673,10 +732,14 @@ impl Syms {
             .get(2)
             .and_then(|a| k.const_int(*a))
             .filter(|s| *s > 0);
-        let (Some(lo), Some(step)) = (lo, step) else {
-            return false;
+        let n = if self.iv_counts.contains(&l) {
+            Affine::atom(Atom::Iv(l))
+        } else {
+            let (Some(lo), Some(step)) = (lo, step) else {
+                return false;
+            };
+            Affine::atom(Atom::Iv(l)).sub(&lo).div(step)
         };
-        let n = Affine::atom(Atom::Iv(l)).sub(&lo).div(step);
         // A constant, or a value whose closed form is one (an outer loop's
         // bit that its inner loops flip an even number of times).
         let inits: Vec<Option<i64>> = (0..args.len())
@@ -707,6 +770,15 @@ impl Syms {
             };
             let Some(size) = self.wrap_counter(k, y, a) else {
                 continue;
+            };
+            // A counter that starts at -1 and is read only through its
+            // advance (Triton's extract index, advanced before its first
+            // use) holds the same slots as one from `S - 1`: the wrap takes
+            // `S` to 0 as the advance takes -1 to 0.
+            let c = if c == -1 && self.read_only_advanced(k, l, a, y) {
+                size - 1
+            } else {
+                c
             };
             if (0..size).contains(&c) {
                 self.vals[a.index()] = Sym::Int(n.add(&Affine::constant(c)).modulo(size));
@@ -810,6 +882,43 @@ impl Syms {
         } else {
             yielded
         }
+    }
+
+    /// Whether loop `l`'s body reads carried `a` only as `a + 1`, and that
+    /// only in `y` (the wrapped value it yields) and in the comparison `y`
+    /// selects on, which nothing else reads.
+    fn read_only_advanced(&self, k: &Kernel, l: Inst, a: Value, y: Value) -> bool {
+        let Some(wrap) = k.def_inst(y) else {
+            return false;
+        };
+        let test = k.insts[wrap]
+            .args
+            .first()
+            .and_then(|c| c.value())
+            .filter(|_| k.insts[wrap].op == Op::Select);
+        let mut nexts = BTreeSet::new();
+        let mut ok = true;
+        let reads = |i: Inst, v: Value| k.insts[i].args.iter().any(|x| x.value() == Some(v));
+        k.walk(k.insts[l].regions[0], &mut |i| {
+            if reads(i, a) {
+                match k.insts[i].results.first() {
+                    Some(&r) if self.is_next(val(r), a) => {
+                        nexts.insert(r);
+                    }
+                    _ => ok = false,
+                }
+            }
+        });
+        k.walk(k.insts[l].regions[0], &mut |i| {
+            let own = i == wrap || test.is_some_and(|t| k.def_inst(t) == Some(i));
+            if !own && nexts.iter().any(|&x| reads(i, x)) {
+                ok = false;
+            }
+            if test.is_some_and(|t| reads(i, t)) && i != wrap {
+                ok = false;
+            }
+        });
+        ok && !nexts.is_empty()
     }
 
     /// `S` when `y` (the yield of carried `a`) is `(a + 1) mod S`, written
@@ -1178,19 +1287,19 @@ impl Syms {
             Op::Ptx(p) if p.family == Family::Mapa => match data.args.first().map(|a| self.arg(*a))
             {
                 Some(Sym::Ptr(Base::Shared(id), o)) => {
-                    let peer = data
-                        .args
-                        .get(1)
-                        .and_then(|a| self.int(*a))
-                        .is_some_and(|r| self.never_own_rank(k, &r));
-                    Sym::Ptr(
-                        if peer {
-                            Base::Peer(id)
-                        } else {
-                            Base::Remote(id)
-                        },
-                        o,
-                    )
+                    let rank = data.args.get(1).and_then(|a| self.int(*a));
+                    // In a cluster of one CTA, rank 0 is the CTA itself
+                    // (CUTLASS's `ClusterBarrier::arrive(cta_id)` on a 1 x 1
+                    // cluster): the address is its own.
+                    let one_cta = k.cluster.is_none_or(|c| c == [1, 1, 1]);
+                    let base = if one_cta && rank.as_ref().and_then(Affine::as_const) == Some(0) {
+                        Base::Shared(id)
+                    } else if rank.is_some_and(|r| self.never_own_rank(k, &r)) {
+                        Base::Peer(id)
+                    } else {
+                        Base::Remote(id)
+                    };
+                    Sym::Ptr(base, o)
                 }
                 _ => Sym::Unknown,
             },
