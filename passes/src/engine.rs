@@ -21,6 +21,7 @@ use cpflow_ir::spec::{AccessKind, Completion, GroupKind, Proxy, Qual, SyncEffect
 use cpflow_ir::types::{Scalar, Type};
 
 use crate::affine::{disjoint, Affine, Atom, Bounds};
+use crate::ordering;
 use crate::sites::Sites;
 use crate::state::{Init, Issuer, Kind, Mem, OpRec, State};
 use crate::values::{
@@ -1635,6 +1636,18 @@ impl<'a> Engine<'a> {
                     s.ops.retain(|r| !r.earlier.contains(&l));
                 }
             }
+            // Where the branch runs only if an earlier loop ran no
+            // iteration, nothing that loop issued is pending (CUTLASS's
+            // `store_tail` under the flag its tile loop sets).
+            if let Some((l, unrun)) = cond.and_then(|c| self.unrun_loop_branch(c)) {
+                if pol == unrun {
+                    let mut inside = BTreeSet::new();
+                    self.k.walk(self.k.insts[l].regions[0], &mut |i| {
+                        inside.insert(i);
+                    });
+                    s.ops.retain(|r| !inside.contains(&r.inst));
+                }
+            }
             if let Some(c) = cond {
                 self.conds.push((c, pol));
                 self.conds.extend(
@@ -2033,6 +2046,39 @@ impl<'a> Engine<'a> {
             CmpPred::Ult | CmpPred::Slt if Some(bound) == lo.checked_add(1) => Some((l, true)),
             _ => None,
         }
+    }
+
+    /// For an `i1` comparing a constant with a result of an exited `for`
+    /// loop `l` that starts as one constant and every iteration yields as
+    /// another (a "some tile ran" flag): `(l, pol)` when the branch of
+    /// polarity `pol` runs only if `l` ran no iteration.
+    fn unrun_loop_branch(&self, c: Value) -> Option<(Inst, bool)> {
+        let k = self.k;
+        let d = &k.insts[k.def_inst(c)?];
+        let Op::Cmp(pred, ty) = d.op else {
+            return None;
+        };
+        let (a, b) = (*d.args.first()?, *d.args.get(1)?);
+        let (flag, bound, flag_first) = match (k.const_int(a), k.const_int(b)) {
+            (None, Some(x)) => (a.value()?, x, true),
+            (Some(x), None) => (b.value()?, x, false),
+            _ => return None,
+        };
+        let l = k.def_inst(flag)?;
+        let ld = &k.insts[l];
+        if ld.op != Op::For || self.loops.contains(&l) {
+            return None;
+        }
+        let pos = ld.results.iter().position(|&r| r == flag)?;
+        let init = k.const_int(*ld.args.get(3 + pos)?)?;
+        let yields = cpflow_ir::facts::yield_args(k, ld.regions[0]);
+        let each = k.const_int(*yields.get(pos)?)?;
+        let at = |v: i64| {
+            let (x, y) = if flag_first { (v, bound) } else { (bound, v) };
+            ordering::compare(pred, ty, Some(x), Some(y))
+        };
+        let (unrun, ran) = (at(init)?, at(each)?);
+        (unrun != ran).then_some((l, unrun))
     }
 
     /// The memory operand `a` names, `size` bytes: a `mapa` address under

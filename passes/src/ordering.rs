@@ -2104,7 +2104,8 @@ fn binary(op: BinaryOp, ty: Scalar, a: Option<i64>, b: Option<i64>) -> Option<i6
     Some(wrap(v, ty))
 }
 
-fn compare(p: CmpPred, ty: Scalar, a: Option<i64>, b: Option<i64>) -> Option<bool> {
+/// `a pred b` on values of type `ty`, when both are known.
+pub(crate) fn compare(p: CmpPred, ty: Scalar, a: Option<i64>, b: Option<i64>) -> Option<bool> {
     let (a, b) = (a?, b?);
     let (ua, ub) = (unsigned(a, ty), unsigned(b, ty));
     match p {

@@ -751,6 +751,7 @@ impl Syms {
         let init = |i: usize| inits[i];
         // Slot counters first: parity bits refer to them.
         let mut counters: Vec<(Value, i64, i64)> = Vec::new();
+        let mut found = false;
         // What each carried value gets from the back edge (index i - 1 for
         // region argument i).
         let carried: Vec<Option<Value>> = args
@@ -765,9 +766,31 @@ impl Syms {
             })
             .collect();
         for (i, &a) in args.iter().enumerate().skip(1) {
-            let (Some(y), Some(c)) = (carried[i - 1], init(i)) else {
+            let Some(y) = carried[i - 1] else {
                 continue;
             };
+            let Some(c) = init(i) else {
+                // A slot counter handed in by an enclosing loop, in range.
+                if let Some(size) = self.wrap_counter(k, y, a) {
+                    let start = data.args.get(2 + i).and_then(|x| self.int(*x));
+                    if let Some(start) = start.filter(|e| self.within(e, size)) {
+                        self.vals[a.index()] = Sym::Int(n.add(&start).modulo(size));
+                        found = true;
+                    }
+                }
+                continue;
+            };
+            // A slot counter advanced by an inner loop of `t` trips, each
+            // advancing it by one (CUTLASS's store pipeline state carried
+            // through each tile's subtile loop): `t` per iteration.
+            if let Some((t, size)) = self.advanced_inner(k, l, y, a) {
+                if (0..size).contains(&c) {
+                    let per = n.scale(t).add(&Affine::constant(c));
+                    self.vals[a.index()] = Sym::Int(per.modulo(size));
+                    found = true;
+                }
+                continue;
+            }
             let Some(size) = self.wrap_counter(k, y, a) else {
                 continue;
             };
@@ -785,7 +808,7 @@ impl Syms {
                 counters.push((a, c, size));
             }
         }
-        let mut found = !counters.is_empty();
+        found |= !counters.is_empty();
         for (i, &a) in args.iter().enumerate().skip(1) {
             let (Some(y), Some(p0)) = (carried[i - 1], init(i).filter(|p| (0..=1).contains(p)))
             else {
@@ -884,6 +907,40 @@ impl Syms {
         }
     }
 
+    /// Whether `e` lies in `[0, size)`: a constant there, or `x mod m` for
+    /// `m <= size`.
+    fn within(&self, e: &Affine, size: i64) -> bool {
+        let terms: Vec<_> = e.terms.iter().collect();
+        match (e.as_const(), &terms[..]) {
+            (Some(c), _) => (0..size).contains(&c),
+            (None, [(Atom::Mod(_, m), 1)]) => e.c == 0 && *m <= size,
+            _ => false,
+        }
+    }
+
+    /// `(t, S)` when `y`, the value loop `l` yields for its carried `a`, is
+    /// the result of a loop of `t` constant trips in `l`'s body that starts
+    /// a slot counter of size `S` at `a` and advances it each iteration.
+    fn advanced_inner(&self, k: &Kernel, l: Inst, y: Value, a: Value) -> Option<(i64, i64)> {
+        let m = k.def_inst(y)?;
+        let md = &k.insts[m];
+        if md.op != Op::For || !k.regions[k.insts[l].regions[0]].insts.contains(&m) {
+            return None;
+        }
+        let cst = |i: usize| md.args.get(i).and_then(|x| k.const_int(*x));
+        let (lo, hi, step) = (cst(0)?, cst(1)?, cst(2).filter(|s| *s > 0)?);
+        let trips = (hi - lo).max(0).div_euclid(step) + i64::from((hi - lo).max(0) % step != 0);
+        let pos = md.results.iter().position(|&r| r == y)?;
+        if md.args.get(3 + pos)?.value() != Some(a) {
+            return None;
+        }
+        let body = md.regions[0];
+        let inner = *k.regions[body].args.get(1 + pos)?;
+        let yielded = cpflow_ir::facts::yield_args(k, body).get(pos)?.value()?;
+        let size = self.wrap_counter(k, yielded, inner)?;
+        Some((trips, size))
+    }
+
     /// Whether loop `l`'s body reads carried `a` only as `a + 1`, and that
     /// only in `y` (the wrapped value it yields) and in the comparison `y`
     /// selects on, which nothing else reads.
@@ -954,13 +1011,7 @@ impl Syms {
             (k.const_int(on_wrap) == Some(0) && w == wrapped).then_some((next, size))
         })?;
         let x = next.sub(&Affine::constant(1));
-        let terms: Vec<_> = x.terms.iter().collect();
-        let in_range = match (x.as_const(), &terms[..]) {
-            (Some(c), _) => (0..size).contains(&c),
-            (None, [(Atom::Mod(_, m), 1)]) => x.c == 0 && *m <= size,
-            _ => false,
-        };
-        in_range.then(|| next.modulo(size))
+        self.within(&x, size).then(|| next.modulo(size))
     }
 
     /// For `c` = `cmp pred, x, bound` with `x` one atom plus a constant
