@@ -1745,6 +1745,8 @@ const UB_TO_ERRORS: &[(&str, &[&str])] = &[
     ("U0203", &["E1010"]),
     // An mbarrier used before its (published) init or after inval.
     ("U0204", &["E1012", "E1013"]),
+    // An init over a live mbarrier (several threads initialise it).
+    ("U0205", &["E1012"]),
     // More arrivals than a phase has pending.
     ("U0207", &["E1011"]),
     // An arrival or complete-tx landing in another phase than named.

@@ -48,7 +48,7 @@ pub const CODES: &[(&str, &str)] = &[
     ),
     (
         "E1012",
-        "mbarrier used before `mbarrier.init` or after `mbarrier.inval`",
+        "mbarrier used before `mbarrier.init` or after `mbarrier.inval`, or initialised again while live",
     ),
     (
         "E1013",

@@ -3225,9 +3225,24 @@ impl Report<'_> {
             }
             Some(n.saturating_mul(row_factor))
         };
+        // Inits of one barrier (an address no thread register reaches) that
+        // several threads of a role surely run: each after the first
+        // initialises a live barrier (`threadIdx.x == 0` on a 2-D block).
+        let mut shared_inits: BTreeMap<Inst, i64> = BTreeMap::new();
         for (r, (th, events)) in self.roles.iter().enumerate() {
             let mut mine: BTreeMap<(Bar, i64, Inst), (i64, i64)> = BTreeMap::new();
             for e in events {
+                if let Step::Init(_) = &e.step {
+                    let one_bar = k.insts[e.inst]
+                        .args
+                        .first()
+                        .and_then(|a| a.value())
+                        .is_some_and(|v| !syms.tid_dependent[v.index()]);
+                    if let Some(n) = sure_members(r, e.inst).filter(|n| *n > 1 && one_bar) {
+                        let most = shared_inits.entry(e.inst).or_insert(0);
+                        *most = (*most).max(n);
+                    }
+                }
                 match &e.step {
                     Step::Init(bar) => match count(e, None) {
                         Some(n) => {
@@ -3337,6 +3352,17 @@ impl Report<'_> {
                 d.with_help(format!("initialise `@{name}` with the number of arrivals per phase, or have every counted thread arrive"))
                     .with_note(format!("for example {}", self.instance(r, i))),
             );
+        }
+        for (inst, n) in shared_inits {
+            out.entry(inst).or_insert_with(|| {
+                Diagnostic::error(
+                    "E1012",
+                    format!("{n} threads initialise this mbarrier: each after the first initialises it while it is live"),
+                    k.insts[inst].span,
+                )
+                .with_label(format!("run by {n} threads of each CTA"))
+                .with_help("initialise each mbarrier in one thread (with a 2-D block, `%tid.x == 0 and %tid.y == 0`), then `barrier.cta` before other threads use it")
+            });
         }
         out.into_values().collect()
     }
