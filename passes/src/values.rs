@@ -824,6 +824,17 @@ impl Syms {
                 }),
             };
             if let Some(rounds) = rounds {
+                // A bit flipped every iteration leaves the loop flipped once
+                // per trip: after the loop it names phase `trips - p0` (a
+                // consumer's wait on the last round it saw).
+                let left = match (rounds == n, data.results.get(i - 1), self.trips(k, l)) {
+                    (true, Some(&res), Some(trips)) => Some((res, trips)),
+                    _ => None,
+                };
+                if let Some((res, trips)) = left {
+                    self.vals[res.index()] = Sym::Int(trips.add(&Affine::constant(p0)).modulo(2));
+                    self.parity_index[res.index()] = Some(trips.sub(&Affine::constant(p0)));
+                }
                 self.vals[a.index()] = Sym::Int(rounds.add(&Affine::constant(p0)).modulo(2));
                 self.parity_index[a.index()] = Some(rounds.sub(&Affine::constant(p0)));
                 if rounds.as_const().is_none() {
@@ -905,6 +916,35 @@ impl Syms {
         } else {
             yielded
         }
+    }
+
+    /// The trip count of loop `l`, a constant or [`Atom::Trips`], where its
+    /// step is a positive constant and its bounds are the same in every
+    /// thread of a CTA and iteration of an enclosing loop.
+    fn trips(&self, k: &Kernel, l: Inst) -> Option<Affine> {
+        let data = &k.insts[l];
+        let step = data
+            .args
+            .get(2)
+            .and_then(|a| k.const_int(*a))
+            .filter(|s| *s > 0)?;
+        let bound = |i: usize| {
+            let a = *data.args.get(i)?;
+            let e = self.int(a)?;
+            let same = !a.value().is_some_and(|v| self.tid_dependent[v.index()])
+                && e.terms
+                    .keys()
+                    .all(|x| matches!(x, Atom::Opaque(_) | Atom::Trips(..)));
+            same.then_some(e)
+        };
+        let (lo, hi) = (bound(0)?, bound(1)?);
+        Some(match (lo.as_const(), hi.as_const()) {
+            (Some(lo), Some(hi)) => {
+                let span = (hi - lo).max(0);
+                Affine::constant(span / step + i64::from(span % step != 0))
+            }
+            _ => Affine::atom(Atom::Trips(Box::new(lo), Box::new(hi), step)),
+        })
     }
 
     /// Whether `e` lies in `[0, size)`: a constant there, or `x mod m` for
