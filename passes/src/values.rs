@@ -541,10 +541,10 @@ impl Syms {
         }
         let lo = self.int(*data.args.first()?)?;
         let step = self.int(*data.args.get(2)?)?;
-        let positive = data.args[2]
-            .value()
-            .and_then(|v| k.def_inst(v))
-            .is_some_and(|d| {
+        // A positive multiple of the grid's size (`%nctaid.x`, or `%nctaid.x
+        // << 7` tiles of 128 items), plus a non-negative constant.
+        let grid_size = |v: &Value| {
+            k.def_inst(*v).is_some_and(|d| {
                 matches!(
                     k.insts[d].op,
                     Op::Sreg(
@@ -556,7 +556,14 @@ impl Syms {
                             | SpecialReg::ClusterNctaidZ
                     )
                 )
-            });
+            })
+        };
+        let positive = step.c >= 0
+            && !step.terms.is_empty()
+            && step
+                .terms
+                .iter()
+                .all(|(a, c)| *c > 0 && matches!(a, Atom::Opaque(v) if grid_size(v)));
         (positive && self.fixed(&step)).then_some((lo, step))
     }
 
@@ -687,6 +694,10 @@ impl Syms {
             // `per·n`: with a constant `per`, lower bound and step, `n` is
             // `(iv - lo) / step`.
             let n_per = match (per.as_const(), cst(0), cst(2)) {
+                // Where `Iv` counts the iterations, it is `n`.
+                (Some(p), _, _) if self.iv_counts.contains(&l) => {
+                    Affine::atom(Atom::Iv(l)).scale(p)
+                }
                 (Some(p), Some(lo), Some(step)) if step > 0 => {
                     let n = Affine::atom(Atom::Iv(l)).sub(&Affine::constant(lo));
                     n.div(step).scale(p)
@@ -818,10 +829,13 @@ impl Syms {
                 // Never flipped: the same phase every iteration.
                 Some(false) => Some(Affine::constant(2 * p0)),
                 Some(true) => Some(n.clone()),
-                None => counters.iter().find_map(|&(s, c, size)| {
-                    self.flip_on_wrap(k, y, a, s, size)
-                        .then(|| n.add(&Affine::constant(c)).div(size))
-                }),
+                None => counters
+                    .iter()
+                    .find_map(|&(s, c, size)| {
+                        self.flip_on_wrap(k, y, a, s, size)
+                            .then(|| n.add(&Affine::constant(c)).div(size))
+                    })
+                    .or_else(|| self.flip_on_last_slot(k, y, a, &n)),
             };
             if let Some(rounds) = rounds {
                 // A bit flipped every iteration leaves the loop flipped once
@@ -1184,6 +1198,40 @@ impl Syms {
         at == size
             && otherwise.value() == Some(a)
             && on_wrap.value().is_some_and(|f| self.flip_of(k, f, a))
+    }
+
+    /// `(n + c) div S` when `y` is `a` flipped exactly in the iterations
+    /// whose slot `(n + c) mod S`, computed from the iteration `n` rather
+    /// than carried, is `S - 1`: MLIR's `select (iv mod S == S - 1), p xor
+    /// 1, p` (either arm order, `==` or `!=`).
+    fn flip_on_last_slot(&self, k: &Kernel, y: Value, a: Value, n: &Affine) -> Option<Affine> {
+        let d = &k.insts[k.def_inst(y)?];
+        if d.op != Op::Select {
+            return None;
+        }
+        let (pred, x, b) = self.int_cmp(k, d.args[0].value()?)?;
+        let (slot, last) = match (x.as_const(), b.as_const()) {
+            (None, Some(c)) => (x, c),
+            (Some(c), None) => (b, c),
+            _ => return None,
+        };
+        let wrapped = match pred {
+            CmpPred::Eq => true,
+            CmpPred::Ne => false,
+            _ => return None,
+        };
+        // The slot is `(n + c) mod S`, one `Mod` atom over the iteration.
+        let terms: Vec<_> = slot.terms.iter().collect();
+        let [(Atom::Mod(inner, size), 1)] = terms[..] else {
+            return None;
+        };
+        let c = inner.sub(n).as_const()?;
+        let (on_wrap, otherwise) = wrap_arms(d, wrapped);
+        (slot.c == 0
+            && last == size - 1
+            && otherwise.value() == Some(a)
+            && on_wrap.value().is_some_and(|f| self.flip_of(k, f, a)))
+        .then(|| n.add(&Affine::constant(c)).div(*size))
     }
 
     /// Whether `f` is 1 exactly when counter `s` wraps at `size` and 0
