@@ -2906,14 +2906,24 @@ impl Access<'_> {
     }
 
     /// Whether the two may touch a common byte by what their extents say
-    /// (true where either extent is unknown).
+    /// (true where either extent is unknown). Extents are sorted and
+    /// disjoint, so one sweep over both decides.
     fn may_meet(&self, other: &Access, report: &Report) -> bool {
-        match (self.extent_in(report), other.extent_in(report)) {
-            (Some(ea), Some(eb)) => ea
-                .iter()
-                .any(|&(l1, h1)| eb.iter().any(|&(l2, h2)| l1 < h2 && l2 < h1)),
-            _ => true,
+        let (Some(ea), Some(eb)) = (self.extent_in(report), other.extent_in(report)) else {
+            return true;
+        };
+        let (mut i, mut j) = (0, 0);
+        while let (Some(&(l1, h1)), Some(&(l2, h2))) = (ea.get(i), eb.get(j)) {
+            if l1 < h2 && l2 < h1 {
+                return true;
+            }
+            if h1 <= h2 {
+                i += 1;
+            } else {
+                j += 1;
+            }
         }
+        false
     }
 }
 
