@@ -1867,7 +1867,7 @@ impl<'a> Engine<'a> {
         // Ops pending at the entry are pending in the first iteration: the
         // one where the `Iv` atom is `lo`, or 0 where it counts iterations.
         let counts = self.syms.iv_counts.contains(&inst);
-        let first = if counts { Some(0) } else { lo };
+        let first = self.syms.iv_first(k, inst);
         if let Some(first) = first {
             entry.map_guards(|g| Some(g.or(Some((inst, first)))));
         }
@@ -1893,7 +1893,7 @@ impl<'a> Engine<'a> {
         }
         // What the back edge adds to the loop's `Iv` atom: 1 where it counts
         // iterations ([`Syms::iv_counts`]).
-        let iv_step = if counts { Some(1) } else { step };
+        let iv_step = self.syms.iv_step(k, inst);
         // Guards follow the iterations a prologue's groups can stay pending
         // (as many as the deepest group a wait leaves behind), and never
         // name an iteration past the last one.

@@ -981,9 +981,7 @@ impl Syms {
         if md.op != Op::For || !k.regions[k.insts[l].regions[0]].insts.contains(&m) {
             return None;
         }
-        let cst = |i: usize| md.args.get(i).and_then(|x| k.const_int(*x));
-        let (lo, hi, step) = (cst(0)?, cst(1)?, cst(2).filter(|s| *s > 0)?);
-        let trips = (hi - lo).max(0).div_euclid(step) + i64::from((hi - lo).max(0) % step != 0);
+        let trips = self.trips(k, m)?.as_const()?;
         let pos = md.results.iter().position(|&r| r == y)?;
         if md.args.get(3 + pos)?.value() != Some(a) {
             return None;
