@@ -158,6 +158,11 @@ pub struct Engine<'a> {
     /// Keyed by the query's hash, taken from borrowed parts (a hit clones
     /// nothing); each bucket holds the queries with that hash.
     disjoint_seen: RefCell<HashMap<u64, Vec<(DisjointQuery, bool)>>>,
+    /// For each loop, the most iterations back that a wait in it found the
+    /// instance it observes of an op issued in the loop's own earlier
+    /// iterations (a ring `c` tiles ahead waits on tile `k - c`): the
+    /// iterations whose ops no wait in the loop observes are its last `c`.
+    ring_distance: RefCell<BTreeMap<Inst, i64>>,
     /// The threads that run the instruction being analysed, where
     /// narrower than every thread ([`Syms::runners_of`]).
     here: Runners,
@@ -263,6 +268,7 @@ impl<'a> Engine<'a> {
             loop_work: 0,
             exhausted: None,
             disjoint_seen: RefCell::new(HashMap::new()),
+            ring_distance: RefCell::new(BTreeMap::new()),
             here: Runners::default(),
             pinned: Vec::new(),
             other_here: None,
@@ -410,7 +416,7 @@ impl<'a> Engine<'a> {
             conds: self.inst_conds.get(&at).cloned().unwrap_or_default(),
             guard: None,
             earlier: BTreeSet::new(),
-            skipped_last: BTreeSet::new(),
+            skipped_last: BTreeMap::new(),
             left_by: None,
             done_by: None,
             tok: BTreeSet::new(),
@@ -1316,6 +1322,11 @@ impl<'a> Engine<'a> {
                         && wb2 == pb2
                         && simp(&wi).sub(&simp(&pi.at_instance(a, l, c, n))).as_const() == Some(0)
                     {
+                        if a == l {
+                            let mut far = self.ring_distance.borrow_mut();
+                            let d = far.entry(l).or_insert(1);
+                            *d = (*d).max(-c);
+                        }
                         return true;
                     }
                 }
@@ -1599,7 +1610,10 @@ impl<'a> Engine<'a> {
         let cond = data.args.first().and_then(|a| a.value());
         // A branch the bounds prove dead is not analysed: its code never runs.
         let known = cond.and_then(|c| st.known.get(&c).copied());
-        if let Some(taken) = known.or_else(|| cond.and_then(|c| self.syms.decide(self.k, c))) {
+        if let Some(taken) = known
+            .or_else(|| cond.and_then(|c| self.syms.decide(self.k, c)))
+            .or_else(|| cond.and_then(|c| self.decided_by_pins(c)))
+        {
             let branch = data.regions[usize::from(!taken)];
             self.region(branch, st);
             let yields = cpflow_ir::facts::yield_args(self.k, branch);
@@ -2121,50 +2135,119 @@ impl<'a> Engine<'a> {
     /// Whether op `r`, issued in the current iteration of loop `l`, is not
     /// issued in the loop's last iteration ([`OpRec::skipped_last`]).
     fn skipped_in_last(&self, l: Inst, r: &OpRec) -> bool {
-        !r.earlier.contains(&l) && r.skipped_last.contains(&l)
+        let far = self.ring_distance.borrow().get(&l).copied().unwrap_or(1);
+        !r.earlier.contains(&l) && r.skipped_last.get(&l).is_some_and(|&n| n >= far)
     }
 
-    /// The enclosing loops (each a `for` by 1 whose bound is known) in
-    /// whose last iteration, `iv = hi - 1`, a condition of the current
-    /// point defined in the loop's body is false: it compares two integers
-    /// whose difference is then a constant that decides it. The iterations
-    /// of inner loops run one by one count with their pinned values, and a
-    /// `select` on a condition so decided is its chosen value (the next
-    /// tile's index `p + 1 == P ? t + 1 : t` of a loop over a tile's parts).
-    fn skipped_in_last_iterations(&self) -> BTreeSet<Inst> {
+    /// For the enclosing loops (each a `for` by 1 whose bound is known),
+    /// in how many of their last iterations in a row (up to 16) a
+    /// condition of the current point defined in the loop's body is false:
+    /// in iteration `iv = hi - j` it compares two integers whose difference
+    /// is then a constant that decides it. The iterations of inner loops
+    /// run one by one count with their pinned values, and a `select` on a
+    /// condition so decided is its chosen value (the next tile's index `p
+    /// + 1 == P ? t + 1 : t` of a loop over a tile's parts).
+    fn skipped_in_last_iterations(&self) -> BTreeMap<Inst, i64> {
+        /// Iterations from the end looked at: as far back as a wait
+        /// finds the instance it observes ([`Engine::covers`]).
+        const MAX_BACK: i64 = 16;
         let k = self.k;
         self.loops
             .iter()
             .copied()
-            .filter(|&l| {
+            .filter_map(|l| {
                 let data = &k.insts[l];
                 if self.syms.iv_counts.contains(&l)
                     || data.args.get(2).and_then(|a| k.const_int(*a)) != Some(1)
                 {
-                    return false;
+                    return None;
                 }
-                let Some(hi) = data.args.get(1).and_then(|a| self.syms.int(*a)) else {
-                    return false;
+                let hi = data.args.get(1).and_then(|a| self.syms.int(*a))?;
+                let lo = data.args.first().and_then(|a| k.const_int(*a));
+                let skips = |j: i64| {
+                    // Where iteration `hi - j` runs, `lo <= hi - j < hi` as
+                    // signed 32-bit integers: with a constant `lo`, `hi`
+                    // lies in `[lo + j, i32::MAX]`.
+                    let at = IterAt {
+                        l,
+                        iv: hi.sub(&Affine::constant(j)),
+                        bound: lo.map(|lo| (hi.clone(), lo + j, i64::from(i32::MAX))),
+                    };
+                    self.conds.iter().any(|&(c, pol)| {
+                        self.syms.loops[c.index()].contains(&l)
+                            && self.decided_in(c, &at, 0) == Some(!pol)
+                    })
                 };
-                let last = (l, hi.sub(&Affine::constant(1)));
-                self.conds.iter().any(|&(c, pol)| {
-                    self.syms.loops[c.index()].contains(&l)
-                        && self.decided_in(c, &last, 0) == Some(!pol)
-                })
+                let n = (1..=MAX_BACK).take_while(|&j| skips(j)).count() as i64;
+                (n > 0).then_some((l, n))
             })
             .collect()
     }
 
-    /// The value of comparison `c` when loop `at.0`'s variable is `at.1`
+    /// The value of condition `c` in the iteration of the loops run one by
+    /// one: a comparison their pinned values decide, or a conjunction one of
+    /// whose comparisons they decide false (`tid == 0 and k + 2 < n` in the
+    /// last iterations of a ring) or all of whose comparisons they decide
+    /// true.
+    fn decided_by_pins(&self, c: Value) -> Option<bool> {
+        let &(l, v) = self.pinned.last()?;
+        let at = IterAt {
+            l,
+            iv: Affine::constant(v),
+            bound: None,
+        };
+        let parts = conjuncts(self.k, c, true);
+        let decided: Vec<Option<bool>> = parts
+            .iter()
+            .map(|&(x, _)| self.decided_in(x, &at, 0))
+            .collect();
+        if decided.contains(&Some(false)) {
+            Some(false)
+        } else if decided.iter().all(|d| *d == Some(true)) {
+            Some(true)
+        } else {
+            None
+        }
+    }
+
+    /// The value of comparison `c` when loop `at.l`'s variable is `at.iv`
     /// (and the loops run one by one have their pinned values), when the
-    /// difference of its sides is then a constant that decides it.
-    fn decided_in(&self, c: Value, at: &(Inst, Affine), depth: u32) -> Option<bool> {
+    /// difference of its sides is then a constant that decides it. An
+    /// unsigned order so decided needs both sides in the machine's range,
+    /// which `at.bound` may show.
+    fn decided_in(&self, c: Value, at: &IterAt, depth: u32) -> Option<bool> {
         let d = &self.k.insts[self.k.def_inst(c)?];
-        let Op::Cmp(pred, _) = d.op else {
+        let Op::Cmp(pred, ty) = d.op else {
             return None;
         };
         let side = |i: usize| self.int_in(*d.args.get(i)?, at, depth);
-        let diff = side(0)?.sub(&side(1)?).as_const()?;
+        let (a, b) = (side(0)?, side(1)?);
+        // Two constants decide every predicate, by their machine bits.
+        if let (Some(x), Some(y)) = (a.as_const(), b.as_const()) {
+            let (sx, sy, ux, uy) = match ty {
+                Scalar::I64 => (x, y, x as u64, y as u64),
+                _ => (
+                    i64::from(x as i32),
+                    i64::from(y as i32),
+                    u64::from(x as u32),
+                    u64::from(y as u32),
+                ),
+            };
+            return match pred {
+                CmpPred::Eq => Some(sx == sy),
+                CmpPred::Ne => Some(sx != sy),
+                CmpPred::Slt => Some(sx < sy),
+                CmpPred::Sle => Some(sx <= sy),
+                CmpPred::Sgt => Some(sx > sy),
+                CmpPred::Sge => Some(sx >= sy),
+                CmpPred::Ult => Some(ux < uy),
+                CmpPred::Ule => Some(ux <= uy),
+                CmpPred::Ugt => Some(ux > uy),
+                CmpPred::Uge => Some(ux >= uy),
+                _ => None,
+            };
+        }
+        let diff = a.sub(&b).as_const()?;
         match pred {
             CmpPred::Eq => Some(diff == 0),
             CmpPred::Ne => Some(diff != 0),
@@ -2172,15 +2255,32 @@ impl<'a> Engine<'a> {
             CmpPred::Sle => Some(diff <= 0),
             CmpPred::Sgt => Some(diff > 0),
             CmpPred::Sge => Some(diff >= 0),
-            // Unsigned: only equal sides decide the order.
+            // Unsigned: equal sides, or sides that cannot wrap, decide the
+            // order as signed ones would.
             CmpPred::Ult | CmpPred::Ugt if diff == 0 => Some(false),
             CmpPred::Ule | CmpPred::Uge if diff == 0 => Some(true),
+            CmpPred::Ult | CmpPred::Ule | CmpPred::Ugt | CmpPred::Uge => {
+                let top = match ty {
+                    Scalar::I64 => i64::MAX,
+                    _ => i64::from(u32::MAX),
+                };
+                let exact = |e: &Affine| at.range(e).is_some_and(|(lo, hi)| lo >= 0 && hi <= top);
+                if !(exact(&a) && exact(&b)) {
+                    return None;
+                }
+                Some(match pred {
+                    CmpPred::Ult => diff < 0,
+                    CmpPred::Ule => diff <= 0,
+                    CmpPred::Ugt => diff > 0,
+                    _ => diff >= 0,
+                })
+            }
             _ => None,
         }
     }
 
     /// The integer `a` as [`Engine::decided_in`] sees it.
-    fn int_in(&self, a: Arg, at: &(Inst, Affine), depth: u32) -> Option<Affine> {
+    fn int_in(&self, a: Arg, at: &IterAt, depth: u32) -> Option<Affine> {
         /// Selects of selects followed before giving up.
         const MAX_DEPTH: u32 = 4;
         let k = self.k;
@@ -2192,7 +2292,7 @@ impl<'a> Engine<'a> {
             }
         }
         let e = self.syms.int(a)?;
-        Some(self.pinned(&e).subst(&Atom::Iv(at.0), &at.1))
+        Some(self.pinned(&e).subst(&Atom::Iv(at.l), &at.iv))
     }
 
     /// The fixed point of loop `inst` from `entry`: its head state, and the
@@ -3100,6 +3200,42 @@ impl<'a> Engine<'a> {
 /// cap. A ring of `S` stages with `C` commits a step has `S * C` commits
 /// in its text and waits on groups at most `S * C - 1` deep: counting the
 /// commits keeps those names.
+/// One iteration of loop `l`, where its variable is `iv`, for
+/// [`Engine::decided_in`].
+struct IterAt {
+    l: Inst,
+    iv: Affine,
+    /// An expression known there to lie in an inclusive range (the loop's
+    /// upper bound where its last iteration runs).
+    bound: Option<(Affine, i64, i64)>,
+}
+
+impl IterAt {
+    /// The inclusive range of `e`: a constant, or `k·x + r` where `bound`
+    /// is `x + c` for a single atom `x`.
+    fn range(&self, e: &Affine) -> Option<(i64, i64)> {
+        if let Some(c) = e.as_const() {
+            return Some((c, c));
+        }
+        let (h, lo, hi) = self.bound.as_ref()?;
+        fn single(a: &Affine) -> Option<(&Atom, &i64)> {
+            let mut terms = a.terms.iter();
+            terms.next().filter(|_| terms.next().is_none())
+        }
+        let ((x, &unit), (y, &k)) = (single(h)?, single(e)?);
+        if unit != 1 || y != x {
+            return None;
+        }
+        // x lies in [lo - c, hi - c]; e = k·x + r.
+        let r = e.c;
+        let ends = [
+            k.checked_mul(lo.checked_sub(h.c)?)?.checked_add(r)?,
+            k.checked_mul(hi.checked_sub(h.c)?)?.checked_add(r)?,
+        ];
+        Some((ends[0].min(ends[1]), ends[0].max(ends[1])))
+    }
+}
+
 fn depth_caps(k: &Kernel) -> [u32; 2] {
     let mut caps = [MIN_DEPTH_CAP; 2];
     let mut commits = [0u32; 2];

@@ -144,11 +144,12 @@ pub struct OpRec {
     /// issued in an earlier iteration of each, so none of their first
     /// iterations holds it.
     pub earlier: BTreeSet<Inst>,
-    /// The enclosing loops whose last iteration does not issue it: a
-    /// condition it was issued under is false there (`if` more tiles are
-    /// left, prefetch the next). Meaningful while it is in that loop's
-    /// current iteration (the loop not in `earlier`).
-    pub skipped_last: BTreeSet<Inst>,
+    /// For enclosing loops whose last iterations do not issue it, how
+    /// many of them in a row: a condition it was issued under is false
+    /// there (`if` more tiles are left, prefetch the next). Meaningful
+    /// while it is in that loop's current iteration (the loop not in
+    /// `earlier`).
+    pub skipped_last: BTreeMap<Inst, i64>,
 }
 
 /// Whether an mbarrier is initialised, and for whom.
