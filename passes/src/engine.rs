@@ -25,11 +25,16 @@ use crate::ordering;
 use crate::sites::Sites;
 use crate::state::{Init, Issuer, Kind, Mem, OpRec, State};
 use crate::values::{
-    complement, conjuncts, elect_lane, intersect, is_sreg, mapa_of, Base, Runners, Sym, Syms,
+    complement, conjuncts, elect_lane, intersect, is_sreg, lane_is_tid_x_mod_32, mapa_of, Base,
+    Runners, Sym, Syms,
 };
 
 const HUGE: i64 = 1 << 40;
 const MAX_ITERS: usize = 30;
+/// The most iterations back a pending mbarrier-tracked op stays named by
+/// its iteration at a loop's back edge (as far as a wait looks back,
+/// [`Engine::covers`]).
+const MAX_RECENT: i64 = 16;
 /// The depth of a record whose group a wait completed.
 const DONE: u32 = u32::MAX;
 /// The smallest depth cap (see [`depth_caps`]).
@@ -158,11 +163,6 @@ pub struct Engine<'a> {
     /// Keyed by the query's hash, taken from borrowed parts (a hit clones
     /// nothing); each bucket holds the queries with that hash.
     disjoint_seen: RefCell<HashMap<u64, Vec<(DisjointQuery, bool)>>>,
-    /// For each loop, the most iterations back that a wait in it found the
-    /// instance it observes of an op issued in the loop's own earlier
-    /// iterations (a ring `c` tiles ahead waits on tile `k - c`): the
-    /// iterations whose ops no wait in the loop observes are its last `c`.
-    ring_distance: RefCell<BTreeMap<Inst, i64>>,
     /// The threads that run the instruction being analysed, where
     /// narrower than every thread ([`Syms::runners_of`]).
     here: Runners,
@@ -268,7 +268,6 @@ impl<'a> Engine<'a> {
             loop_work: 0,
             exhausted: None,
             disjoint_seen: RefCell::new(HashMap::new()),
-            ring_distance: RefCell::new(BTreeMap::new()),
             here: Runners::default(),
             pinned: Vec::new(),
             other_here: None,
@@ -417,6 +416,7 @@ impl<'a> Engine<'a> {
             guard: None,
             earlier: BTreeSet::new(),
             skipped_last: BTreeMap::new(),
+            back: BTreeMap::new(),
             left_by: None,
             done_by: None,
             tok: BTreeSet::new(),
@@ -428,6 +428,32 @@ impl<'a> Engine<'a> {
         r.conds
             .iter()
             .any(|(c, pol)| *pol && self.single_thread(*c) && self.conds.contains(&(*c, true)))
+            || self.elected_in_warp(&r.conds).is_some_and(|w| {
+                self.elected_in_warp(&self.conds) == Some(w)
+                    && r.conds.iter().any(|&(c, pol)| {
+                        pol && elect_lane(self.k, c).is_some() && self.conds.contains(&(c, true))
+                    })
+            })
+    }
+
+    /// The warp whose elected lane alone runs code under `conds`: an
+    /// `elect.sync` holds there, and the threads the other conditions
+    /// leave lie in one warp (CUTLASS's and Triton's `warp == w and
+    /// elect.sync`).
+    fn elected_in_warp(&self, conds: &[(Value, bool)]) -> Option<i64> {
+        if !conds
+            .iter()
+            .any(|&(c, pol)| pol && elect_lane(self.k, c).is_some())
+            || !lane_is_tid_x_mod_32(self.k)
+        {
+            return None;
+        }
+        let tids = intersect(
+            &self.syms.tids_under(self.k, conds),
+            &[(0, self.syms.bounds.max_tid?)],
+        );
+        let (lo, hi) = (tids.first()?.0, tids.last()?.1);
+        (lo / 32 == hi / 32).then_some(lo / 32)
     }
 
     /// Whether only one thread can run the current program point.
@@ -435,6 +461,7 @@ impl<'a> Engine<'a> {
         self.conds
             .iter()
             .any(|(c, pol)| *pol && self.single_thread(*c))
+            || self.elected_in_warp(&self.conds).is_some()
     }
 
     /// Whether more than one thread of a CTA can run the current program
@@ -1091,6 +1118,7 @@ impl<'a> Engine<'a> {
             guard: None,
             earlier: BTreeSet::new(),
             skipped_last: self.skipped_in_last_iterations(),
+            back: BTreeMap::new(),
             left_by: None,
             done_by: None,
             tok: data_results(self.k, at, kind),
@@ -1222,11 +1250,11 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// Does observing `w` complete phase `p`?
-    fn covers(&self, w: &Sym, p: &Sym) -> bool {
+    /// Does observing `w` complete phase `p`, and how?
+    fn covers(&self, w: &Sym, p: &Sym) -> Option<Covered> {
         let (Sym::Phase { bar: wb, idx: wi }, Sym::Phase { bar: pb, idx: pi }) = (norm_sym(w), p)
         else {
-            return false;
+            return None;
         };
         // Only the phase itself: a wait on a later phase than the one
         // current when it starts passes at once (its parity names the
@@ -1234,7 +1262,7 @@ impl<'a> Engine<'a> {
         // nothing about an earlier phase p unless w == p.
         let ok = |pb: &Sym, pi: &Affine| -> bool { *wb == *pb && wi.sub(pi).as_const() == Some(0) };
         if ok(pb, pi) {
-            return true;
+            return Some(Covered::Phase);
         }
         // A family of instances from an exited loop: the instance this loop's
         // iteration waits for.
@@ -1266,12 +1294,14 @@ impl<'a> Engine<'a> {
             // persistent tile loop): each the same iteration of a distinct
             // loop around this wait.
             if exited.len() > self.loops.len() || self.loops.len() > 4 {
-                return false;
+                return None;
             }
             let mut pairs = Vec::new();
-            return self.assign(&exited, &mut pairs, &|pairs| {
-                *wb == pb_at(pairs) && wi.sub(&at(pi, pairs)).as_const() == Some(0)
-            });
+            return self
+                .assign(&exited, &mut pairs, &|pairs| {
+                    *wb == pb_at(pairs) && wi.sub(&at(pi, pairs)).as_const() == Some(0)
+                })
+                .then_some(Covered::Phase);
         }
         for &a in &exited {
             for &l in &self.loops {
@@ -1322,12 +1352,11 @@ impl<'a> Engine<'a> {
                         && wb2 == pb2
                         && simp(&wi).sub(&simp(&pi.at_instance(a, l, c, n))).as_const() == Some(0)
                     {
-                        if a == l {
-                            let mut far = self.ring_distance.borrow_mut();
-                            let d = far.entry(l).or_insert(1);
-                            *d = (*d).max(-c);
-                        }
-                        return true;
+                        return Some(if a == l {
+                            Covered::Earlier { l, back: -c }
+                        } else {
+                            Covered::Phase
+                        });
                     }
                 }
             }
@@ -1350,7 +1379,7 @@ impl<'a> Engine<'a> {
                         other => other.clone(),
                     };
                     if *wb == pb2 && wi.sub(&at(pi)).as_const() == Some(0) {
-                        return true;
+                        return Some(Covered::Phase);
                     }
                 }
             }
@@ -1377,12 +1406,12 @@ impl<'a> Engine<'a> {
                         other => other.clone(),
                     };
                     if wb2 == *pb.as_ref() && at(&wi).sub(pi).as_const() == Some(0) {
-                        return true;
+                        return Some(Covered::Phase);
                     }
                 }
             }
         }
-        false
+        None
     }
 
     /// Whether `ok` holds for some pairing of each loop of `exited`
@@ -1413,19 +1442,15 @@ impl<'a> Engine<'a> {
     /// present in one iteration of an enclosing loop only (its guard) is
     /// matched with `w` as it is in that iteration (a prologue's phase 0
     /// waited on as `k div 2` of slot `k mod 2` when `k == 0`).
-    fn covers_op(&self, w: &Sym, r: &OpRec) -> bool {
-        let Some(p) = &r.phase else {
-            return false;
-        };
-        if self.covers(w, p) {
-            return true;
+    fn covers_op(&self, w: &Sym, r: &OpRec) -> Option<Covered> {
+        let p = &self.pinned_phase(r.phase.as_ref()?);
+        if let Some(how) = self.covers(w, p) {
+            return Some(how);
         }
-        let Some((l, c)) = r.guard.filter(|(l, _)| self.loops.contains(l)) else {
-            return false;
-        };
+        let (l, c) = r.guard.filter(|(l, _)| self.loops.contains(l))?;
         let at = |e: &Affine| e.subst(&Atom::Iv(l), &Affine::constant(c));
         let Sym::Phase { bar, idx } = norm_sym(w) else {
-            return false;
+            return None;
         };
         let bar = match *bar {
             Sym::Ptr(b, o) => Sym::Ptr(b, at(&o)),
@@ -1438,12 +1463,20 @@ impl<'a> Engine<'a> {
         self.covers(&w, p)
     }
 
-    fn observe(&mut self, st: &mut State, w: &Sym) {
+    /// Observes phase `w`, the value `phase` where the wait's operand is
+    /// known.
+    fn observe(&mut self, st: &mut State, w: &Sym, phase: Option<Value>) {
+        // In a loop run iteration by iteration, the phase of this one (the
+        // ops it issued name theirs so).
+        let w = &self.pinned_phase(w);
         // Other threads' accesses before this wait may be ordered by it;
         // a wait on a phase that depends on the thread may order threads of
-        // this code among themselves (turns): see `race_with_others`.
+        // this code among themselves (turns): see `race_with_others`. A
+        // phase this analysis cannot name is the same in every thread when
+        // its value is.
         st.unsynced.clear();
-        if self.thread_dependent_phase(w) {
+        let uniform = phase.is_some_and(|v| !self.syms.tid_dependent[v.index()]);
+        if !uniform && self.thread_dependent_phase(w) {
             st.partial_sync = true;
         }
         // Observing a copy's phase orders after it every async read its
@@ -1455,7 +1488,7 @@ impl<'a> Engine<'a> {
         let landed: Vec<OpRec> = st
             .ops
             .iter()
-            .filter(|r| !r.seen && self.covers_op(w, r))
+            .filter(|r| !r.seen && self.covers_op(w, r).is_some())
             .cloned()
             .collect();
         let read_done: Vec<OpRec> = st
@@ -1482,10 +1515,19 @@ impl<'a> Engine<'a> {
                 ..q
             });
         }
+        // The instances of a ring's copies issued between the one observed
+        // `back` iterations ago and this iteration are still in flight.
+        let mut between = State::default();
         st.ops = std::mem::take(&mut st.ops)
             .into_iter()
             .map(|mut r| {
-                if !r.seen && self.covers_op(w, &r) {
+                let how = (!r.seen).then(|| self.covers_op(w, &r)).flatten();
+                if let Some(Covered::Earlier { l, back }) = how {
+                    between
+                        .ops
+                        .extend((1..back).map(|d| self.instance_back(&r, l, d)));
+                }
+                if how.is_some() {
                     r.seen = true;
                     if let Some(s) = &r.src {
                         if r.kind == Kind::Mbar && matches!(s.base, Base::Shared(_)) {
@@ -1497,6 +1539,67 @@ impl<'a> Engine<'a> {
                 r
             })
             .collect();
+        st.ops.extend(between.ops);
+    }
+
+    /// Phase `p` with the loops run one by one at their pinned values.
+    fn pinned_phase(&self, p: &Sym) -> Sym {
+        match p {
+            Sym::Phase { bar, idx } => Sym::Phase {
+                bar: Box::new(match bar.as_ref() {
+                    Sym::Ptr(b, o) => Sym::Ptr(b.clone(), self.pinned(o).into_owned()),
+                    other => other.clone(),
+                }),
+                idx: self.pinned(idx).into_owned(),
+            },
+            other => other.clone(),
+        }
+    }
+
+    /// The instance of `r`, an op of loop `l`'s earlier iterations (its
+    /// `Exist(l)` atoms), issued `d` iterations before the current one.
+    fn instance_back(&self, r: &OpRec, l: Inst, d: i64) -> OpRec {
+        let unit = self.k.insts[l]
+            .args
+            .get(2)
+            .and_then(|x| self.k.const_int(*x))
+            == Some(1);
+        let n = if unit { -d } else { 0 };
+        let mut one = State {
+            ops: BTreeSet::from([r.clone()]),
+            ..State::default()
+        };
+        one.map_exprs(&|e: &Affine| Some(e.at_instance(l, l, -d, n)));
+        let mut out = one.ops.pop_first().unwrap_or_else(|| r.clone());
+        out.back.insert(l, d);
+        out
+    }
+
+    /// The phase operand of the poll whose result `c` is, directly or
+    /// negated (`xor %ok, 1`, `cmp.eq %ok, 0`).
+    fn polled_phase(&self, c: Value, depth: u32) -> Option<Value> {
+        let k = self.k;
+        let d = &k.insts[k.def_inst(c)?];
+        match &d.op {
+            Op::Ptx(p)
+                if matches!(
+                    p.family.sync(),
+                    SyncEffect::PhaseWait(WaitKind::Test | WaitKind::Try)
+                ) =>
+            {
+                d.args.first()?.value()
+            }
+            Op::Binary(BinaryOp::Xor) | Op::Cmp(CmpPred::Eq | CmpPred::Ne, _) if depth < 2 => {
+                let [a, b] = [*d.args.first()?, *d.args.get(1)?];
+                let other = match (k.const_int(a), k.const_int(b)) {
+                    (None, Some(_)) => a,
+                    (Some(_), None) => b,
+                    _ => return None,
+                };
+                self.polled_phase(other.value()?, depth + 1)
+            }
+            _ => None,
+        }
     }
 
     /// A `.acquire.cluster` wait on this CTA's mbarrier: a peer's
@@ -1636,7 +1739,8 @@ impl<'a> Engine<'a> {
         for (branch, pol, s) in [(0, true, &mut then_s), (1, false, &mut else_s)] {
             if let Some((ph, p)) = &fact {
                 if *p == pol {
-                    self.observe(s, ph);
+                    let polled = cond.and_then(|c| self.polled_phase(c, 0));
+                    self.observe(s, ph, polled);
                 }
             }
             // The branch runs under the condition and, for the then-branch
@@ -2132,11 +2236,19 @@ impl<'a> Engine<'a> {
         found
     }
 
-    /// Whether op `r`, issued in the current iteration of loop `l`, is not
-    /// issued in the loop's last iteration ([`OpRec::skipped_last`]).
+    /// Whether op `r`, issued in the current iteration of loop `l` or
+    /// `back` iterations before it ([`OpRec::back`]), is absent when the
+    /// current iteration is the loop's last: its condition is false in
+    /// the iteration that would have issued it ([`OpRec::skipped_last`]).
     fn skipped_in_last(&self, l: Inst, r: &OpRec) -> bool {
-        let far = self.ring_distance.borrow().get(&l).copied().unwrap_or(1);
-        !r.earlier.contains(&l) && r.skipped_last.get(&l).is_some_and(|&n| n >= far)
+        let back = match r.earlier.contains(&l) {
+            false => 0,
+            true => match r.back.get(&l) {
+                Some(&d) => d,
+                None => return false,
+            },
+        };
+        r.skipped_last.get(&l).is_some_and(|&n| back < n)
     }
 
     /// For the enclosing loops (each a `for` by 1 whose bound is known),
@@ -2314,6 +2426,52 @@ impl<'a> Engine<'a> {
         let args = &k.regions[body].args;
         let syms = self.syms;
         let inside = |v: Value| syms.loops[v.index()].contains(&inst);
+        let mut issued_here = BTreeSet::new();
+        k.walk(body, &mut |i| {
+            issued_here.insert(i);
+        });
+        // A pending mbarrier-tracked op of one of the last iterations that
+        // names its iteration stays that instance across the back edge
+        // (`Iv - 1`, ...), for as many iterations as a wait looks back;
+        // older ones, and those whose operands vary in ways the shift
+        // cannot follow, join the family of some earlier iteration.
+        // Only where this thread waits on the op's barrier in the loop: a
+        // producer's copies that other threads wait on are matched by the
+        // cross-thread analysis, not by this thread's waits.
+        let hulls_meet = |a: Inst, b: Inst| match (syms.tid_hull.get(&a), syms.tid_hull.get(&b)) {
+            (Some(&(l1, h1)), Some(&(l2, h2))) => l1 <= h2 && l2 <= h1,
+            _ => true,
+        };
+        let waits_on = self.waits_on.clone();
+        let waited_here = |r: &OpRec| {
+            r.bar.and_then(|id| waits_on.get(&id)).is_some_and(|ws| {
+                ws.iter()
+                    .any(|&w| issued_here.contains(&w) && hulls_meet(w, r.inst))
+            })
+        };
+        let recent = |r: &OpRec| {
+            let names_iteration = |e: &Affine| e.mentions(&|a| *a == Atom::Iv(inst));
+            let variant = |e: &Affine| e.mentions(&|a| matches!(a, Atom::Opaque(v) if inside(*v)));
+            let exprs: Vec<&Affine> = [&r.dst, &r.src]
+                .into_iter()
+                .flatten()
+                .filter_map(|m| m.off.as_ref())
+                .chain(match &r.phase {
+                    Some(Sym::Phase { bar, idx }) => match bar.as_ref() {
+                        Sym::Ptr(_, o) => vec![o, idx],
+                        _ => vec![idx],
+                    },
+                    _ => vec![],
+                })
+                .collect();
+            step.is_some()
+                && !r.seen
+                && matches!(r.phase, Some(Sym::Phase { .. }))
+                && waited_here(r)
+                && r.back.get(&inst).is_none_or(|&d| d < MAX_RECENT)
+                && exprs.iter().any(|e| names_iteration(e))
+                && !exprs.iter().any(|e| variant(e))
+        };
         let mut exit = None;
         let mut head = entry.clone();
         // The head before this one: where heads alternate (a record one
@@ -2432,11 +2590,13 @@ impl<'a> Engine<'a> {
                 for r in &skipped {
                     t.ops.remove(r);
                 }
-                t.familyize(inst);
+                t.familyize(inst, &recent);
+                t.age(inst, &|i| issued_here.contains(&i));
                 t.shift(inst, step, guard_limit, &|v| inside(v));
                 t
             });
-            s.familyize(inst);
+            s.familyize(inst, &recent);
+            s.age(inst, &|i| issued_here.contains(&i));
             s.shift(inst, step, guard_limit, &|v| inside(v));
             let back = s.clone();
             s.unsynced.extend(carried);
@@ -2718,7 +2878,7 @@ impl<'a> Engine<'a> {
                         if sem::ordering(p) == Some(Scope::Cluster) && !is_remote(ph) {
                             self.handed_back(st);
                         }
-                        self.observe(st, ph);
+                        self.observe(st, ph, data.args.first().and_then(|a| a.value()));
                         // The phase completes only after every reader's
                         // arrival, which followed its reads.
                         let ph = norm_sym(ph);
@@ -3200,6 +3360,18 @@ impl<'a> Engine<'a> {
 /// cap. A ring of `S` stages with `C` commits a step has `S * C` commits
 /// in its text and waits on groups at most `S * C - 1` deep: counting the
 /// commits keeps those names.
+/// How observing a phase completes an op's ([`Engine::covers`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Covered {
+    /// The phase the op completes on, or its instance that the current
+    /// iterations name.
+    Phase,
+    /// An op issued in loop `l`'s earlier iterations, as "some earlier
+    /// iteration": the instance `back` iterations before the current one.
+    /// The instances of the iterations after it are not observed.
+    Earlier { l: Inst, back: i64 },
+}
+
 /// One iteration of loop `l`, where its variable is `iv`, for
 /// [`Engine::decided_in`].
 struct IterAt {

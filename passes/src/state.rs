@@ -146,10 +146,25 @@ pub struct OpRec {
     pub earlier: BTreeSet<Inst>,
     /// For enclosing loops whose last iterations do not issue it, how
     /// many of them in a row: a condition it was issued under is false
-    /// there (`if` more tiles are left, prefetch the next). Meaningful
-    /// while it is in that loop's current iteration (the loop not in
-    /// `earlier`).
+    /// there (`if` more tiles are left, prefetch the next). It names the
+    /// iterations the op itself is absent from while it is in that loop's
+    /// current iteration (the loop not in `earlier`), or `back` says which
+    /// earlier iteration issued it.
     pub skipped_last: BTreeMap<Inst, i64>,
+    /// For loops in `earlier`: the instance, of an op issued in the loop's
+    /// earlier iterations, that was issued this many iterations before the
+    /// current one (split off its family by a wait on an older instance).
+    pub back: BTreeMap<Inst, i64>,
+}
+
+impl OpRec {
+    /// Whether its completion is an mbarrier phase (bulk copies, and
+    /// `cp.async` whose completion a `cp.async.mbarrier.arrive` put on a
+    /// phase), matched to waits by the phase they name.
+    pub fn phase_tracked(&self) -> bool {
+        self.kind == Kind::Mbar
+            || (self.kind == Kind::NonBulk && matches!(self.phase, Some(Sym::Phase { .. })))
+    }
 }
 
 /// Whether an mbarrier is initialised, and for whom.
@@ -503,25 +518,54 @@ impl State {
             .collect();
     }
 
+    /// Before the back edge of loop `l`: each mbarrier-tracked op the loop
+    /// issued (`issued`) that names one iteration, this one or one `back`
+    /// iterations before, becomes one iteration older.
+    pub fn age(&mut self, l: Inst, issued: &impl Fn(Inst) -> bool) {
+        self.ops = std::mem::take(&mut self.ops)
+            .into_iter()
+            .map(|mut r| {
+                if issued(r.inst) && r.phase_tracked() {
+                    match (r.earlier.contains(&l), r.back.get_mut(&l)) {
+                        (false, _) => {
+                            r.back.insert(l, 1);
+                        }
+                        (true, Some(d)) => *d += 1,
+                        (true, None) => {}
+                    }
+                }
+                r
+            })
+            .collect();
+    }
+
     /// Mbarrier-tracked ops of the iteration that ran (bulk copies, and
     /// `cp.async` whose completion a `cp.async.mbarrier.arrive` put on a
     /// phase) become a family of instances ("some earlier iteration"),
-    /// matched to waits by slot.
+    /// matched to waits by slot, but for those `keep` names: an instance
+    /// of a recent iteration that the back edge's shift names as such.
     /// Generic reads keep their iteration (the back edge's shift makes it
     /// the previous one): what releases them is this thread's own arrive,
     /// in program order, not a completion matched by slot.
-    pub fn familyize(&mut self, l: Inst) {
-        let (fam, rest): (BTreeSet<OpRec>, BTreeSet<OpRec>) =
-            std::mem::take(&mut self.ops).into_iter().partition(|r| {
-                r.kind == Kind::Mbar
-                    || (r.kind == Kind::NonBulk && matches!(r.phase, Some(Sym::Phase { .. })))
-            });
+    pub fn familyize(&mut self, l: Inst, keep: &impl Fn(&OpRec) -> bool) {
+        let (fam, rest): (BTreeSet<OpRec>, BTreeSet<OpRec>) = std::mem::take(&mut self.ops)
+            .into_iter()
+            .partition(|r| r.phase_tracked() && !keep(r));
         let preds = std::mem::take(&mut self.preds);
         let reads = std::mem::take(&mut self.reads);
         let released = std::mem::take(&mut self.released);
         self.map_exprs(&|e: &Affine| Some(e.exist(l)));
         self.reads = reads;
         self.released = released;
+        // A family names no single iteration, and holds none of the next.
+        let fam = fam
+            .into_iter()
+            .map(|mut r| {
+                r.back.remove(&l);
+                r.earlier.insert(l);
+                r
+            })
+            .collect();
         let mut tmp = State {
             ops: fam,
             ..State::default()

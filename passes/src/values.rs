@@ -638,6 +638,11 @@ impl Syms {
                     self.loops[a.index()] = loops.clone();
                 }
                 self.region(k, body, loops);
+                // A carried value may differ between threads when its next
+                // value does: walked again until none changes.
+                while self.carried_dependence(k, inst) {
+                    self.region(k, body, loops);
+                }
                 let carried = self.inductions(k, inst);
                 let wrapped = self.wraps(k, inst);
                 if !carried.is_empty() || wrapped {
@@ -650,6 +655,7 @@ impl Syms {
                     self.region(k, sub, loops);
                 }
             }
+            self.result_dependence(k, inst);
             for &res in &data.results {
                 self.loops[res.index()] = loops.clone();
             }
@@ -1297,6 +1303,68 @@ impl Syms {
         for (i, init, per) in carried {
             if let (Some(p), Some(&res)) = (per.as_const(), data.results.get(*i)) {
                 self.vals[res.index()] = Sym::Int(init.add(&trips.scale(p)));
+            }
+        }
+    }
+
+    /// Marks the carried values of loop `l` whose next value may differ
+    /// between threads (or between CTAs) as doing so too; whether any
+    /// changed.
+    fn carried_dependence(&mut self, k: &Kernel, l: Inst) -> bool {
+        let body = k.insts[l].regions[0];
+        let yields = cpflow_ir::facts::yield_args(k, body);
+        let mut changed = false;
+        for (i, &a) in k.regions[body].args.iter().enumerate().skip(1) {
+            let Some(next) = yields.get(i - 1).and_then(|y| y.value()) else {
+                continue;
+            };
+            for of in [&mut self.tid_dependent, &mut self.thread_dependent] {
+                if of[next.index()] && !of[a.index()] {
+                    of[a.index()] = true;
+                    changed = true;
+                }
+            }
+        }
+        changed
+    }
+
+    /// The results of a `for` or `if` may differ between threads where
+    /// their value does: result `i` of a loop where its carried value does
+    /// or the loop's bounds do; of an `if` where its condition or a
+    /// branch's yield does.
+    fn result_dependence(&mut self, k: &Kernel, inst: Inst) {
+        let data = &k.insts[inst];
+        let dep =
+            |of: &[bool], a: Option<&Arg>| a.and_then(|a| a.value()).is_some_and(|v| of[v.index()]);
+        for of in [&mut self.tid_dependent, &mut self.thread_dependent] {
+            let marks: Vec<bool> = match data.op {
+                Op::For => {
+                    let body = data.regions[0];
+                    let args = &k.regions[body].args;
+                    let yields = cpflow_ir::facts::yield_args(k, body);
+                    let bounds = data.args.iter().take(3).any(|a| dep(of, Some(a)));
+                    (0..data.results.len())
+                        .map(|i| {
+                            bounds
+                                || args.get(i + 1).is_some_and(|a| of[a.index()])
+                                || dep(of, yields.get(i))
+                        })
+                        .collect()
+                }
+                Op::If => {
+                    let cond = dep(of, data.args.first());
+                    let (t, e) = (
+                        cpflow_ir::facts::yield_args(k, data.regions[0]),
+                        cpflow_ir::facts::yield_args(k, data.regions[1]),
+                    );
+                    (0..data.results.len())
+                        .map(|i| cond || dep(of, t.get(i)) || dep(of, e.get(i)))
+                        .collect()
+                }
+                _ => continue,
+            };
+            for (&r, m) in data.results.iter().zip(marks) {
+                of[r.index()] = m;
             }
         }
     }
