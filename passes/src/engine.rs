@@ -1817,18 +1817,19 @@ impl<'a> Engine<'a> {
     }
 
     /// Whether an enclosing `if lo < hi` (signed, the loop's own bounds as
-    /// its operands, a positive constant step) holds where loop `data`
-    /// starts: then it runs at least once (a pipelined ring under the guard
-    /// its prologue needs).
-    fn guarded_to_run(&self, data: &cpflow_ir::ir::InstData) -> bool {
+    /// its operands, a positive constant or grid-sized step) holds where
+    /// loop `l` starts: then it runs at least once (a pipelined ring under
+    /// the guard its prologue needs, a persistent loop under `%ctaid.x <
+    /// %m`).
+    fn guarded_to_run(&self, l: Inst) -> bool {
+        let data = &self.k.insts[l];
         let (Some(lo), Some(hi)) = (data.args.first(), data.args.get(1)) else {
             return false;
         };
-        let step_up = data
-            .args
-            .get(2)
-            .and_then(|a| self.k.const_int(*a))
-            .is_some_and(|s| s > 0);
+        let step_up = match data.args.get(2).and_then(|a| self.k.const_int(*a)) {
+            Some(s) => s > 0,
+            None => self.syms.grid_strided(self.k, l).is_some(),
+        };
         step_up
             && self.conds.iter().any(|&(c, taken)| {
                 taken
@@ -1942,7 +1943,7 @@ impl<'a> Engine<'a> {
             (lo, data.args.get(1).and_then(|a| k.const_int(*a))),
             (Some(lo), Some(hi)) if hi > lo
         ) || self.assumed_runs.contains(&inst)
-            || self.guarded_to_run(data);
+            || self.guarded_to_run(inst);
         let trips = match (lo, data.args.get(1).and_then(|a| k.const_int(*a)), step) {
             (Some(lo), Some(hi), Some(step)) if hi > lo => Some((hi - lo + step - 1) / step),
             _ => None,
@@ -2272,7 +2273,14 @@ impl<'a> Engine<'a> {
                 if self.syms.iv_counts.contains(&l)
                     || data.args.get(2).and_then(|a| k.const_int(*a)) != Some(1)
                 {
-                    return None;
+                    // Any step: `iv + step < hi` is false in the last
+                    // iteration, where no other follows (a persistent
+                    // loop's prefetch of its next row).
+                    let next = self
+                        .conds
+                        .iter()
+                        .any(|&(c, pol)| pol && self.another_follows(l, c));
+                    return next.then_some((l, 1));
                 }
                 let hi = data.args.get(1).and_then(|a| self.syms.int(*a))?;
                 let lo = data.args.first().and_then(|a| k.const_int(*a));
@@ -2294,6 +2302,51 @@ impl<'a> Engine<'a> {
                 (n > 0).then_some((l, n))
             })
             .collect()
+    }
+
+    /// Whether comparison `c` is `iv + step < hi` (or `hi > iv + step`) of
+    /// loop `l`'s own variable, step and bound, signed or unsigned: true
+    /// exactly where another iteration follows this one. (The sum stays
+    /// below 2^32 as `iv < hi < 2^31` and `0 < step < 2^31`; it is taken
+    /// not to pass 2^31 - 1 in a signed comparison: a bound within a step
+    /// of it.)
+    fn another_follows(&self, l: Inst, c: Value) -> bool {
+        let k = self.k;
+        let Some(d) = k.def_inst(c).map(|i| &k.insts[i]) else {
+            return false;
+        };
+        let (Op::Cmp(pred, _), [a, b]) = (&d.op, &d.args[..]) else {
+            return false;
+        };
+        let (sum, bound) = match pred {
+            CmpPred::Slt | CmpPred::Ult => (a, b),
+            CmpPred::Sgt | CmpPred::Ugt => (b, a),
+            _ => return false,
+        };
+        let data = &k.insts[l];
+        let body = data.regions[0];
+        let int = |x: &Arg| self.syms.int(*x);
+        let (Some(iv), Some(step), Some(hi)) = (
+            k.regions[body]
+                .args
+                .first()
+                .and_then(|v| match self.syms.get(*v) {
+                    Sym::Int(e) => Some(e.clone()),
+                    _ => None,
+                }),
+            data.args.get(2).and_then(int),
+            data.args.get(1).and_then(int),
+        ) else {
+            return false;
+        };
+        let positive = data
+            .args
+            .get(2)
+            .and_then(|x| k.const_int(*x))
+            .map_or_else(|| self.syms.grid_strided(k, l).is_some(), |s| s > 0);
+        positive
+            && int(sum).is_some_and(|e| e.sub(&iv) == step)
+            && int(bound).is_some_and(|e| e == hi)
     }
 
     /// The value of condition `c` in the iteration of the loops run one by

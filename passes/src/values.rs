@@ -534,7 +534,7 @@ impl Syms {
     /// Steps(step)`, so a prologue before the loop meets the iteration
     /// numbered 0 and ring state carried by it has a closed form in the
     /// iteration number.
-    fn grid_strided(&self, k: &Kernel, l: Inst) -> Option<(Affine, Affine)> {
+    pub fn grid_strided(&self, k: &Kernel, l: Inst) -> Option<(Affine, Affine)> {
         let data = &k.insts[l];
         if data.args.get(2).and_then(|a| k.const_int(*a)).is_some() {
             return None;
