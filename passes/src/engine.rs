@@ -2389,28 +2389,8 @@ impl<'a> Engine<'a> {
         let (a, b) = (side(0)?, side(1)?);
         // Two constants decide every predicate, by their machine bits.
         if let (Some(x), Some(y)) = (a.as_const(), b.as_const()) {
-            let (sx, sy, ux, uy) = match ty {
-                Scalar::I64 => (x, y, x as u64, y as u64),
-                _ => (
-                    i64::from(x as i32),
-                    i64::from(y as i32),
-                    u64::from(x as u32),
-                    u64::from(y as u32),
-                ),
-            };
-            return match pred {
-                CmpPred::Eq => Some(sx == sy),
-                CmpPred::Ne => Some(sx != sy),
-                CmpPred::Slt => Some(sx < sy),
-                CmpPred::Sle => Some(sx <= sy),
-                CmpPred::Sgt => Some(sx > sy),
-                CmpPred::Sge => Some(sx >= sy),
-                CmpPred::Ult => Some(ux < uy),
-                CmpPred::Ule => Some(ux <= uy),
-                CmpPred::Ugt => Some(ux > uy),
-                CmpPred::Uge => Some(ux >= uy),
-                _ => None,
-            };
+            let held = |v: i64| ordering::wrap(v, ty);
+            return ordering::compare(pred, ty, Some(held(x)), Some(held(y)));
         }
         let diff = a.sub(&b).as_const()?;
         match pred {

@@ -2055,7 +2055,7 @@ fn unsigned(v: i64, ty: Scalar) -> u64 {
 }
 
 /// `v` wrapped to `ty` and sign-extended (how values are held).
-fn wrap(v: i64, ty: Scalar) -> i64 {
+pub(crate) fn wrap(v: i64, ty: Scalar) -> i64 {
     match ty {
         Scalar::I1 => v & 1,
         Scalar::I32 => i64::from(v as i32),
