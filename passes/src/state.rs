@@ -153,7 +153,8 @@ pub struct OpRec {
     pub skipped_last: BTreeMap<Inst, i64>,
     /// For loops in `earlier`: the instance, of an op issued in the loop's
     /// earlier iterations, that was issued this many iterations before the
-    /// current one (split off its family by a wait on an older instance).
+    /// current one (kept so across the back edge, [`State::age`], or split
+    /// off its family by a wait on an older instance). Absent for a family.
     pub back: BTreeMap<Inst, i64>,
 }
 
