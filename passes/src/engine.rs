@@ -31,10 +31,11 @@ use crate::values::{
 
 const HUGE: i64 = 1 << 40;
 const MAX_ITERS: usize = 30;
-/// The most iterations back a pending mbarrier-tracked op stays named by
-/// its iteration at a loop's back edge (as far as a wait looks back,
-/// [`Engine::covers`]).
-const MAX_RECENT: i64 = 16;
+/// How many iterations back a wait looks for the copy it observes in a
+/// ring's earlier iterations ([`Engine::covers`]), a pending
+/// mbarrier-tracked op stays named by its iteration at a back edge, and a
+/// ring's last iterations are looked at for conditions that skip them.
+const LOOK_BACK: i64 = 16;
 /// The depth of a record whose group a wait completed.
 const DONE: u32 = u32::MAX;
 /// The smallest depth cap (see [`depth_caps`]).
@@ -1309,13 +1310,9 @@ impl<'a> Engine<'a> {
                 // instance of this loop's own earlier iterations: e = iv - c
                 // for a small c > 0 (a ring that issues L iterations ahead),
                 // c iterations back when the step is 1.
-                let unit = self.k.insts[l]
-                    .args
-                    .get(2)
-                    .and_then(|x| self.k.const_int(*x))
-                    == Some(1);
+                let unit = self.unit_step(l);
                 let shifts: Vec<i64> = if a == l {
-                    (1..=16).map(|c| -c).collect()
+                    (1..=LOOK_BACK).map(|c| -c).collect()
                 } else {
                     vec![0]
                 };
@@ -1340,9 +1337,8 @@ impl<'a> Engine<'a> {
                     other => other.clone(),
                 };
                 for c in shifts {
-                    let n = if unit { c } else { 0 };
                     let pb2 = match pb.as_ref() {
-                        Sym::Ptr(b, o) => Sym::Ptr(b.clone(), simp(&o.at_instance(a, l, c, n))),
+                        Sym::Ptr(b, o) => Sym::Ptr(b.clone(), simp(&self.at_iteration(o, a, l, c))),
                         other => other.clone(),
                     };
                     let same_steps = unit
@@ -1350,7 +1346,10 @@ impl<'a> Engine<'a> {
                         || !atoms.iter().any(|x| matches!(x, Atom::Steps(_, _, true)));
                     if same_steps
                         && wb2 == pb2
-                        && simp(&wi).sub(&simp(&pi.at_instance(a, l, c, n))).as_const() == Some(0)
+                        && simp(&wi)
+                            .sub(&simp(&self.at_iteration(pi, a, l, c)))
+                            .as_const()
+                            == Some(0)
                     {
                         return Some(if a == l {
                             Covered::Earlier { l, back: -c }
@@ -1448,18 +1447,7 @@ impl<'a> Engine<'a> {
             return Some(how);
         }
         let (l, c) = r.guard.filter(|(l, _)| self.loops.contains(l))?;
-        let at = |e: &Affine| e.subst(&Atom::Iv(l), &Affine::constant(c));
-        let Sym::Phase { bar, idx } = norm_sym(w) else {
-            return None;
-        };
-        let bar = match *bar {
-            Sym::Ptr(b, o) => Sym::Ptr(b, at(&o)),
-            other => other,
-        };
-        let w = Sym::Phase {
-            bar: Box::new(bar),
-            idx: at(&idx),
-        };
+        let w = norm_sym(w).map_phase(&|e| Some(e.subst(&Atom::Iv(l), &Affine::constant(c))));
         self.covers(&w, p)
     }
 
@@ -1517,15 +1505,13 @@ impl<'a> Engine<'a> {
         }
         // The instances of a ring's copies issued between the one observed
         // `back` iterations ago and this iteration are still in flight.
-        let mut between = State::default();
+        let mut between: Vec<OpRec> = Vec::new();
         st.ops = std::mem::take(&mut st.ops)
             .into_iter()
             .map(|mut r| {
                 let how = (!r.seen).then(|| self.covers_op(w, &r)).flatten();
                 if let Some(Covered::Earlier { l, back }) = how {
-                    between
-                        .ops
-                        .extend((1..back).map(|d| self.instance_back(&r, l, d)));
+                    between.extend((1..back).map(|d| self.instance_back(&r, l, d)));
                 }
                 if how.is_some() {
                     r.seen = true;
@@ -1539,37 +1525,39 @@ impl<'a> Engine<'a> {
                 r
             })
             .collect();
-        st.ops.extend(between.ops);
+        st.ops.extend(between);
     }
 
     /// Phase `p` with the loops run one by one at their pinned values.
     fn pinned_phase(&self, p: &Sym) -> Sym {
-        match p {
-            Sym::Phase { bar, idx } => Sym::Phase {
-                bar: Box::new(match bar.as_ref() {
-                    Sym::Ptr(b, o) => Sym::Ptr(b.clone(), self.pinned(o).into_owned()),
-                    other => other.clone(),
-                }),
-                idx: self.pinned(idx).into_owned(),
-            },
-            other => other.clone(),
-        }
+        p.map_phase(&|e| Some(self.pinned(e).into_owned()))
+    }
+
+    /// Whether loop `l` steps by 1, so that an offset of its variable
+    /// counts iterations.
+    fn unit_step(&self, l: Inst) -> bool {
+        self.k.insts[l]
+            .args
+            .get(2)
+            .and_then(|x| self.k.const_int(*x))
+            == Some(1)
+    }
+
+    /// `e` with the instance of exited loop `a` taken to be iteration `iv
+    /// + c` of loop `l` ([`Affine::at_instance`]; its carried steps `c`
+    /// iterations on where `l` steps by 1).
+    fn at_iteration(&self, e: &Affine, a: Inst, l: Inst, c: i64) -> Affine {
+        e.at_instance(a, l, c, if self.unit_step(l) { c } else { 0 })
     }
 
     /// The instance of `r`, an op of loop `l`'s earlier iterations (its
     /// `Exist(l)` atoms), issued `d` iterations before the current one.
     fn instance_back(&self, r: &OpRec, l: Inst, d: i64) -> OpRec {
-        let unit = self.k.insts[l]
-            .args
-            .get(2)
-            .and_then(|x| self.k.const_int(*x))
-            == Some(1);
-        let n = if unit { -d } else { 0 };
         let mut one = State {
             ops: BTreeSet::from([r.clone()]),
             ..State::default()
         };
-        one.map_exprs(&|e: &Affine| Some(e.at_instance(l, l, -d, n)));
+        one.map_exprs(&|e: &Affine| Some(self.at_iteration(e, l, l, -d)));
         let mut out = one.ops.pop_first().unwrap_or_else(|| r.clone());
         out.back.insert(l, d);
         out
@@ -2261,9 +2249,6 @@ impl<'a> Engine<'a> {
     /// condition so decided is its chosen value (the next tile's index `p
     /// + 1 == P ? t + 1 : t` of a loop over a tile's parts).
     fn skipped_in_last_iterations(&self) -> BTreeMap<Inst, i64> {
-        /// Iterations from the end looked at: as far back as a wait
-        /// finds the instance it observes ([`Engine::covers`]).
-        const MAX_BACK: i64 = 16;
         let k = self.k;
         self.loops
             .iter()
@@ -2298,7 +2283,7 @@ impl<'a> Engine<'a> {
                             && self.decided_in(c, &at, 0) == Some(!pol)
                     })
                 };
-                let n = (1..=MAX_BACK).take_while(|&j| skips(j)).count() as i64;
+                let n = (1..=LOOK_BACK).take_while(|&j| skips(j)).count() as i64;
                 (n > 0).then_some((l, n))
             })
             .collect()
@@ -2501,7 +2486,7 @@ impl<'a> Engine<'a> {
                 && !r.seen
                 && matches!(r.phase, Some(Sym::Phase { .. }))
                 && waited_here(r)
-                && r.back.get(&inst).is_none_or(|&d| d < MAX_RECENT)
+                && r.back.get(&inst).is_none_or(|&d| d < LOOK_BACK)
                 && exprs.iter().any(|e| names_iteration(e))
                 && !exprs.iter().any(|e| variant(e))
         };

@@ -372,21 +372,7 @@ impl State {
     /// Applies `f` to every affine expression of the state (offsets and
     /// phase indices); `None` forgets the offset.
     pub fn map_exprs(&mut self, f: &impl Fn(&Affine) -> Option<Affine>) {
-        let map_sym = |s: &Sym| -> Sym {
-            match s {
-                Sym::Phase { bar, idx } => {
-                    let bar = match bar.as_ref() {
-                        Sym::Ptr(b, o) => f(o).map_or(Sym::Unknown, |o| Sym::Ptr(b.clone(), o)),
-                        other => other.clone(),
-                    };
-                    f(idx).map_or(Sym::Unknown, |idx| Sym::Phase {
-                        bar: Box::new(bar),
-                        idx,
-                    })
-                }
-                other => other.clone(),
-            }
-        };
+        let map_sym = |s: &Sym| s.map_phase(f);
         self.ops = std::mem::take(&mut self.ops)
             .into_iter()
             .map(|mut r| {

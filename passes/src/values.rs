@@ -51,6 +51,27 @@ pub enum Sym {
     Unknown,
 }
 
+impl Sym {
+    /// A phase with `f` applied to its barrier's offset and its index;
+    /// `None` forgets the part (the barrier, or the whole phase). Other
+    /// symbols are unchanged.
+    pub fn map_phase(&self, f: &impl Fn(&Affine) -> Option<Affine>) -> Sym {
+        match self {
+            Sym::Phase { bar, idx } => {
+                let bar = match bar.as_ref() {
+                    Sym::Ptr(b, o) => f(o).map_or(Sym::Unknown, |o| Sym::Ptr(b.clone(), o)),
+                    other => other.clone(),
+                };
+                f(idx).map_or(Sym::Unknown, |idx| Sym::Phase {
+                    bar: Box::new(bar),
+                    idx,
+                })
+            }
+            other => other.clone(),
+        }
+    }
+}
+
 /// The most bits of a constant mask an `xor` is followed through exactly
 /// ([`Affine::xor_const`]: a term per bit).
 const MAX_XOR_BITS: u32 = 8;
