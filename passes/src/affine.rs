@@ -297,6 +297,19 @@ impl Affine {
         })
     }
 
+    /// `self` in iteration `n` (counted from 0) of loop `l`, where its
+    /// induction variable is `iv`: `Iv(l)` becomes `iv`, and its carried
+    /// steps `Steps(l, per)` the `n · per` of the iterations before.
+    pub fn in_iteration(&self, l: Inst, iv: i64, n: i64) -> Affine {
+        let mut atoms = Vec::new();
+        self.atoms(&mut atoms);
+        let e = self.subst(&Atom::Iv(l), &Affine::constant(iv));
+        atoms.into_iter().fold(e, |e, a| match &a {
+            Atom::Steps(m, per, false) if *m == l => e.subst(&a, &per.scale(n)),
+            _ => e,
+        })
+    }
+
     /// `self` with loop `l` exited: its induction variable and carried
     /// steps become those of some iteration.
     pub fn exist(&self, l: Inst) -> Affine {

@@ -23,7 +23,7 @@ use cpflow_ir::types::{Scalar, Type};
 use crate::affine::{disjoint, Affine, Atom, Bounds};
 use crate::ordering;
 use crate::sites::Sites;
-use crate::state::{Init, Issuer, Kind, Mem, OpRec, State};
+use crate::state::{Init, Issuer, Kind, Mem, OpRec, State, TripFacts};
 use crate::values::{
     complement, conjuncts, elect_lane, intersect, is_sreg, lane_is_tid_x_mod_32, mapa_of, Base,
     Runners, Sym, Syms,
@@ -134,6 +134,13 @@ pub struct Engine<'a> {
     /// For each wait: the shallowest depth a later use needed, and its N.
     demand: BTreeMap<Inst, u32>,
     wait_n: BTreeMap<Inst, u32>,
+    /// Instructions found redundant (a wait with nothing pending, a fence
+    /// with nothing to order) in a walk that reports, with their warning,
+    /// and those found needed in one: a warning stands when the
+    /// instruction is redundant in every walk (every iteration of the
+    /// loops run one by one).
+    idle: BTreeMap<Inst, Diagnostic>,
+    needed: BTreeSet<Inst>,
     /// Barrier allocations some wait observes.
     waited_bars: BTreeSet<SharedId>,
     /// The waits and polls on each barrier allocation.
@@ -261,6 +268,8 @@ impl<'a> Engine<'a> {
             deferred: Vec::new(),
             demand: BTreeMap::new(),
             wait_n: BTreeMap::new(),
+            idle: BTreeMap::new(),
+            needed: BTreeSet::new(),
             waited_bars,
             waits_on,
             depth_cap: depth_caps(k),
@@ -352,6 +361,7 @@ impl<'a> Engine<'a> {
         }
         self.at_exit(&st);
         self.lint_waits();
+        self.lint_idle();
         Findings {
             diags: self.diags.into_diagnostics(),
             deferred,
@@ -418,6 +428,7 @@ impl<'a> Engine<'a> {
             earlier: BTreeSet::new(),
             skipped_last: BTreeMap::new(),
             back: BTreeMap::new(),
+            trips: BTreeMap::new(),
             left_by: None,
             done_by: None,
             tok: BTreeSet::new(),
@@ -602,7 +613,7 @@ impl<'a> Engine<'a> {
     /// `e` (already [`Engine::pinned`]) in the guard's iteration.
     fn guarded(&self, e: &Affine, guard: Option<(Inst, i64)>) -> Affine {
         match guard {
-            Some((l, c)) if self.loops.contains(&l) => e.subst(&Atom::Iv(l), &Affine::constant(c)),
+            Some((l, c)) if self.loops.contains(&l) => self.at_iv(e, l, c),
             _ => e.clone(),
         }
     }
@@ -612,9 +623,25 @@ impl<'a> Engine<'a> {
         if self.pinned.is_empty() {
             return Cow::Borrowed(e);
         }
-        Cow::Owned(self.pinned.iter().fold(e.clone(), |e, &(l, v)| {
-            e.subst(&Atom::Iv(l), &Affine::constant(v))
-        }))
+        Cow::Owned(
+            self.pinned
+                .iter()
+                .fold(e.clone(), |e, &(l, v)| self.at_iv(&e, l, v)),
+        )
+    }
+
+    /// `e` in the iteration of loop `l` where its [`Atom::Iv`] is `iv`,
+    /// with the steps its counters carried in the iterations before
+    /// ([`Affine::in_iteration`]) where that iteration's index is known.
+    fn at_iv(&self, e: &Affine, l: Inst, iv: i64) -> Affine {
+        let first = self.syms.iv_first(self.k, l);
+        let step = self.syms.iv_step(self.k, l);
+        match first.zip(step) {
+            Some((first, step)) if iv >= first && (iv - first) % step == 0 => {
+                e.in_iteration(l, iv, (iv - first) / step)
+            }
+            _ => e.subst(&Atom::Iv(l), &Affine::constant(iv)),
+        }
     }
 
     /// May `a` (this thread) overlap `b` (of record `r`, by this thread or, with `cross`, another)?
@@ -849,7 +876,7 @@ impl<'a> Engine<'a> {
                 st.fence_useful = true;
             }
         } else if matches!(m.base, Base::Shared(_)) {
-            st.reads.insert((m.clone(), at, None));
+            st.reads.insert((m.clone(), at, None, TripFacts::new()));
         }
     }
 
@@ -1031,11 +1058,13 @@ impl<'a> Engine<'a> {
             // cross-thread analysis decides.
             let unnamed = kind == Kind::Mbar && phase.as_ref().is_some_and(|p| self.unnamed(p));
             let reads: Vec<_> = st.reads.iter().cloned().collect();
-            for (m, rd, guard) in reads {
+            for (m, rd, guard, trips) in reads {
                 // The reader: the copy may overwrite its bytes unless the one
-                // thread that read them issues the copy.
+                // thread that read them issues the copy (both bytes as they
+                // are wherever the read is).
                 let dummy = self.dummy(rd);
-                if !self.same_single_thread(&dummy) && self.overlap(d, &m, guard, true) {
+                let (d, m) = (known_trips(d, &trips), known_trips(&m, &trips));
+                if !self.same_single_thread(&dummy) && self.overlap(&d, &m, guard, true) {
                     let diag = Diagnostic::error("E1008", "this async copy may overwrite bytes other threads still read", self.span(at))
                         .with_label("no barrier orders the other threads' reads before this copy")
                         .with_secondary(self.span(rd), "other threads read these bytes here")
@@ -1061,7 +1090,7 @@ impl<'a> Engine<'a> {
                 // await: either way a later copy into these bytes must wait
                 // for this thread's reads, until the next barrier.
                 if kind == Kind::Abstract {
-                    st.reads.insert((s.clone(), at, None));
+                    st.reads.insert((s.clone(), at, None, TripFacts::new()));
                 }
                 if async_src {
                     let writes: Vec<(Mem, bool, Inst)> = st.gen_writes.iter().cloned().collect();
@@ -1120,6 +1149,7 @@ impl<'a> Engine<'a> {
             earlier: BTreeSet::new(),
             skipped_last: self.skipped_in_last_iterations(),
             back: BTreeMap::new(),
+            trips: BTreeMap::new(),
             left_by: None,
             done_by: None,
             tok: data_results(self.k, at, kind),
@@ -1399,7 +1429,7 @@ impl<'a> Engine<'a> {
                 let Some(lo) = lo else { continue };
                 let hi = self.syms.bounds.iv.get(&l).map_or(lo + 15, |b| b.1);
                 for c in lo..=hi.min(lo + 15) {
-                    let at = |e: &Affine| e.subst(&Atom::Iv(l), &Affine::constant(c));
+                    let at = |e: &Affine| self.at_iv(e, l, c);
                     let wb2 = match wb.as_ref() {
                         Sym::Ptr(b, o) => Sym::Ptr(b.clone(), at(o)),
                         other => other.clone(),
@@ -1442,12 +1472,18 @@ impl<'a> Engine<'a> {
     /// matched with `w` as it is in that iteration (a prologue's phase 0
     /// waited on as `k div 2` of slot `k mod 2` when `k == 0`).
     fn covers_op(&self, w: &Sym, r: &OpRec) -> Option<Covered> {
-        let p = &self.pinned_phase(r.phase.as_ref()?);
+        // Both with the trip counts of the loops `r` was left pending by as
+        // they are wherever it is.
+        let known = |s: &Sym| {
+            s.map_phase(&|e| Some(r.trips.iter().fold(e.clone(), |e, (t, n)| e.subst(t, n))))
+        };
+        let p = &known(&self.pinned_phase(r.phase.as_ref()?));
+        let w = &known(w);
         if let Some(how) = self.covers(w, p) {
             return Some(how);
         }
         let (l, c) = r.guard.filter(|(l, _)| self.loops.contains(l))?;
-        let w = norm_sym(w).map_phase(&|e| Some(e.subst(&Atom::Iv(l), &Affine::constant(c))));
+        let w = norm_sym(w).map_phase(&|e| Some(self.at_iv(e, l, c)));
         self.covers(&w, p)
     }
 
@@ -1531,6 +1567,25 @@ impl<'a> Engine<'a> {
     /// Phase `p` with the loops run one by one at their pinned values.
     fn pinned_phase(&self, p: &Sym) -> Sym {
         p.map_phase(&|e| Some(self.pinned(e).into_owned()))
+    }
+
+    /// The trip count of loop `l` where it is an [`Atom::Trips`] whose
+    /// bounds are the same in every thread and every iteration of the
+    /// loops around it (values defined outside every loop); with `hi -
+    /// lo`, its value where the loop runs, for a loop by 1.
+    fn launch_wide_trips(&self, l: Inst) -> Option<(Atom, Option<Affine>)> {
+        let t = self.syms.trips(self.k, l)?;
+        let [(a @ Atom::Trips(lo, hi, step), 1)] = t.terms.iter().collect::<Vec<_>>()[..] else {
+            return None;
+        };
+        let mut atoms = Vec::new();
+        lo.atoms(&mut atoms);
+        hi.atoms(&mut atoms);
+        let outside = atoms.iter().all(|x| match x {
+            Atom::Opaque(v) => self.syms.loops[v.index()].is_empty(),
+            _ => false,
+        });
+        (t.c == 0 && outside).then(|| (a.clone(), (*step == 1).then(|| hi.sub(lo))))
     }
 
     /// Whether loop `l` steps by 1, so that an offset of its variable
@@ -1864,7 +1919,7 @@ impl<'a> Engine<'a> {
             .collect();
         st.async_read
             .retain(|(_, _, i)| !of_inst(i) || observed.contains(i));
-        st.reads.retain(|(_, i, _)| !of_inst(i));
+        st.reads.retain(|(_, i, _, _)| !of_inst(i));
         st.unsynced.retain(|(_, i, _)| !of_inst(i));
         st.released.retain(|(_, _, i)| !of_inst(i));
     }
@@ -2468,11 +2523,18 @@ impl<'a> Engine<'a> {
             })
         };
         let recent = |r: &OpRec| {
-            let names_iteration = |e: &Affine| e.mentions(&|a| *a == Atom::Iv(inst));
+            let names_iteration = |e: &Affine| {
+                e.mentions(&|a| match a {
+                    Atom::Iv(l) | Atom::Steps(l, _, false) => *l == inst,
+                    _ => false,
+                })
+            };
             let variant = |e: &Affine| e.mentions(&|a| matches!(a, Atom::Opaque(v) if inside(*v)));
-            let exprs: Vec<&Affine> = [&r.dst, &r.src]
-                .into_iter()
-                .flatten()
+            // What names the instance: its destination and its phase (a
+            // source offset the shift cannot follow is forgotten).
+            let exprs: Vec<&Affine> = r
+                .dst
+                .iter()
                 .filter_map(|m| m.off.as_ref())
                 .chain(match &r.phase {
                     Some(Sym::Phase { bar, idx }) => match bar.as_ref() {
@@ -2653,10 +2715,30 @@ impl<'a> Engine<'a> {
                 let mut out = tail.unwrap_or(back);
                 out.unsynced.extend(last.unsynced);
                 // A loop that may not run leaves from its head, which
-                // joins the entry with the back edge.
+                // joins the entry with the back edge: an op pending at the
+                // entry that no iteration leaves pending is pending after
+                // the loop only where it ran no iteration.
+                // The ops and reads of this loop's iterations are there
+                // after it only where it ran, its trip count then `hi -
+                // lo`; those of its entry that no iteration leaves, only
+                // where it ran none.
+                let trips = self.launch_wide_trips(inst);
+                if let Some((t, Some(n))) = &trips {
+                    out.know_trips(t, n, &|i| issued_here.contains(&i));
+                }
                 exit = Some(match runs {
                     true => out,
-                    false => State::join(entry.clone(), out),
+                    false => {
+                        let mut skipped = entry.clone();
+                        if let Some((t, _)) = &trips {
+                            let kept = out.clone();
+                            skipped.know_trips(t, &Affine::constant(0), &|i| {
+                                !kept.ops.iter().any(|r| r.inst == i)
+                                    && !kept.reads.iter().any(|r| r.1 == i)
+                            });
+                        }
+                        State::join(skipped, out)
+                    }
                 });
                 break;
             }
@@ -2874,8 +2956,10 @@ impl<'a> Engine<'a> {
                     if arrives && !relaxed {
                         let ph = norm_sym(ph);
                         if matches!(ph, Sym::Phase { .. }) {
-                            let released =
-                                st.reads.iter().map(|(m, i, _)| (ph.clone(), m.clone(), *i));
+                            let released = st
+                                .reads
+                                .iter()
+                                .map(|(m, i, _, _)| (ph.clone(), m.clone(), *i));
                             st.released.extend(released);
                         }
                     }
@@ -2907,19 +2991,17 @@ impl<'a> Engine<'a> {
                             .map(|(_, m, i)| (m.clone(), *i))
                             .collect();
                         st.reads
-                            .retain(|(m, i, _)| !ordered.contains(&(m.clone(), *i)));
+                            .retain(|(m, i, _, _)| !ordered.contains(&(m.clone(), *i)));
                         st.released.retain(|(q, _, _)| *q != ph);
                     }
                 }
             }
             (SyncEffect::ProxyFence, _) => {
-                if !st.fence_useful {
-                    self.emit(
-                        Diagnostic::warning("W1002", "redundant `fence.proxy.async`: nothing since the last fence needs ordering", data.span)
-                            .with_label("no generic write, mbarrier init or completed async-proxy read since the previous fence on any path")
-                            .with_help("remove this fence"),
-                    );
-                }
+                self.redundant(inst, !st.fence_useful, || {
+                    Diagnostic::warning("W1002", "redundant `fence.proxy.async`: nothing since the last fence needs ordering", data.span)
+                        .with_label("no generic write, mbarrier init or completed async-proxy read since the previous fence on any path")
+                        .with_help("remove this fence")
+                });
                 st.fence_useful = false;
                 st.gen_writes = std::mem::take(&mut st.gen_writes)
                     .into_iter()
@@ -3202,22 +3284,21 @@ impl<'a> Engine<'a> {
             .ops
             .iter()
             .any(|r| r.kind == kind && r.depth.is_some() && r.issuer < Issuer::Done);
-        if !pending && !any && self.report {
-            let what = if kind == Kind::Bulk {
-                "bulk async-group"
-            } else {
-                "cp.async-group"
-            };
-            self.emit(
-                Diagnostic::warning(
-                    "W1003",
-                    format!("redundant wait: no {what} is pending here on any path"),
-                    self.span(inst),
-                )
-                .with_label("nothing to wait for")
-                .with_help("remove this wait"),
-            );
-        }
+        let what = if kind == Kind::Bulk {
+            "bulk async-group"
+        } else {
+            "cp.async-group"
+        };
+        let span = self.span(inst);
+        self.redundant(inst, !pending && !any, || {
+            Diagnostic::warning(
+                "W1003",
+                format!("redundant wait: no {what} is pending here on any path"),
+                span,
+            )
+            .with_label("nothing to wait for")
+            .with_help("remove this wait")
+        });
         let mut completed = Vec::new();
         st.ops = std::mem::take(&mut st.ops)
             .into_iter()
@@ -3323,6 +3404,29 @@ impl<'a> Engine<'a> {
                             _ => "wait with `cp.async.wait_group 0` or `cp.async.wait_all` before exiting",
                         }),
                 );
+            }
+        }
+    }
+
+    /// Records whether `inst` is `idle` (redundant) in this walk, `lint`
+    /// its warning, when the walk reports.
+    fn redundant(&mut self, inst: Inst, idle: bool, lint: impl FnOnce() -> Diagnostic) {
+        if !self.report {
+            return;
+        }
+        if idle {
+            self.idle.entry(inst).or_insert_with(lint);
+        } else {
+            self.needed.insert(inst);
+        }
+    }
+
+    /// The warnings of the instructions redundant in every walk.
+    fn lint_idle(&mut self) {
+        let idle = std::mem::take(&mut self.idle);
+        for (inst, d) in idle {
+            if !self.needed.contains(&inst) {
+                self.emit(d);
             }
         }
     }
@@ -3550,6 +3654,15 @@ fn rename(st: &mut State, from: &[Option<Value>], to: &[Value]) {
 /// constant, `min.u` with a non-negative constant (the result is then in
 /// `0..=c`), `min.s` with a bounded operand, a `select` of bounded values;
 /// `depth` limits the definitions followed.
+/// `m` as it is where the trip counts are `trips`.
+fn known_trips(m: &Mem, trips: &TripFacts) -> Mem {
+    let mut m = m.clone();
+    if !trips.is_empty() {
+        m.map(&|e: &Affine| Some(trips.iter().fold(e.clone(), |e, (t, n)| e.subst(t, n))));
+    }
+    m
+}
+
 fn upper_bound(k: &Kernel, a: Arg, depth: u32) -> Option<i64> {
     if let Some(c) = k.const_int(a) {
         return Some(c);

@@ -101,6 +101,12 @@ pub enum Issuer {
 /// value of its induction variable)`; `None`: every iteration.
 pub type Guard = Option<(Inst, i64)>;
 
+/// Trip counts ([`Atom::Trips`], launch-wide) of exited loops, each with
+/// the value it has wherever a fact holds: 0 for a loop the fact was
+/// carried past along the path that runs no iteration; `hi - lo` for a
+/// loop by 1 whose iterations made it (so it ran).
+pub type TripFacts = BTreeMap<Atom, Affine>;
+
 /// One async operation (or family of instances, for ops of an exited loop).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct OpRec {
@@ -156,6 +162,8 @@ pub struct OpRec {
     /// current one (kept so across the back edge, [`State::age`], or split
     /// off its family by a wait on an older instance). Absent for a family.
     pub back: BTreeMap<Inst, i64>,
+    /// The trip counts of exited loops wherever it is pending.
+    pub trips: TripFacts,
 }
 
 impl OpRec {
@@ -212,7 +220,7 @@ pub struct State {
     /// enclosing loop it is present in only, if any (as [`OpRec::guard`]:
     /// a read before a loop whose body passes a barrier is there in its
     /// first iteration).
-    pub reads: BTreeSet<(Mem, Inst, Guard)>,
+    pub reads: BTreeSet<(Mem, Inst, Guard, TripFacts)>,
     /// Generic accesses of shared memory (with `true` for a write) since
     /// the last barrier or mbarrier wait of this thread and the start of
     /// the current loop iteration, while `partial_sync` is false.
@@ -398,9 +406,9 @@ impl State {
         self.async_read = remap(std::mem::take(&mut self.async_read));
         self.reads = std::mem::take(&mut self.reads)
             .into_iter()
-            .map(|(mut m, i, g)| {
+            .map(|(mut m, i, g, t)| {
                 m.map(f);
-                (m, i, g)
+                (m, i, g, t)
             })
             .collect();
         self.unsynced = std::mem::take(&mut self.unsynced)
@@ -501,7 +509,7 @@ impl State {
             .collect();
         self.reads = std::mem::take(&mut self.reads)
             .into_iter()
-            .filter_map(|(m, i, g)| Some((m, i, f(g)?)))
+            .filter_map(|(m, i, g, t)| Some((m, i, f(g)?, t)))
             .collect();
     }
 
@@ -583,6 +591,29 @@ impl State {
         self.forget_iterations(l);
         self.map_exprs(&|e: &Affine| Some(e.exist(l)));
         self.map_guards(|g| Some(g.filter(|(gl, _)| *gl != l)));
+    }
+
+    /// Records that the ops and reads of the instructions `of` are there
+    /// only where the trip count `t` is `n`.
+    pub fn know_trips(&mut self, t: &Atom, n: &Affine, of: &impl Fn(Inst) -> bool) {
+        self.ops = std::mem::take(&mut self.ops)
+            .into_iter()
+            .map(|mut r| {
+                if of(r.inst) {
+                    r.trips.insert(t.clone(), n.clone());
+                }
+                r
+            })
+            .collect();
+        self.reads = std::mem::take(&mut self.reads)
+            .into_iter()
+            .map(|(m, i, g, mut ts)| {
+                if of(i) {
+                    ts.insert(t.clone(), n.clone());
+                }
+                (m, i, g, ts)
+            })
+            .collect();
     }
 
     /// Merges records that differ only in their byte ranges, forgetting the
@@ -681,14 +712,30 @@ impl State {
         };
         self.gen_writes = merge3(std::mem::take(&mut self.gen_writes));
         self.async_read = merge3(std::mem::take(&mut self.async_read));
-        // Merged reads lose their guards: present in every iteration.
+        // Merged reads of one instruction keep the guard and trip counts
+        // they share, else none: present in every iteration.
+        let mut shared: HashMap<Inst, (Guard, TripFacts)> = HashMap::new();
+        for (_, i, g, t) in &self.reads {
+            shared
+                .entry(*i)
+                .and_modify(|o| {
+                    if o.0 != *g {
+                        o.0 = None;
+                    }
+                    o.1.retain(|a, n| t.get(a) == Some(n));
+                })
+                .or_insert((*g, t.clone()));
+        }
         let reads = std::mem::take(&mut self.reads)
             .into_iter()
-            .map(|(m, i, _)| (m, false, i))
+            .map(|(m, i, _, _)| (m, false, i))
             .collect();
         self.reads = merge3(reads)
             .into_iter()
-            .map(|(m, _, i)| (m, i, None))
+            .map(|(m, _, i)| {
+                let (g, t) = shared.remove(&i).unwrap_or_default();
+                (m, i, g, t)
+            })
             .collect();
         // A write and a read of one instruction never meet: `merge3` keys
         // by instruction.

@@ -103,12 +103,19 @@ pub struct Syms {
     /// the round before its own, where CuTe's producer arming `phase ^ 1`
     /// of the same bit names the round after.
     parity_round: Vec<Option<(Affine, i64)>>,
+    /// Words of per-slot phase bits (Mosaic GPU's `phases`,
+    /// ThunderKittens' `bitfield`): a loop-carried value from a constant
+    /// `init` whose back edge flips bit `shift` (`w xor (1 << shift)`),
+    /// with `n` the loop's iterations before the current one.
+    slot_bits: HashMap<Value, SlotBits>,
     /// Phase values that only phase waits use: a parity wait returns once
     /// the latest phase of that parity completed, so a bit counting rounds
     /// names, for a wait, the round before the current one where its value
     /// has the other parity (the window of docs/readings.md), not the one
     /// after, which an arrival arming the next round names.
     waited_only: HashSet<Value>,
+    /// Parity bits that only name phases for waits ([`wait_parities`]).
+    wait_bits: HashSet<Value>,
     /// Loops whose lower bound differs between threads (`for %c = %tid.x
     /// to %n step %ntid`, a block-strided loop): their [`Atom::Iv`] counts
     /// the iterations from 0 and the induction variable is `lo + step·Iv`,
@@ -295,6 +302,47 @@ fn xor_one(k: &Kernel, d: &InstData) -> Option<Arg> {
     }
 }
 
+/// Where `y` is `a xor (1 << s)`: `s`.
+fn flipped_bit(k: &Kernel, y: Value, a: Value) -> Option<Value> {
+    let d = &k.insts[k.def_inst(y)?];
+    if d.op != Op::Binary(BinaryOp::Xor) {
+        return None;
+    }
+    let other = match (d.args[0].value(), d.args[1].value()) {
+        (Some(x), Some(t)) if x == a => t,
+        (Some(t), Some(x)) if x == a => t,
+        _ => return None,
+    };
+    let m = &k.insts[k.def_inst(other)?];
+    (m.op == Op::Binary(BinaryOp::Shl) && k.const_int(m.args[0]) == Some(1))
+        .then(|| m.args[1].value())
+        .flatten()
+}
+
+/// Whether `a` and `b` are one operand, or the results of one binary
+/// operation on the same operands.
+fn same_value(k: &Kernel, a: Operand, b: Operand) -> bool {
+    if a == b {
+        return true;
+    }
+    let def = |x: Operand| match x {
+        Operand::Value(v) => k.def_inst(v).map(|i| &k.insts[i]),
+        Operand::Imm(_) => None,
+    };
+    match (def(a), def(b)) {
+        (Some(x), Some(y)) => {
+            matches!(x.op, Op::Binary(_))
+                && x.op == y.op
+                && x.args.len() == y.args.len()
+                && x.args
+                    .iter()
+                    .zip(&y.args)
+                    .all(|(p, q)| p.operand == q.operand)
+        }
+        _ => false,
+    }
+}
+
 /// The values of `k` that phase waits use and nothing else does.
 fn waited_only(k: &Kernel) -> HashSet<Value> {
     let (mut waited, mut other) = (HashSet::new(), HashSet::new());
@@ -314,6 +362,31 @@ fn waited_only(k: &Kernel) -> HashSet<Value> {
     waited
 }
 
+/// The parity bits of `k` that only name phases for waits: every use is
+/// the bit of an `mbarrier.phase.parity` that only waits use (`waited`).
+fn wait_parities(k: &Kernel, waited: &HashSet<Value>) -> HashSet<Value> {
+    let (mut bits, mut other) = (HashSet::new(), HashSet::new());
+    k.walk(k.body, &mut |i| {
+        let data = &k.insts[i];
+        let parity = matches!(&data.op, Op::Ptx(p) if p.family == Family::MbarrierPhaseParity)
+            && data.results.first().is_some_and(|r| waited.contains(r));
+        for (j, v) in data
+            .args
+            .iter()
+            .enumerate()
+            .filter_map(|(j, a)| Some((j, a.value()?)))
+        {
+            if parity && j == 1 {
+                bits.insert(v);
+            } else {
+                other.insert(v);
+            }
+        }
+    });
+    bits.retain(|v| !other.contains(v));
+    bits
+}
+
 /// The arms of `select w, x, y` as (the value once a counter wrapped, the
 /// value otherwise), `wrapped` saying whether `w` is "it wrapped".
 fn wrap_arms(d: &InstData, wrapped: bool) -> (Arg, Arg) {
@@ -322,6 +395,14 @@ fn wrap_arms(d: &InstData, wrapped: bool) -> (Arg, Arg) {
     } else {
         (d.args[2], d.args[1])
     }
+}
+
+/// A word of per-slot phase bits ([`Syms::slot_bits`]).
+#[derive(Clone, Debug)]
+struct SlotBits {
+    init: i64,
+    shift: Value,
+    n: Affine,
 }
 
 impl Syms {
@@ -449,7 +530,9 @@ impl Syms {
             bounds: Bounds::default(),
             parity_index: vec![None; n],
             parity_round: vec![None; n],
-            waited_only: waited_only(k),
+            slot_bits: HashMap::new(),
+            waited_only: HashSet::new(),
+            wait_bits: HashSet::new(),
             loaded_across: loaded_across_iterations(k),
             iv_counts: BTreeSet::new(),
             tid_hull: HashMap::new(),
@@ -459,6 +542,8 @@ impl Syms {
             guarding_polls: k.guarding_polls(&blocking_polls),
             blocking_polls,
         };
+        s.waited_only = waited_only(k);
+        s.wait_bits = wait_parities(k, &s.waited_only);
         for (i, &p) in k.params.iter().enumerate() {
             s.vals[p.index()] = match k.ty(p) {
                 Type::Ptr(_) => Sym::Ptr(Base::Global(i), Affine::constant(0)),
@@ -884,7 +969,65 @@ impl Syms {
                 found = true;
             }
         }
+        for (i, &a) in args.iter().enumerate().skip(1) {
+            let (Some(y), Some(init)) = (carried[i - 1], init(i)) else {
+                continue;
+            };
+            if let Some(shift) = flipped_bit(k, y, a) {
+                self.slot_bits.insert(
+                    a,
+                    SlotBits {
+                        init,
+                        shift,
+                        n: n.clone(),
+                    },
+                );
+                found = true;
+            }
+        }
         found
+    }
+
+    /// Bit `shift` of a word of per-slot phase bits, read as `(w >> s) &
+    /// 1` or `(w & (1 << s)) >> s` with `s` the shift its loop flips
+    /// (`d` the last of those two operations): `(r, b)`, its value `(r +
+    /// b) mod 2` with `r` the rounds of its slot before this one. Where
+    /// the shift is `((n + c) mod S) + o` (slot `(n + c) mod S` of a ring
+    /// of `S` slots, bits from `o` on), the slot of this iteration came
+    /// round `n div S` times before, and bits `o .. o + S` of the initial
+    /// word are `b`.
+    fn slot_bit(&self, k: &Kernel, d: &InstData) -> Option<(Affine, i64)> {
+        let def = |a: Arg| k.def_inst(a.value()?).map(|i| &k.insts[i]);
+        let (word, s) = match d.op {
+            Op::Binary(BinaryOp::And) if k.const_int(d.args[1]) == Some(1) => {
+                let x = def(d.args[0])?;
+                (x.op == Op::Binary(BinaryOp::ShrU)).then(|| (x.args[0], x.args[1]))?
+            }
+            Op::Binary(BinaryOp::ShrU) => {
+                let x = def(d.args[0]).filter(|x| x.op == Op::Binary(BinaryOp::And))?;
+                let mask = def(x.args[1]).filter(|m| m.op == Op::Binary(BinaryOp::Shl))?;
+                let one = k.const_int(mask.args[0]) == Some(1);
+                (one && same_value(k, mask.args[1].operand, d.args[1].operand))
+                    .then(|| (x.args[0], d.args[1]))?
+            }
+            _ => return None,
+        };
+        let bits = self.slot_bits.get(&word.value()?)?;
+        if !same_value(k, s.operand, Operand::Value(bits.shift)) {
+            return None;
+        }
+        let e = self.int(s)?;
+        let [(Atom::Mod(inner, size), 1)] = e.terms.iter().collect::<Vec<_>>()[..] else {
+            return None;
+        };
+        let (size, off) = (*size, e.c);
+        inner.sub(&bits.n).as_const()?;
+        if !(0..=32 - size).contains(&off) {
+            return None;
+        }
+        let b = (bits.init >> off) & 1;
+        let all = (0..size).all(|j| (bits.init >> (off + j)) & 1 == b);
+        all.then(|| (bits.n.div(size), b))
     }
 
     /// Whether `v` is `a + 1`.
@@ -962,7 +1105,7 @@ impl Syms {
     /// The trip count of loop `l`, a constant or [`Atom::Trips`], where its
     /// step is a positive constant and its bounds are the same in every
     /// thread of a CTA and iteration of an enclosing loop.
-    fn trips(&self, k: &Kernel, l: Inst) -> Option<Affine> {
+    pub fn trips(&self, k: &Kernel, l: Inst) -> Option<Affine> {
         let data = &k.insts[l];
         let step = data
             .args
@@ -1487,6 +1630,19 @@ impl Syms {
                 self.parity_index[res.index()] = flipped
                     .and_then(|p| self.parity_index[p.index()].as_ref())
                     .map(|idx| idx.add(&Affine::constant(1)));
+                // A bit that only waits use: an arrival naming a phase by
+                // it is left to the cross-thread analysis's own rounds.
+                let bit = self
+                    .wait_bits
+                    .contains(&res)
+                    .then(|| self.slot_bit(k, data))
+                    .flatten();
+                if let Some((rounds, b)) = bit {
+                    self.parity_index[res.index()] = Some(rounds.sub(&Affine::constant(b)));
+                    self.parity_round[res.index()] = Some((rounds.clone(), b));
+                    return self.vals[res.index()] =
+                        Sym::Int(rounds.add(&Affine::constant(b)).modulo(2));
+                }
                 Sym::Int(r.unwrap_or_else(|| Affine::atom(Atom::Opaque(res))))
             }
             Op::Select => Sym::Int(
