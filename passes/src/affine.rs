@@ -301,6 +301,10 @@ impl Affine {
     /// induction variable is `iv`: `Iv(l)` becomes `iv`, and its carried
     /// steps `Steps(l, per)` the `n · per` of the iterations before.
     pub fn in_iteration(&self, l: Inst, iv: i64, n: i64) -> Affine {
+        let of_l = |a: &Atom| matches!(a, Atom::Iv(m) | Atom::Steps(m, _, false) if *m == l);
+        if !self.mentions(&of_l) {
+            return self.clone();
+        }
         let mut atoms = Vec::new();
         self.atoms(&mut atoms);
         let e = self.subst(&Atom::Iv(l), &Affine::constant(iv));

@@ -25,8 +25,8 @@ use crate::ordering;
 use crate::sites::Sites;
 use crate::state::{Init, Issuer, Kind, Mem, OpRec, State, TripFacts};
 use crate::values::{
-    complement, conjuncts, elect_lane, intersect, is_sreg, lane_is_tid_x_mod_32, mapa_of, Base,
-    Runners, Sym, Syms,
+    complement, conjuncts, elect_lane, intersect, is_sreg, lane_is_tid_x_mod_32, mapa_of,
+    upper_bound, Base, Runners, Sym, Syms,
 };
 
 const HUGE: i64 = 1 << 40;
@@ -1427,6 +1427,15 @@ impl<'a> Engine<'a> {
                     .map(|b| b.0)
                     .or_else(|| self.syms.iv_first(self.k, l));
                 let Some(lo) = lo else { continue };
+                // Where the wait does not name the loop's iteration, every
+                // iteration names the same phase: the rule above decided.
+                let of_l =
+                    |a: &Atom| matches!(a, Atom::Iv(m) | Atom::Steps(m, _, false) if *m == l);
+                let names_l = wi.mentions(&of_l)
+                    || matches!(wb.as_ref(), Sym::Ptr(_, o) if o.mentions(&of_l));
+                if !names_l {
+                    continue;
+                }
                 let hi = self.syms.bounds.iv.get(&l).map_or(lo + 15, |b| b.1);
                 for c in lo..=hi.min(lo + 15) {
                     let at = |e: &Affine| self.at_iv(e, l, c);
@@ -3661,26 +3670,4 @@ fn known_trips(m: &Mem, trips: &TripFacts) -> Mem {
         m.map(&|e: &Affine| Some(trips.iter().fold(e.clone(), |e, (t, n)| e.subst(t, n))));
     }
     m
-}
-
-fn upper_bound(k: &Kernel, a: Arg, depth: u32) -> Option<i64> {
-    if let Some(c) = k.const_int(a) {
-        return Some(c);
-    }
-    let d = &k.insts[k.def_inst(a.value()?)?];
-    let depth = depth.checked_sub(1)?;
-    let bound = |i: usize| upper_bound(k, *d.args.get(i)?, depth);
-    match d.op {
-        Op::Binary(BinaryOp::MinU) => d.args[..2]
-            .iter()
-            .filter_map(|a| k.const_int(*a))
-            .filter(|c| (0..=i64::from(i32::MAX)).contains(c))
-            .min(),
-        Op::Binary(BinaryOp::MinS) => match (bound(0), bound(1)) {
-            (Some(x), Some(y)) => Some(x.min(y)),
-            (x, y) => x.or(y),
-        },
-        Op::Select => Some(bound(1)?.max(bound(2)?)),
-        _ => None,
-    }
 }

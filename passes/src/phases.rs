@@ -30,7 +30,8 @@ use cpflow_ir::types::Type;
 
 use crate::affine::{Affine, Atom, Bounds};
 use crate::values::{
-    conjuncts, elect_lane, intersect, lane_is_tid_x_mod_32, mapa_of, sreg_equals, Base, Sym, Syms,
+    conjuncts, elect_lane, intersect, lane_is_tid_x_mod_32, mapa_of, sreg_equals, upper_bound,
+    Base, Sym, Syms,
 };
 
 /// Of the sites that bring arrivals to a phase with more than `need`, the
@@ -585,7 +586,7 @@ impl Walk<'_> {
         };
         let named: BTreeSet<(i64, i64)> = match (y.off.as_const(), y.idx.as_const()) {
             (Some(off), Some(idx)) => [(off, idx)].into_iter().collect(),
-            _ => match self.instances(y) {
+            _ => match self.instances_upto(y, true).map(BTreeSet::from_iter) {
                 Some(i) if !y.loops.contains(&l) => i,
                 _ => return false,
             },
@@ -938,7 +939,7 @@ impl Walk<'_> {
             // that only ever names it waits for nothing.
             let before_first = w.idx.as_const() == Some(-1)
                 || self
-                    .instances(w)
+                    .instances_upto(w, true)
                     .is_some_and(|i| i.iter().all(|(_, idx)| *idx == -1));
             if self.opaque.contains(&w.alloc) || before_first {
                 continue;
@@ -1439,9 +1440,23 @@ impl Walk<'_> {
     /// None when a loop's bounds are not constant, an expression depends
     /// on anything else, or there are more than [`MAX_INSTANCES`].
     fn instance_list(&self, s: &Site) -> Option<Vec<(i64, i64)>> {
+        self.instances_upto(s, false)
+    }
+
+    /// [`Walk::instance_list`], with `most`: also for loops whose bound
+    /// is known only not to exceed a constant (a prologue to `min.u(n,
+    /// S)`), every iteration up to that constant (a superset of those
+    /// that run).
+    fn instances_upto(&self, s: &Site, most: bool) -> Option<Vec<(i64, i64)>> {
         let mut envs: Vec<Vec<(Inst, i64)>> = vec![Vec::new()];
         for &l in &s.loops {
-            let (lo, trips, step) = self.constant_loop(l)?;
+            let (lo, trips, step) = self.constant_loop(l).or_else(|| {
+                let data = &self.k.insts[l];
+                let lo = self.k.const_int(*data.args.first()?)?;
+                let step = self.constant_step(l)?;
+                let hi = upper_bound(self.k, *data.args.get(1)?, 4).filter(|_| most)?;
+                Some((lo, ((hi - lo).max(0) + step - 1) / step, step))
+            })?;
             // Tested on the trip count, before any value is made.
             if (envs.len() as i64).saturating_mul(trips) > MAX_INSTANCES as i64 {
                 return None;
@@ -1807,6 +1822,22 @@ impl Walk<'_> {
         )))
     }
 
+    /// How many times site `s` acts on one phase where that is exact: the
+    /// iterations it acts in, times the threads that run it (every thread
+    /// of a warpgroup arming its share of the bytes, Mosaic GPU's Lane
+    /// semantics).
+    fn times_per_phase(&self, s: &Site) -> Option<i64> {
+        if let Some(n) = self.per_phase(s, Some(1)) {
+            return Some(n);
+        }
+        match self.threads(s)? {
+            (n, true) if !s.remote && n.per_thread == 0 && n.fixed > 0 => {
+                n.fixed.checked_mul(self.iterations_per_phase(s)?)
+            }
+            _ => None,
+        }
+    }
+
     /// E1009 at each expect_tx site whose phase's bytes are fully known.
     fn expect_tx(&self) -> Vec<Diagnostic> {
         let mut out = Vec::new();
@@ -1836,32 +1867,46 @@ impl Walk<'_> {
                 continue;
             }
             let tx = self.tx_sites(e, &on_bar);
+            // The conditions that do not pick threads: sites that share
+            // them run on the same path; the threads each runs in are
+            // counted by `times`.
             let key = |s: &Site| {
-                let mut c = s.conds.clone();
+                let mut c: Vec<(Value, bool)> = s
+                    .conds
+                    .iter()
+                    .filter(|(c, _)| !self.syms.tid_dependent[c.index()])
+                    .copied()
+                    .collect();
                 c.sort();
                 c.dedup();
                 c
             };
-            let exact = tx.iter().all(|s| {
-                self.rel(e, s) == Rel::Same
-                    && s.loops == e.loops
-                    && key(s) == key(e)
-                    && self.per_phase(s, Some(1)) == Some(1)
-            });
-            if !exact {
+            let times: Vec<Option<i64>> = tx
+                .iter()
+                .map(|s| {
+                    let same =
+                        self.rel(e, s) == Rel::Same && s.loops == e.loops && key(s) == key(e);
+                    same.then(|| self.times_per_phase(s)).flatten()
+                })
+                .collect();
+            if times.iter().any(Option::is_none) {
                 continue;
             }
             done.extend(tx.iter().map(|s| s.inst));
             let mut expected = Some(0i64);
             let mut landed = Some(0i64);
-            for s in &tx {
+            for (s, n) in tx.iter().zip(times.iter().flatten()) {
                 match s.what {
                     What::ExpectTx { bytes, .. } => {
                         let fixed = bytes.filter(|b| b.per_thread == 0).map(|b| b.fixed);
-                        expected = expected.zip(fixed).map(|(a, b)| a + b)
+                        expected = expected
+                            .zip(fixed.and_then(|b| b.checked_mul(*n)))
+                            .and_then(|(a, b)| a.checked_add(b))
                     }
                     What::CompleteTx { bytes, .. } => {
-                        landed = landed.zip(bytes).map(|(a, b)| a + b)
+                        landed = landed
+                            .zip(bytes.and_then(|b| b.checked_mul(*n)))
+                            .and_then(|(a, b)| a.checked_add(b))
                     }
                     _ => {}
                 }

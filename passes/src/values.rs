@@ -114,6 +114,11 @@ pub struct Syms {
     /// has the other parity (the window of docs/readings.md), not the one
     /// after, which an arrival arming the next round names.
     waited_only: HashSet<Value>,
+    /// The threads for which comparisons of a function of `%tid.x`
+    /// hold, where only trying each thread decides ([`by_each_thread`]).
+    each_thread: HashMap<Value, TidSet>,
+    /// [`Syms::tid_cond`] of each comparison, once the values are known.
+    tid_conds: HashMap<Value, Option<TidSet>>,
     /// Parity bits that only name phases for waits ([`wait_parities`]).
     wait_bits: HashSet<Value>,
     /// Loops whose lower bound differs between threads (`for %c = %tid.x
@@ -300,6 +305,62 @@ fn xor_one(k: &Kernel, d: &InstData) -> Option<Arg> {
     } else {
         None
     }
+}
+
+/// A constant the integer `a` never exceeds, where its definitions (up to
+/// `depth` of them) say so: a constant, a `min.u` with a constant, a
+/// `min.s` or `select` of bounded values.
+pub fn upper_bound(k: &Kernel, a: Arg, depth: u32) -> Option<i64> {
+    if let Some(c) = k.const_int(a) {
+        return Some(c);
+    }
+    let d = &k.insts[k.def_inst(a.value()?)?];
+    let depth = depth.checked_sub(1)?;
+    let bound = |i: usize| upper_bound(k, *d.args.get(i)?, depth);
+    match d.op {
+        Op::Binary(BinaryOp::MinU) => d.args[..2]
+            .iter()
+            .filter_map(|a| k.const_int(*a))
+            .filter(|c| (0..=i64::from(i32::MAX)).contains(c))
+            .min(),
+        Op::Binary(BinaryOp::MinS) => match (bound(0), bound(1)) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, y) => x.or(y),
+        },
+        Op::Select => Some(bound(1)?.max(bound(2)?)),
+        _ => None,
+    }
+}
+
+/// The threads for which `e pred c` holds, `e` a function of `%tid.x`
+/// alone (`(%tid.x >> 5) & 3`, a warp's index in its warp group), each
+/// value of `%tid.x` below `xs` tried in turn.
+fn by_each_thread(e: &Affine, pred: CmpPred, c: i64, xs: i64) -> Option<TidSet> {
+    let mut atoms = Vec::new();
+    e.atoms(&mut atoms);
+    let tid_only = atoms
+        .iter()
+        .all(|a| matches!(a, Atom::Tid(0) | Atom::Mod(..) | Atom::Div(..)));
+    if !tid_only || atoms.is_empty() {
+        return None;
+    }
+    let holds = |v: i64| match pred {
+        CmpPred::Eq => v == c,
+        CmpPred::Ne => v != c,
+        CmpPred::Ult | CmpPred::Slt => v < c,
+        CmpPred::Ule | CmpPred::Sle => v <= c,
+        CmpPred::Ugt | CmpPred::Sgt => v > c,
+        CmpPred::Uge | CmpPred::Sge => v >= c,
+        _ => false,
+    };
+    let mut out = Vec::new();
+    for t in 0..xs.min(MAX_CTA_THREADS) {
+        let v = e.eval(&|a: &Atom| (*a == Atom::Tid(0)).then_some(t))?;
+        if holds(v) {
+            out.push((t, t));
+        }
+    }
+    Some(union(out))
 }
 
 /// Where `y` is `a xor (1 << s)`: `s`.
@@ -533,6 +594,8 @@ impl Syms {
             slot_bits: HashMap::new(),
             waited_only: HashSet::new(),
             wait_bits: HashSet::new(),
+            each_thread: HashMap::new(),
+            tid_conds: HashMap::new(),
             loaded_across: loaded_across_iterations(k),
             iv_counts: BTreeSet::new(),
             tid_hull: HashMap::new(),
@@ -551,6 +614,27 @@ impl Syms {
             };
         }
         s.region(k, k.body, &mut Vec::new());
+        // The threads each comparison holds in: those of a function of
+        // `%tid.x` that only trying each thread decides, then every one.
+        let xs = k.block.map_or(MAX_CTA_THREADS, |[x, _, _]| i64::from(x));
+        let mut cmps = Vec::new();
+        k.walk(k.body, &mut |i| {
+            if let (Op::Cmp(..), Some(&c)) = (&k.insts[i].op, k.insts[i].results.first()) {
+                cmps.push(c);
+            }
+        });
+        for &c in &cmps {
+            let tried = s
+                .int_cmp(k, c)
+                .and_then(|(pred, a, b)| by_each_thread(&a, pred, b.as_const()?, xs));
+            if let Some(t) = tried {
+                s.each_thread.insert(c, t);
+            }
+        }
+        for c in cmps {
+            let t = s.decide_tid_cond(k, c);
+            s.tid_conds.insert(c, t);
+        }
         // The threads that run each instruction.
         let mut insts = Vec::new();
         s.runners(k, k.body, &vec![(0, TID_INF)], &mut insts);
@@ -1920,8 +2004,17 @@ impl Syms {
 
     /// The `%tid.x` values for which `c` is true, when `c` compares `%tid.x`
     /// or a quotient `%tid.x / d` (a warp index) with a non-negative
-    /// constant (either order, any integer predicate).
+    /// constant (either order, any integer predicate), or a function of
+    /// `%tid.x` alone with a constant. Decided once for each comparison
+    /// when the values are known ([`Syms::compute`]).
     pub fn tid_cond(&self, k: &Kernel, c: Value) -> Option<TidSet> {
+        match self.tid_conds.get(&c) {
+            Some(t) => t.clone(),
+            None => self.decide_tid_cond(k, c),
+        }
+    }
+
+    fn decide_tid_cond(&self, k: &Kernel, c: Value) -> Option<TidSet> {
         let (pred, a, b) = self.int_cmp(k, c)?;
         // `(%tid.x + off) mod m` (a lane within a warp or a warp group,
         // `%laneid`, a role's own index `(%tid.x - 32) & 63`) against a
@@ -2056,7 +2149,7 @@ impl Syms {
         } else if let Some(d) = divisor(&b) {
             (d, mirrored(pred), a.as_const()?)
         } else {
-            return None;
+            return self.each_thread.get(&c).cloned();
         };
         if c < 0 || c >= TID_INF / d {
             return None;
