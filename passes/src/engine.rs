@@ -2539,6 +2539,17 @@ impl<'a> Engine<'a> {
                 })
             };
             let variant = |e: &Affine| e.mentions(&|a| matches!(a, Atom::Opaque(v) if inside(*v)));
+            // Instances older than a ring's slots (its period S: the
+            // copy of S iterations back shares this one's slot) are not
+            // kept apart: a correct ring has none pending.
+            let kept_back = |exprs: &[&Affine]| {
+                let period = exprs.iter().map(|e| e.period()).max().unwrap_or(1);
+                if period > 1 {
+                    period.min(LOOK_BACK)
+                } else {
+                    LOOK_BACK
+                }
+            };
             // What names the instance: its destination and its phase (a
             // source offset the shift cannot follow is forgotten).
             let exprs: Vec<&Affine> = r
@@ -2557,7 +2568,7 @@ impl<'a> Engine<'a> {
                 && !r.seen
                 && matches!(r.phase, Some(Sym::Phase { .. }))
                 && waited_here(r)
-                && r.back.get(&inst).is_none_or(|&d| d < LOOK_BACK)
+                && r.back.get(&inst).is_none_or(|&d| d < kept_back(&exprs))
                 && exprs.iter().any(|e| names_iteration(e))
                 && !exprs.iter().any(|e| variant(e))
         };
