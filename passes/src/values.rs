@@ -332,6 +332,20 @@ pub fn upper_bound(k: &Kernel, a: Arg, depth: u32) -> Option<i64> {
     }
 }
 
+/// Whether `v pred c` holds, for a non-negative `v` below 2^31 (where
+/// signed and unsigned orders agree with `c` in the same range).
+fn small_holds(pred: CmpPred, v: i64, c: i64) -> bool {
+    match pred {
+        CmpPred::Eq => v == c,
+        CmpPred::Ne => v != c,
+        CmpPred::Ult | CmpPred::Slt => v < c,
+        CmpPred::Ule | CmpPred::Sle => v <= c,
+        CmpPred::Ugt | CmpPred::Sgt => v > c,
+        CmpPred::Uge | CmpPred::Sge => v >= c,
+        _ => false,
+    }
+}
+
 /// The threads for which `e pred c` holds, `e` a function of `%tid.x`
 /// alone (`(%tid.x >> 5) & 3`, a warp's index in its warp group), each
 /// value of `%tid.x` below `xs` tried in turn.
@@ -344,19 +358,10 @@ fn by_each_thread(e: &Affine, pred: CmpPred, c: i64, xs: i64) -> Option<TidSet> 
     if !tid_only || atoms.is_empty() {
         return None;
     }
-    let holds = |v: i64| match pred {
-        CmpPred::Eq => v == c,
-        CmpPred::Ne => v != c,
-        CmpPred::Ult | CmpPred::Slt => v < c,
-        CmpPred::Ule | CmpPred::Sle => v <= c,
-        CmpPred::Ugt | CmpPred::Sgt => v > c,
-        CmpPred::Uge | CmpPred::Sge => v >= c,
-        _ => false,
-    };
     let mut out = Vec::new();
     for t in 0..xs.min(MAX_CTA_THREADS) {
         let v = e.eval(&|a: &Atom| (*a == Atom::Tid(0)).then_some(t))?;
-        if holds(v) {
+        if small_holds(pred, v, c) {
             out.push((t, t));
         }
     }
@@ -2035,17 +2040,8 @@ impl Syms {
                 .then_some((*m, inner.c))
         };
         let by_residue = |(m, off): (i64, i64), pred: CmpPred, c: i64| -> Option<TidSet> {
-            let keep = |r: i64| match pred {
-                CmpPred::Eq => r == c,
-                CmpPred::Ne => r != c,
-                CmpPred::Ult | CmpPred::Slt => r < c,
-                CmpPred::Ule | CmpPred::Sle => r <= c,
-                CmpPred::Ugt | CmpPred::Sgt => r > c,
-                CmpPred::Uge | CmpPred::Sge => r >= c,
-                _ => false,
-            };
             let residues: Vec<i64> = (0..m)
-                .filter(|&r| keep(r))
+                .filter(|&r| small_holds(pred, r, c))
                 .map(|r| (r - off).rem_euclid(m))
                 .collect();
             Some(union(
