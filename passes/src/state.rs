@@ -219,7 +219,8 @@ pub struct State {
     /// Generic reads since the last barrier, each with the iteration of an
     /// enclosing loop it is present in only, if any (as [`OpRec::guard`]:
     /// a read before a loop whose body passes a barrier is there in its
-    /// first iteration).
+    /// first iteration), and the trip counts of exited loops wherever it
+    /// is there (as [`OpRec::trips`]).
     pub reads: BTreeSet<(Mem, Inst, Guard, TripFacts)>,
     /// Generic accesses of shared memory (with `true` for a write) since
     /// the last barrier or mbarrier wait of this thread and the start of
