@@ -41,6 +41,14 @@ pub enum Atom {
     Trips(Box<Affine>, Box<Affine>, i64),
 }
 
+impl Atom {
+    /// Whether it names the current iteration of loop `l`: its induction
+    /// variable, or the steps a counter carried across it took before.
+    pub fn names_iteration_of(&self, l: Inst) -> bool {
+        matches!(self, Atom::Iv(m) | Atom::Steps(m, _, false) if *m == l)
+    }
+}
+
 /// `c + Σ coeff·atom`.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Affine {
@@ -301,8 +309,7 @@ impl Affine {
     /// induction variable is `iv`: `Iv(l)` becomes `iv`, and its carried
     /// steps `Steps(l, per)` the `n · per` of the iterations before.
     pub fn in_iteration(&self, l: Inst, iv: i64, n: i64) -> Affine {
-        let of_l = |a: &Atom| matches!(a, Atom::Iv(m) | Atom::Steps(m, _, false) if *m == l);
-        if !self.mentions(&of_l) {
+        if !self.mentions(&|a| a.names_iteration_of(l)) {
             return self.clone();
         }
         let mut atoms = Vec::new();

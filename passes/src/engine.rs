@@ -23,7 +23,7 @@ use cpflow_ir::types::{Scalar, Type};
 use crate::affine::{disjoint, Affine, Atom, Bounds};
 use crate::ordering;
 use crate::sites::Sites;
-use crate::state::{Init, Issuer, Kind, Mem, OpRec, State, TripFacts};
+use crate::state::{at_trips, Init, Issuer, Kind, Mem, OpRec, State, TripFacts};
 use crate::values::{
     complement, conjuncts, elect_lane, intersect, is_sreg, lane_is_tid_x_mod_32, mapa_of,
     upper_bound, Base, Runners, Sym, Syms,
@@ -1429,8 +1429,7 @@ impl<'a> Engine<'a> {
                 let Some(lo) = lo else { continue };
                 // Where the wait does not name the loop's iteration, every
                 // iteration names the same phase: the rule above decided.
-                let of_l =
-                    |a: &Atom| matches!(a, Atom::Iv(m) | Atom::Steps(m, _, false) if *m == l);
+                let of_l = |a: &Atom| a.names_iteration_of(l);
                 let names_l = wi.mentions(&of_l)
                     || matches!(wb.as_ref(), Sym::Ptr(_, o) if o.mentions(&of_l));
                 if !names_l {
@@ -1483,9 +1482,7 @@ impl<'a> Engine<'a> {
     fn covers_op(&self, w: &Sym, r: &OpRec) -> Option<Covered> {
         // Both with the trip counts of the loops `r` was left pending by as
         // they are wherever it is.
-        let known = |s: &Sym| {
-            s.map_phase(&|e| Some(r.trips.iter().fold(e.clone(), |e, (t, n)| e.subst(t, n))))
-        };
+        let known = |s: &Sym| s.map_phase(&|e| Some(at_trips(e, &r.trips)));
         let p = &known(&self.pinned_phase(r.phase.as_ref()?));
         let w = &known(w);
         if let Some(how) = self.covers(w, p) {
@@ -2532,12 +2529,7 @@ impl<'a> Engine<'a> {
             })
         };
         let recent = |r: &OpRec| {
-            let names_iteration = |e: &Affine| {
-                e.mentions(&|a| match a {
-                    Atom::Iv(l) | Atom::Steps(l, _, false) => *l == inst,
-                    _ => false,
-                })
-            };
+            let names_iteration = |e: &Affine| e.mentions(&|a| a.names_iteration_of(inst));
             let variant = |e: &Affine| e.mentions(&|a| matches!(a, Atom::Opaque(v) if inside(*v)));
             // Instances older than a ring's slots (its period S: the
             // copy of S iterations back shares this one's slot) are not
@@ -2734,14 +2726,12 @@ impl<'a> Engine<'a> {
                 }
                 let mut out = tail.unwrap_or(back);
                 out.unsynced.extend(last.unsynced);
-                // A loop that may not run leaves from its head, which
-                // joins the entry with the back edge: an op pending at the
-                // entry that no iteration leaves pending is pending after
-                // the loop only where it ran no iteration.
                 // The ops and reads of this loop's iterations are there
                 // after it only where it ran, its trip count then `hi -
-                // lo`; those of its entry that no iteration leaves, only
-                // where it ran none.
+                // lo`. A loop that may not run leaves from its head, which
+                // joins the entry with the back edge: what was there at
+                // the entry and no iteration leaves is there after the
+                // loop only where it ran none.
                 let trips = self.launch_wide_trips(inst);
                 if let Some((t, Some(n))) = &trips {
                     out.know_trips(t, n, &|i| issued_here.contains(&i));
@@ -2751,10 +2741,9 @@ impl<'a> Engine<'a> {
                     false => {
                         let mut skipped = entry.clone();
                         if let Some((t, _)) = &trips {
-                            let kept = out.clone();
                             skipped.know_trips(t, &Affine::constant(0), &|i| {
-                                !kept.ops.iter().any(|r| r.inst == i)
-                                    && !kept.reads.iter().any(|r| r.1 == i)
+                                !out.ops.iter().any(|r| r.inst == i)
+                                    && !out.reads.iter().any(|r| r.1 == i)
                             });
                         }
                         State::join(skipped, out)
@@ -3670,15 +3659,11 @@ fn rename(st: &mut State, from: &[Option<Value>], to: &[Value]) {
     }
 }
 
-/// A constant bound on the signed i32 value of `a`, `a <= bound`: a
-/// constant, `min.u` with a non-negative constant (the result is then in
-/// `0..=c`), `min.s` with a bounded operand, a `select` of bounded values;
-/// `depth` limits the definitions followed.
 /// `m` as it is where the trip counts are `trips`.
 fn known_trips(m: &Mem, trips: &TripFacts) -> Mem {
     let mut m = m.clone();
     if !trips.is_empty() {
-        m.map(&|e: &Affine| Some(trips.iter().fold(e.clone(), |e, (t, n)| e.subst(t, n))));
+        m.map(&|e: &Affine| Some(at_trips(e, trips)));
     }
     m
 }

@@ -30,8 +30,8 @@ use cpflow_ir::types::Type;
 
 use crate::affine::{Affine, Atom, Bounds};
 use crate::values::{
-    conjuncts, elect_lane, intersect, lane_is_tid_x_mod_32, mapa_of, sreg_equals, upper_bound,
-    Base, Sym, Syms,
+    conjuncts, elect_lane, intersect, lane_is_tid_x_mod_32, mapa_of, sreg_equals, trip_count,
+    upper_bound, Base, Sym, Syms,
 };
 
 /// Of the sites that bring arrivals to a phase with more than `need`, the
@@ -1455,7 +1455,7 @@ impl Walk<'_> {
                 let lo = self.k.const_int(*data.args.first()?)?;
                 let step = self.constant_step(l)?;
                 let hi = upper_bound(self.k, *data.args.get(1)?, 4).filter(|_| most)?;
-                Some((lo, ((hi - lo).max(0) + step - 1) / step, step))
+                Some((lo, trip_count(lo, hi, step)?, step))
             })?;
             // Tested on the trip count, before any value is made.
             if (envs.len() as i64).saturating_mul(trips) > MAX_INSTANCES as i64 {

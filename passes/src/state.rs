@@ -107,6 +107,11 @@ pub type Guard = Option<(Inst, i64)>;
 /// loop by 1 whose iterations made it (so it ran).
 pub type TripFacts = BTreeMap<Atom, Affine>;
 
+/// `e` as it is where the trip counts are `trips`.
+pub fn at_trips(e: &Affine, trips: &TripFacts) -> Affine {
+    trips.iter().fold(e.clone(), |e, (t, n)| e.subst(t, n))
+}
+
 /// One async operation (or family of instances, for ops of an exited loop).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct OpRec {

@@ -114,9 +114,6 @@ pub struct Syms {
     /// has the other parity (the window of docs/readings.md), not the one
     /// after, which an arrival arming the next round names.
     waited_only: HashSet<Value>,
-    /// The threads for which comparisons of a function of `%tid.x`
-    /// hold, where only trying each thread decides ([`by_each_thread`]).
-    each_thread: HashMap<Value, TidSet>,
     /// [`Syms::tid_cond`] of each comparison, once the values are known.
     tid_conds: HashMap<Value, Option<TidSet>>,
     /// Parity bits that only name phases for waits ([`wait_parities`]).
@@ -307,9 +304,10 @@ fn xor_one(k: &Kernel, d: &InstData) -> Option<Arg> {
     }
 }
 
-/// A constant the integer `a` never exceeds, where its definitions (up to
-/// `depth` of them) say so: a constant, a `min.u` with a constant, a
-/// `min.s` or `select` of bounded values.
+/// A constant bound on the signed i32 value of `a`, `a <= bound`: a
+/// constant, `min.u` with a non-negative constant (the result is then in
+/// `0..=c`), `min.s` with a bounded operand, a `select` of bounded values;
+/// `depth` limits the definitions followed.
 pub fn upper_bound(k: &Kernel, a: Arg, depth: u32) -> Option<i64> {
     if let Some(c) = k.const_int(a) {
         return Some(c);
@@ -588,6 +586,7 @@ impl Syms {
     pub fn compute(k: &Kernel) -> Syms {
         let n = k.values.len();
         let blocking_polls = k.blocking_polls();
+        let waited = waited_only(k);
         let mut s = Syms {
             vals: vec![Sym::Unknown; n],
             loops: vec![Vec::new(); n],
@@ -597,9 +596,8 @@ impl Syms {
             parity_index: vec![None; n],
             parity_round: vec![None; n],
             slot_bits: HashMap::new(),
-            waited_only: HashSet::new(),
-            wait_bits: HashSet::new(),
-            each_thread: HashMap::new(),
+            wait_bits: wait_parities(k, &waited),
+            waited_only: waited,
             tid_conds: HashMap::new(),
             loaded_across: loaded_across_iterations(k),
             iv_counts: BTreeSet::new(),
@@ -610,8 +608,6 @@ impl Syms {
             guarding_polls: k.guarding_polls(&blocking_polls),
             blocking_polls,
         };
-        s.waited_only = waited_only(k);
-        s.wait_bits = wait_parities(k, &s.waited_only);
         for (i, &p) in k.params.iter().enumerate() {
             s.vals[p.index()] = match k.ty(p) {
                 Type::Ptr(_) => Sym::Ptr(Base::Global(i), Affine::constant(0)),
@@ -619,23 +615,13 @@ impl Syms {
             };
         }
         s.region(k, k.body, &mut Vec::new());
-        // The threads each comparison holds in: those of a function of
-        // `%tid.x` that only trying each thread decides, then every one.
-        let xs = k.block.map_or(MAX_CTA_THREADS, |[x, _, _]| i64::from(x));
+        // The threads each comparison holds in, decided once.
         let mut cmps = Vec::new();
         k.walk(k.body, &mut |i| {
             if let (Op::Cmp(..), Some(&c)) = (&k.insts[i].op, k.insts[i].results.first()) {
                 cmps.push(c);
             }
         });
-        for &c in &cmps {
-            let tried = s
-                .int_cmp(k, c)
-                .and_then(|(pred, a, b)| by_each_thread(&a, pred, b.as_const()?, xs));
-            if let Some(t) = tried {
-                s.each_thread.insert(c, t);
-            }
-        }
         for c in cmps {
             let t = s.decide_tid_cond(k, c);
             s.tid_conds.insert(c, t);
@@ -1726,13 +1712,14 @@ impl Syms {
                     .contains(&res)
                     .then(|| self.slot_bit(k, data))
                     .flatten();
-                if let Some((rounds, b)) = bit {
-                    self.parity_index[res.index()] = Some(rounds.sub(&Affine::constant(b)));
-                    self.parity_round[res.index()] = Some((rounds.clone(), b));
-                    return self.vals[res.index()] =
-                        Sym::Int(rounds.add(&Affine::constant(b)).modulo(2));
+                match bit {
+                    Some((rounds, b)) => {
+                        self.parity_index[res.index()] = Some(rounds.sub(&Affine::constant(b)));
+                        self.parity_round[res.index()] = Some((rounds.clone(), b));
+                        Sym::Int(rounds.add(&Affine::constant(b)).modulo(2))
+                    }
+                    None => Sym::Int(r.unwrap_or_else(|| Affine::atom(Atom::Opaque(res)))),
                 }
-                Sym::Int(r.unwrap_or_else(|| Affine::atom(Atom::Opaque(res))))
             }
             Op::Select => Sym::Int(
                 self.wrapped_next(k, data)
@@ -2145,7 +2132,8 @@ impl Syms {
         } else if let Some(d) = divisor(&b) {
             (d, mirrored(pred), a.as_const()?)
         } else {
-            return self.each_thread.get(&c).cloned();
+            let xs = k.block.map_or(MAX_CTA_THREADS, |[x, _, _]| i64::from(x));
+            return by_each_thread(&a, pred, b.as_const()?, xs);
         };
         if c < 0 || c >= TID_INF / d {
             return None;
