@@ -2183,19 +2183,30 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// For an `i1` comparing the induction variable of an enclosing loop
-    /// `l` (constant lower bound, positive step) with a constant: `(l,
-    /// pol)` when the branch of polarity `pol` runs only in `l`'s first
-    /// iteration (`iv > lo` false, `iv == lo` true, `iv < lo + 1` true...).
+    /// For an `i1` comparing with a constant a value of an enclosing loop
+    /// `l` that starts at a constant and grows by a positive constant
+    /// each iteration (its induction variable of a constant lower bound
+    /// and step, its count of iterations, or a counter it carries from 0
+    /// by a constant, `Steps`): `(l, pol)` when the branch of polarity
+    /// `pol` runs only in `l`'s first iteration (`iv > lo` false, `iv ==
+    /// lo` true, `w != 0` false...).
     fn first_iteration_branch(&self, c: Value) -> Option<(Inst, bool)> {
         let k = self.k;
-        let (pred, _, Atom::Iv(l), 0, bound) = self.syms.atom_compared(k, c)? else {
+        let (pred, _, atom, 0, bound) = self.syms.atom_compared(k, c)? else {
             return None;
         };
-        let ld = &k.insts[l];
-        let lo = ld.args.first().and_then(|a| k.const_int(*a))?;
-        let step = ld.args.get(2).and_then(|a| k.const_int(*a))?;
-        if !self.loops.contains(&l) || self.syms.iv_counts.contains(&l) || step <= 0 {
+        let (l, lo, step) = match atom {
+            Atom::Iv(l) if self.syms.iv_counts.contains(&l) => (l, 0, 1),
+            Atom::Iv(l) => {
+                let ld = &k.insts[l];
+                let lo = ld.args.first().and_then(|a| k.const_int(*a))?;
+                let step = ld.args.get(2).and_then(|a| k.const_int(*a))?;
+                (l, lo, step)
+            }
+            Atom::Steps(l, per, false) => (l, 0, per.as_const()?),
+            _ => return None,
+        };
+        if !self.loops.contains(&l) || step <= 0 {
             return None;
         }
         let unsigned = matches!(
@@ -2927,13 +2938,21 @@ impl<'a> Engine<'a> {
                 if let Some(ph) = first.clone() {
                     self.use_bar(st, &ph, inst, false);
                     let ph = norm_sym(&ph);
+                    // Every earlier `cp.async` of the arriving thread: one
+                    // issued under the same branches, or, in this
+                    // iteration, under branches inside them (CuTe's
+                    // `copy_if` of the lanes with a scale factor to load).
+                    let own = |r: &OpRec| {
+                        r.conds == self.conds
+                            || (r.earlier.is_empty() && r.conds.starts_with(&self.conds))
+                    };
                     st.ops = std::mem::take(&mut st.ops)
                         .into_iter()
                         .map(|mut r| {
                             if r.kind == Kind::NonBulk
                                 && r.phase.is_none()
                                 && r.issuer == Issuer::InFlight
-                                && r.conds == self.conds
+                                && own(&r)
                             {
                                 r.bar = bar_alloc(&ph);
                                 r.phase = Some(ph.clone());

@@ -143,6 +143,9 @@ pub struct Syms {
     /// far in program order (`mbarrier.phase` or a constant parity bit):
     /// a constant bit names the first phase of its parity from there on.
     named_floor: HashMap<Sym, i64>,
+    /// The branches around the instruction being evaluated, outermost
+    /// first: each `if`'s condition and whether this is its then-branch.
+    guards: Vec<(Value, bool)>,
     /// The polls that poll loops repeat until they succeed
     /// ([`Kernel::exit_poll`]): each returns once its phase completes.
     blocking_polls: HashSet<Inst>,
@@ -605,6 +608,7 @@ impl Syms {
             row_hull: HashMap::new(),
             tid_below: HashMap::new(),
             named_floor: HashMap::new(),
+            guards: Vec::new(),
             guarding_polls: k.guarding_polls(&blocking_polls),
             blocking_polls,
         };
@@ -832,8 +836,17 @@ impl Syms {
                 loops.pop();
                 self.loop_results(k, inst, &carried);
             } else {
-                for &sub in &data.regions {
+                let cond = (data.op == Op::If)
+                    .then(|| data.args.first().and_then(|c| c.value()))
+                    .flatten();
+                for (i, &sub) in data.regions.iter().enumerate() {
+                    if let Some(c) = cond {
+                        self.guards.push((c, i == 0));
+                    }
                     self.region(k, sub, loops);
+                    if cond.is_some() {
+                        self.guards.pop();
+                    }
                 }
             }
             self.result_dependence(k, inst);
@@ -1793,7 +1806,16 @@ impl Syms {
                         }
                         _ => self.parity_index[v.index()].clone(),
                     })
-                    .or_else(|| round_of_parity(&int(1)?, self.waited_only.contains(&res)))
+                    .or_else(|| {
+                        let bit = int(1)?;
+                        let next = round_of_parity(&bit, self.waited_only.contains(&res))?;
+                        match round_of_parity(&bit, true) {
+                            Some(before) if before != next => {
+                                Some(self.arrival_round(k, &bar, loops, next, before))
+                            }
+                            _ => Some(next),
+                        }
+                    })
                     .or_else(|| {
                         let c = int(1).and_then(|x| x.as_const())? & 1;
                         if !loops.is_empty() {
@@ -1823,6 +1845,88 @@ impl Syms {
             }
         };
         self.vals[res.index()] = sym;
+    }
+
+    /// The round an arrival's or copy's parity `(n + c) mod 2`, odd `c`,
+    /// names: by parity alone `n + 1` (`next`) or `n - 1` (`before`). The
+    /// reading whose first instance names the phase after the latest one
+    /// named before the loop (phase 0 of a fresh barrier) is taken: a
+    /// refill's `(k + 1) mod 2` after a prologue on phase 0 is `k + 1`;
+    /// FlashInfer's `(w + 1) mod 2` arrival under `w != 0` on a fresh
+    /// barrier is `w - 1`. The first instance is iteration 0 or 1 of the
+    /// innermost loop `n` counts, as the branches around it decide;
+    /// otherwise `next`.
+    fn arrival_round(
+        &self,
+        k: &Kernel,
+        bar: &Sym,
+        loops: &[Inst],
+        next: Affine,
+        before: Affine,
+    ) -> Affine {
+        let Some(&l) = loops
+            .iter()
+            .rev()
+            .find(|&&l| next.mentions(&|a| a.names_iteration_of(l)))
+        else {
+            return next;
+        };
+        let want = self.named_floor.get(bar).copied().unwrap_or(-1) + 1;
+        let first = (0..2).find_map(|n| match self.guards_hold(k, l, n) {
+            Some(true) => Some(Some(n)),
+            Some(false) => None,
+            None => Some(None),
+        });
+        let Some(Some(n)) = first else {
+            return next;
+        };
+        let Some(iv) = self.iv_in_iteration(k, l, n) else {
+            return next;
+        };
+        let names = |e: &Affine| e.in_iteration(l, iv, n).as_const();
+        if names(&next) != Some(want) && names(&before) == Some(want) {
+            before
+        } else {
+            next
+        }
+    }
+
+    /// Whether every branch around the instruction being evaluated that
+    /// compares a value of loop `l`'s iteration takes this side in its
+    /// iteration `n`; `None` where one cannot be decided.
+    fn guards_hold(&self, k: &Kernel, l: Inst, n: i64) -> Option<bool> {
+        let iv = self.iv_in_iteration(k, l, n)?;
+        for &(c, then) in &self.guards {
+            let d = &k.insts[k.def_inst(c)?];
+            let Op::Cmp(pred, ty) = d.op else {
+                continue;
+            };
+            let [a, b] = [d.args.first()?, d.args.get(1)?].map(|x| self.int(*x));
+            let of_l = |x: &Option<Affine>| {
+                x.as_ref()
+                    .is_some_and(|x| x.mentions(&|t| t.names_iteration_of(l)))
+            };
+            if !of_l(&a) && !of_l(&b) {
+                continue;
+            }
+            let at = |x: Option<Affine>| x?.in_iteration(l, iv, n).as_const();
+            if crate::ordering::compare(pred, ty, at(a), at(b))? != then {
+                return Some(false);
+            }
+        }
+        Some(true)
+    }
+
+    /// Loop `l`'s induction variable as [`Affine::in_iteration`] takes it
+    /// in iteration `n`: the count itself where `Iv(l)` counts iterations,
+    /// else `lo + n · step` of constant bounds.
+    fn iv_in_iteration(&self, k: &Kernel, l: Inst, n: i64) -> Option<i64> {
+        if self.iv_counts.contains(&l) {
+            return Some(n);
+        }
+        let args = &k.insts[l].args;
+        let (lo, step) = (k.const_int(*args.first()?), k.const_int(*args.get(2)?));
+        lo?.checked_add(step?.checked_mul(n)?)
     }
 
     /// Whether the CTA rank `rank` differs from `%cluster_ctarank` for
