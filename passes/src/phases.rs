@@ -208,24 +208,58 @@ pub fn check(k: &Kernel, syms: &Syms) -> Vec<Diagnostic> {
 }
 
 /// Is iteration `iv` -> (barrier offset, phase index) one-to-one because the
-/// site names slot `(iv + c) mod m` of a barrier array and phase
-/// `(iv + c') div m` (a ring: `k = m * (k div m) + k mod m`)? Then each
-/// phase of each barrier sees the site in one iteration at most.
-fn ring_slot(off: &Affine, idx: &Affine, iv: &Atom) -> bool {
+/// site names slot `x mod m` of a barrier array and phase `x div m` with
+/// the same `x`, which advances by one each iteration (a ring: `x = m · (x
+/// div m) + x mod m`)? Then each phase of each barrier sees the site in one
+/// iteration at most. `x` is `iv + c`, or counts the slots taken in the
+/// loops (`t·K + k` of a tile loop around a k loop of K trips, see
+/// [`counts_slots`]).
+fn ring_slot(off: &Affine, idx: &Affine, l: Inst, counts: impl Fn(&Affine) -> bool) -> bool {
+    let iv = &Atom::Iv(l);
     let just_iv = |e: &Affine| e.terms.len() == 1 && e.terms.get(iv) == Some(&1);
+    let steps = |e: &Affine| just_iv(e) || (e.mentions(&|a| a.names_iteration_of(l)) && counts(e));
     let others_free = |e: &Affine, keep: &Atom| only_through(e, keep, iv);
     let slot = off.terms.iter().find_map(|(a, k)| match a {
-        Atom::Mod(inner, m) if *k != 0 && just_iv(inner) => Some((a.clone(), *m)),
+        Atom::Mod(inner, m) if *k != 0 && steps(inner) => Some((a.clone(), inner, *m)),
         _ => None,
     });
     let round = idx.terms.iter().find_map(|(a, k)| match a {
-        Atom::Div(inner, d) if *k != 0 && just_iv(inner) => Some((a.clone(), *d)),
+        Atom::Div(inner, d) if *k != 0 && steps(inner) => Some((a.clone(), inner, *d)),
         _ => None,
     });
     match (slot, round) {
-        (Some((sa, m)), Some((ra, d))) => m == d && others_free(off, &sa) && others_free(idx, &ra),
+        (Some((sa, si, m)), Some((ra, ri, d))) => {
+            m == d
+                && (si == ri || (just_iv(si) && just_iv(ri)))
+                && others_free(off, &sa)
+                && others_free(idx, &ra)
+        }
         _ => false,
     }
+}
+
+/// Whether `x` counts the slots a nest of loops takes, one per iteration
+/// of the innermost: `Iv(k) + Steps(t, K)` (plus a constant), the
+/// induction variable of a loop `k` from 0 by 1 with `K` trips and the
+/// steps of an enclosing loop `t` that advances by `K` each iteration, so
+/// that distinct iterations of the nest give distinct `x`. `loops` are the
+/// site's loops; `trips` gives a loop's trip count.
+fn counts_slots(x: &Affine, loops: &[Inst], trips: impl Fn(Inst) -> Option<Affine>) -> bool {
+    let terms: Vec<_> = x.terms.iter().collect();
+    let [(a, 1), (b, 1)] = terms[..] else {
+        return false;
+    };
+    let ((Atom::Iv(k), Atom::Steps(t, per, false)) | (Atom::Steps(t, per, false), Atom::Iv(k))) =
+        (a, b)
+    else {
+        return false;
+    };
+    let inside = |outer: &Inst, inner: &Inst| {
+        let o = loops.iter().position(|l| l == outer);
+        let i = loops.iter().position(|l| l == inner);
+        matches!((o, i), (Some(o), Some(i)) if o < i)
+    };
+    inside(t, k) && trips(*k).as_ref() == Some(&**per)
 }
 
 /// Does `e` mention `iv` only through its term `keep` (no other atom of it
@@ -664,7 +698,13 @@ impl Walk<'_> {
             if direct
                 || per_barrier
                 || reinit
-                || ring_slot(&s.off, &s.idx, &iv)
+                || ring_slot(&s.off, &s.idx, l, |x| {
+                    counts_slots(x, &s.loops, |m| {
+                        (self.constant_step(m) == Some(1))
+                            .then(|| self.syms.trips(self.k, m))
+                            .flatten()
+                    })
+                })
                 || self.steps_past_divisor(&s.idx, l)
             {
                 continue;
@@ -919,7 +959,7 @@ impl Walk<'_> {
             |e: &Affine| e.terms.get(&siv).is_some_and(|c| *c != 0) && only_through(e, &siv, &siv);
         let own_phase = (in_step(&s.idx) && !s.off.mentions(&|a| *a == siv))
             || (in_step(&s.off) && !s.idx.mentions(&|a| *a == siv))
-            || ring_slot(&s.off, &s.idx, &siv);
+            || ring_slot(&s.off, &s.idx, m, |_| false);
         if !own_phase {
             return None;
         }
@@ -934,7 +974,13 @@ impl Walk<'_> {
         let mut out = Vec::new();
         let mut counted: BTreeSet<SharedId> = BTreeSet::new();
         let span = |i: Inst| self.k.insts[i].span;
-        for w in self.sites.iter().filter(|s| s.what == What::Wait) {
+        // Blocking waits first: a barrier whose count is wrong is reported
+        // once, where a thread hangs (a poll only times out).
+        let blocking = |w: &&Site| matches!(&self.k.insts[w.inst].op, Op::Ptx(p) if self.syms.sync_effect(w.inst, p) == SyncEffect::PhaseWait(WaitKind::Blocking));
+        let waits = self.sites.iter().filter(|s| s.what == What::Wait);
+        let (mut waits, polls): (Vec<&Site>, Vec<&Site>) = waits.partition(blocking);
+        waits.extend(polls);
+        for w in waits {
             // Phase -1 is complete from `init` (docs/readings.md #15): a wait
             // that only ever names it waits for nothing.
             let before_first = w.idx.as_const() == Some(-1)
@@ -1064,10 +1110,16 @@ impl Walk<'_> {
                 out.push(d.with_help("wait on a phase that arrivals or copies before the wait act on (in a ring, the phase index of the slot's previous fill)"));
                 continue;
             }
-            // E1011: the arrivals that can reach this phase against the count.
+            // E1011: the arrivals that can reach this phase against the
+            // count, once per barrier, at a wait that blocks (a poll that
+            // only decides whether the wait runs does not hang).
+            if counted.contains(&w.alloc) {
+                continue;
+            }
             if let Some(d) = self.arrival_count(w, &on_bar, &acting) {
                 out.push(d);
-            } else if !counted.contains(&w.alloc) {
+                counted.insert(w.alloc);
+            } else {
                 // One report per barrier: its other waits name the same phases.
                 if let Some(d) = self.arrivals_by_iteration(w, &on_bar) {
                     out.push(d);

@@ -864,7 +864,7 @@ impl Syms {
             Atom::Opaque(v) => {
                 self.loops[v.index()].is_empty() && !self.thread_dependent[v.index()]
             }
-            Atom::Trips(..) => true,
+            Atom::Trips(lo, hi, _) => self.fixed(lo) && self.fixed(hi),
             _ => false,
         })
     }
@@ -962,6 +962,11 @@ impl Syms {
         let init = |i: usize| inits[i];
         // Slot counters first: parity bits refer to them.
         let mut counters: Vec<(Value, i64, i64)> = Vec::new();
+        // Counters an enclosing loop hands in, with their start in range.
+        let mut handed: Vec<(Value, Affine, i64)> = Vec::new();
+        // Counters advanced by an inner loop, `x mod S` with `x` the count
+        // of slots taken before this iteration.
+        let mut advanced: Vec<(Value, Affine, i64)> = Vec::new();
         let mut found = false;
         // What each carried value gets from the back edge (index i - 1 for
         // region argument i).
@@ -986,6 +991,7 @@ impl Syms {
                     let start = data.args.get(2 + i).and_then(|x| self.int(*x));
                     if let Some(start) = start.filter(|e| self.within(e, size)) {
                         self.vals[a.index()] = Sym::Int(n.add(&start).modulo(size));
+                        handed.push((a, start, size));
                         found = true;
                     }
                 }
@@ -996,8 +1002,13 @@ impl Syms {
             // through each tile's subtile loop): `t` per iteration.
             if let Some((t, size)) = self.advanced_inner(k, l, y, a) {
                 if (0..size).contains(&c) {
-                    let per = n.scale(t).add(&Affine::constant(c));
-                    self.vals[a.index()] = Sym::Int(per.modulo(size));
+                    let steps = match t.as_const() {
+                        Some(t) => n.scale(t),
+                        None => Affine::atom(Atom::Steps(l, Box::new(t), false)),
+                    };
+                    let x = steps.add(&Affine::constant(c));
+                    self.vals[a.index()] = Sym::Int(x.modulo(size));
+                    advanced.push((a, x, size));
                     found = true;
                 }
                 continue;
@@ -1021,8 +1032,14 @@ impl Syms {
         }
         found |= !counters.is_empty();
         for (i, &a) in args.iter().enumerate().skip(1) {
-            let (Some(y), Some(p0)) = (carried[i - 1], init(i).filter(|p| (0..=1).contains(p)))
-            else {
+            let Some(y) = carried[i - 1] else {
+                continue;
+            };
+            if init(i).is_none() {
+                found |= self.handed_parity(k, data.args.get(2 + i), y, a, &n, &handed);
+                continue;
+            }
+            let Some(p0) = init(i).filter(|p| (0..=1).contains(p)) else {
                 continue;
             };
             let rounds = match self.flips_through_loops(k, y, a, 0) {
@@ -1035,7 +1052,13 @@ impl Syms {
                         self.flip_on_wrap(k, y, a, s, size)
                             .then(|| n.add(&Affine::constant(c)).div(size))
                     })
-                    .or_else(|| self.flip_on_last_slot(k, y, a, &n)),
+                    .or_else(|| self.flip_on_last_slot(k, y, a, &n))
+                    .or_else(|| {
+                        advanced.iter().find_map(|(s, x, size)| {
+                            self.flipped_by_inner(k, y, a, *s, *size)
+                                .then(|| x.div(*size))
+                        })
+                    }),
             };
             if let Some(rounds) = rounds {
                 // A bit flipped every iteration leaves the loop flipped once
@@ -1231,15 +1254,16 @@ impl Syms {
     }
 
     /// `(t, S)` when `y`, the value loop `l` yields for its carried `a`, is
-    /// the result of a loop of `t` constant trips in `l`'s body that starts
-    /// a slot counter of size `S` at `a` and advances it each iteration.
-    fn advanced_inner(&self, k: &Kernel, l: Inst, y: Value, a: Value) -> Option<(i64, i64)> {
+    /// the result of a loop of `t` trips, the same in every iteration of
+    /// `l`, in `l`'s body that starts a slot counter of size `S` at `a` and
+    /// advances it each iteration.
+    fn advanced_inner(&self, k: &Kernel, l: Inst, y: Value, a: Value) -> Option<(Affine, i64)> {
         let m = k.def_inst(y)?;
         let md = &k.insts[m];
         if md.op != Op::For || !k.regions[k.insts[l].regions[0]].insts.contains(&m) {
             return None;
         }
-        let trips = self.trips(k, m)?.as_const()?;
+        let trips = self.trips(k, m).filter(|t| self.fixed(t))?;
         let pos = md.results.iter().position(|&r| r == y)?;
         if md.args.get(3 + pos)?.value() != Some(a) {
             return None;
@@ -1428,6 +1452,84 @@ impl Syms {
             _ => xor_one(k, d),
         };
         flipped.and_then(Arg::value) == Some(a)
+    }
+
+    /// For a parity bit `a` of an inner loop that starts from an enclosing
+    /// loop's bit (`init`, naming rounds `r`) and flips when a counter
+    /// handed in with it wraps (`s`, from `start`, of size `S`): it names
+    /// round `r + (n + start) div S`, written `(n + x) div S` where the
+    /// counter starts at `x mod S` and the enclosing bit names `x div S`
+    /// (CUTLASS's `PipelineState` carried through a persistent tile loop).
+    fn handed_parity(
+        &mut self,
+        k: &Kernel,
+        init: Option<&Arg>,
+        y: Value,
+        a: Value,
+        n: &Affine,
+        handed: &[(Value, Affine, i64)],
+    ) -> bool {
+        let Some(v) = init.and_then(|x| x.value()) else {
+            return false;
+        };
+        let Some((r, p0)) = self.parity_round[v.index()].clone() else {
+            return false;
+        };
+        let Some((start, size)) = handed
+            .iter()
+            .find(|(s, _, size)| self.flip_on_wrap(k, y, a, *s, *size))
+            .map(|(_, start, size)| (start, *size))
+        else {
+            return false;
+        };
+        let whole = match start.terms.iter().collect::<Vec<_>>()[..] {
+            [(Atom::Mod(x, m), 1)] if start.c == 0 && *m == size && x.div(size) == r => {
+                Some(n.add(x).div(size))
+            }
+            _ => None,
+        };
+        let rounds = whole.unwrap_or_else(|| r.add(&n.add(start).div(size)));
+        let index = rounds.sub(&Affine::constant(p0));
+        self.vals[a.index()] = Sym::Int(index.modulo(2));
+        self.parity_index[a.index()] = Some(index);
+        self.parity_round[a.index()] = Some((rounds, p0));
+        true
+    }
+
+    /// Whether `y`, the value loop `l` yields for its carried bit `a`, is
+    /// the result of an inner loop that starts a bit at `a` and flips it
+    /// each time a counter it starts at `s` wraps at `size`.
+    fn flipped_by_inner(&self, k: &Kernel, y: Value, a: Value, s: Value, size: i64) -> bool {
+        let Some(m) = k.def_inst(y) else {
+            return false;
+        };
+        let md = &k.insts[m];
+        if md.op != Op::For {
+            return false;
+        }
+        let body = md.regions[0];
+        let inner = &k.regions[body].args;
+        let yields = cpflow_ir::facts::yield_args(k, body);
+        let Some(j) = md.results.iter().position(|&r| r == y) else {
+            return false;
+        };
+        let starts_at =
+            |pos: usize, v: Value| md.args.get(3 + pos).and_then(|x| x.value()) == Some(v);
+        let Some(bit_yield) = yields.get(j).and_then(|x| x.value()) else {
+            return false;
+        };
+        if !starts_at(j, a) {
+            return false;
+        }
+        (0..md.results.len()).any(|c| {
+            starts_at(c, s)
+                && inner.get(1 + c).is_some_and(|&ca| {
+                    yields.get(c).and_then(|x| x.value()).is_some_and(|cy| {
+                        self.wrap_counter(k, cy, ca) == Some(size)
+                            && self.flip_on_wrap(k, bit_yield, inner[1 + j], ca, size)
+                    })
+                })
+        })
     }
 
     /// Whether `y` is `a` flipped when counter `s` wraps at `size`:
