@@ -30,8 +30,8 @@ use cpflow_ir::types::Type;
 
 use crate::affine::{Affine, Atom, Bounds};
 use crate::values::{
-    conjuncts, elect_lane, intersect, lane_is_tid_x_mod_32, mapa_of, sreg_equals, trip_count,
-    upper_bound, Base, Sym, Syms,
+    complement, conjuncts, elect_lane, intersect, lane_is_tid_x_mod_32, mapa_of, sreg_equals,
+    trip_count, upper_bound, Base, Sym, Syms, TidSet,
 };
 
 /// Of the sites that bring arrivals to a phase with more than `need`, the
@@ -479,11 +479,11 @@ impl Walk<'_> {
         if single.contains(&true) {
             return Some((Count::fixed(1), exact));
         }
-        if let Some((xs, rows)) = self.threads_in_block(&conds) {
+        if let Some((xs, rows, by_residue)) = self.threads_in_block(&conds) {
             // A barrier picked by the thread (`@order[%other]`, the other
             // group's): the threads that arrive on one barrier.
             if let Some((most, even)) = self.per_barrier(s, &xs) {
-                return Some((Count::fixed(most * rows), even));
+                return (!by_residue).then(|| (Count::fixed(most * rows), even));
             }
             return Some((Count::fixed(xs.len() as i64 * rows), true));
         }
@@ -536,10 +536,13 @@ impl Walk<'_> {
     /// known mask (true for the lane it elects, in blocks whose rows are
     /// whole warps), and the number of rows (`ntid.y * ntid.z`); None
     /// otherwise.
-    fn threads_in_block(&self, conds: &[&(Value, bool)]) -> Option<(Vec<i64>, i64)> {
+    fn threads_in_block(&self, conds: &[&(Value, bool)]) -> Option<(Vec<i64>, i64, bool)> {
         let [x, y, z] = self.k.block?;
         let mut lanes: Option<(u32, bool)> = None;
         let mut tid_conds = Vec::new();
+        // Conditions on the thread and the iteration: the threads of each
+        // residue of the iteration, one list per condition.
+        let mut by_residue: Vec<(Vec<TidSet>, bool)> = Vec::new();
         for &&(c, pol) in conds {
             if let Some(lane) = elect_lane(self.k, c) {
                 if lanes.is_some_and(|l| l != (lane, pol)) || !lane_is_tid_x_mod_32(self.k) {
@@ -550,6 +553,8 @@ impl Walk<'_> {
                 || self.syms.tid_cond(self.k, c).is_some()
             {
                 tid_conds.push((c, pol));
+            } else if let Some(sets) = self.syms.tid_cond_per_residue(self.k, c) {
+                by_residue.push((sets, pol));
             } else {
                 return None;
             }
@@ -559,11 +564,37 @@ impl Walk<'_> {
             &[(0, i64::from(x) - 1)],
         );
         let elected = |t: i64| lanes.is_none_or(|(lane, pol)| (t % 32 == i64::from(lane)) == pol);
-        let row: Vec<i64> = xs
-            .iter()
-            .flat_map(|&(lo, hi)| (lo..=hi).filter(|&t| elected(t)))
+        let row_of = |xs: &[(i64, i64)]| -> Vec<i64> {
+            xs.iter()
+                .flat_map(|&(lo, hi)| (lo..=hi).filter(|&t| elected(t)))
+                .collect()
+        };
+        let rows = i64::from(y) * i64::from(z);
+        if by_residue.is_empty() {
+            return Some((row_of(&xs), rows, false));
+        }
+        // The same number of threads in every residue: that many arrive
+        // in each iteration (those of residue 0 stand for them).
+        let m = by_residue[0].0.len();
+        if by_residue.iter().any(|(sets, _)| sets.len() != m) {
+            return None;
+        }
+        let per: Vec<Vec<i64>> = (0..m)
+            .map(|r| {
+                let there = by_residue.iter().fold(xs.clone(), |acc, (sets, pol)| {
+                    if *pol {
+                        intersect(&acc, &sets[r])
+                    } else {
+                        intersect(&acc, &complement(&sets[r]))
+                    }
+                });
+                row_of(&there)
+            })
             .collect();
-        Some((row, i64::from(y) * i64::from(z)))
+        if per.iter().any(|p| p.len() != per[0].len()) {
+            return None;
+        }
+        per.into_iter().next().map(|row| (row, rows, true))
     }
 
     /// A barrier operand the analysis cannot place: forget every barrier.
@@ -1475,7 +1506,9 @@ impl Walk<'_> {
             return None;
         }
         let conds: Vec<&(Value, bool)> = s.conds.iter().collect();
-        let (xs, _) = self.threads_in_block(&conds)?;
+        let (xs, _, false) = self.threads_in_block(&conds)? else {
+            return None;
+        };
         xs.iter()
             .map(|&t| {
                 s.off.eval(&|a: &Atom| match a {

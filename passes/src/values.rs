@@ -2212,6 +2212,32 @@ impl Syms {
         }
     }
 
+    /// For a comparison of a function of `%tid.x` with `n mod m` (plus a
+    /// constant), `n` counting loop iterations and `m` small: the threads
+    /// for which it holds in the iterations where `n mod m` is each of `0,
+    /// 1, .., m - 1` (ThunderKittens' producer warp whose turn it is,
+    /// `warp - 4 == s & 1`).
+    pub fn tid_cond_per_residue(&self, k: &Kernel, c: Value) -> Option<Vec<TidSet>> {
+        /// Most residues tried.
+        const MAX_RESIDUES: i64 = 8;
+        let (pred, a, b) = self.int_cmp(k, c)?;
+        let residue = |e: &Affine| match e.terms.iter().collect::<Vec<_>>()[..] {
+            [(Atom::Mod(n, m), 1)] if counts_iterations(n) && (2..=MAX_RESIDUES).contains(m) => {
+                Some((*m, e.c))
+            }
+            _ => None,
+        };
+        let ((m, off), tid_side, pred) = match (residue(&a), residue(&b)) {
+            (None, Some(r)) => (r, a, pred),
+            (Some(r), None) => (r, b, mirrored(pred)),
+            _ => return None,
+        };
+        let xs = k.block.map_or(MAX_CTA_THREADS, |[x, _, _]| i64::from(x));
+        (0..m)
+            .map(|r| by_each_thread(&tid_side, pred, r + off, xs))
+            .collect()
+    }
+
     fn decide_tid_cond(&self, k: &Kernel, c: Value) -> Option<TidSet> {
         let (pred, a, b) = self.int_cmp(k, c)?;
         // `(%tid.x + off) mod m` (a lane within a warp or a warp group,
