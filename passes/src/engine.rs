@@ -2196,13 +2196,7 @@ impl<'a> Engine<'a> {
             return None;
         };
         let (l, lo, step) = match atom {
-            Atom::Iv(l) if self.syms.iv_counts.contains(&l) => (l, 0, 1),
-            Atom::Iv(l) => {
-                let ld = &k.insts[l];
-                let lo = ld.args.first().and_then(|a| k.const_int(*a))?;
-                let step = ld.args.get(2).and_then(|a| k.const_int(*a))?;
-                (l, lo, step)
-            }
+            Atom::Iv(l) => (l, self.syms.iv_first(k, l)?, self.syms.iv_step(k, l)?),
             Atom::Steps(l, per, false) => (l, 0, per.as_const()?),
             _ => return None,
         };

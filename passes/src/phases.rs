@@ -925,6 +925,12 @@ impl Walk<'_> {
         least
     }
 
+    /// Whether wait site `w` blocks until its phase completes
+    /// (`mbarrier.wait`), rather than polling it once.
+    fn blocks(&self, w: &Site) -> bool {
+        matches!(&self.k.insts[w.inst].op, Op::Ptx(p) if self.syms.sync_effect(w.inst, p) == SyncEffect::PhaseWait(WaitKind::Blocking))
+    }
+
     /// E1010 for a blocking wait that every site acting on its phase
     /// follows in program order: the wait runs unconditionally in loops
     /// of constant bounds with at least one trip (or outside loops), and
@@ -934,8 +940,7 @@ impl Walk<'_> {
     /// could complete the phase first blocks on it: a hang. Returns the
     /// acting sites that come after the wait.
     fn completed_only_after<'s>(&self, w: &Site, acting: &[&'s Site]) -> Option<Vec<&'s Site>> {
-        let blocking = matches!(&self.k.insts[w.inst].op, Op::Ptx(p) if self.syms.sync_effect(w.inst, p) == SyncEffect::PhaseWait(WaitKind::Blocking));
-        if !blocking || !w.conds.is_empty() {
+        if !self.blocks(w) || !w.conds.is_empty() {
             return None;
         }
         let mut bnd = Bounds::default();
@@ -1007,9 +1012,8 @@ impl Walk<'_> {
         let span = |i: Inst| self.k.insts[i].span;
         // Blocking waits first: a barrier whose count is wrong is reported
         // once, where a thread hangs (a poll only times out).
-        let blocking = |w: &&Site| matches!(&self.k.insts[w.inst].op, Op::Ptx(p) if self.syms.sync_effect(w.inst, p) == SyncEffect::PhaseWait(WaitKind::Blocking));
         let waits = self.sites.iter().filter(|s| s.what == What::Wait);
-        let (mut waits, polls): (Vec<&Site>, Vec<&Site>) = waits.partition(blocking);
+        let (mut waits, polls): (Vec<&Site>, Vec<&Site>) = waits.partition(|w| self.blocks(w));
         waits.extend(polls);
         for w in waits {
             // Phase -1 is complete from `init` (docs/readings.md #15): a wait

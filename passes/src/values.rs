@@ -2019,16 +2019,11 @@ impl Syms {
         Some(true)
     }
 
-    /// Loop `l`'s induction variable as [`Affine::in_iteration`] takes it
-    /// in iteration `n`: the count itself where `Iv(l)` counts iterations,
-    /// else `lo + n · step` of constant bounds.
+    /// Loop `l`'s [`Atom::Iv`] in its iteration `n`, as
+    /// [`Affine::in_iteration`] takes it.
     fn iv_in_iteration(&self, k: &Kernel, l: Inst, n: i64) -> Option<i64> {
-        if self.iv_counts.contains(&l) {
-            return Some(n);
-        }
-        let args = &k.insts[l].args;
-        let (lo, step) = (k.const_int(*args.first()?), k.const_int(*args.get(2)?));
-        lo?.checked_add(step?.checked_mul(n)?)
+        self.iv_first(k, l)?
+            .checked_add(self.iv_step(k, l)?.checked_mul(n)?)
     }
 
     /// Whether the CTA rank `rank` differs from `%cluster_ctarank` for
