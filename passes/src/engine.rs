@@ -2183,40 +2183,61 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// For an `i1` comparing with a constant a value of an enclosing loop
-    /// `l` that starts at a constant and grows by a positive constant
-    /// each iteration (its induction variable of a constant lower bound
-    /// and step, its count of iterations, or a counter it carries from 0
-    /// by a constant, `Steps`): `(l, pol)` when the branch of polarity
-    /// `pol` runs only in `l`'s first iteration (`iv > lo` false, `iv ==
-    /// lo` true, `w != 0` false...).
+    /// For an `i1` comparing with a constant `a * x + c` (`a > 0`, with the
+    /// loops run one by one at their pinned values), where `x` is a value
+    /// of an enclosing loop `l` that starts at a constant and grows by a
+    /// positive constant each iteration (its induction variable of a
+    /// constant lower bound and step, its count of iterations, or a
+    /// counter it carries from 0 by a constant, `Steps`): `(l, pol)` when
+    /// the branch of polarity `pol` runs only in `l`'s first iteration
+    /// (`iv > lo` false, `iv == lo` true, `w != 0` false, `2 t + j > 1`
+    /// false for `j` in 0..2...).
     fn first_iteration_branch(&self, c: Value) -> Option<(Inst, bool)> {
         let k = self.k;
-        let (pred, _, atom, 0, bound) = self.syms.atom_compared(k, c)? else {
+        let d = &k.insts[k.def_inst(c)?];
+        let Op::Cmp(pred, _) = d.op else {
             return None;
         };
-        let (l, lo, step) = match atom {
+        let x = self.syms.int(*d.args.first()?)?;
+        let x = self.pinned(&x);
+        let bound = k.const_int(*d.args.get(1)?)?;
+        let mut terms = x.terms.iter();
+        let (Some((atom, &coef)), None) = (terms.next(), terms.next()) else {
+            return None;
+        };
+        let (l, lo, step) = match *atom {
             Atom::Iv(l) => (l, self.syms.iv_first(k, l)?, self.syms.iv_step(k, l)?),
-            Atom::Steps(l, per, false) => (l, 0, per.as_const()?),
+            Atom::Steps(l, ref per, false) => (l, 0, per.as_const()?),
             _ => return None,
         };
-        if !self.loops.contains(&l) || step <= 0 {
+        if !self.loops.contains(&l) || step <= 0 || coef <= 0 {
             return None;
         }
+        // The compared values, iteration by iteration: `first`, `first +
+        // stride`, ...
+        let first = coef.checked_mul(lo)?.checked_add(x.c)?;
+        let stride = coef.checked_mul(step)?;
         let unsigned = matches!(
             pred,
             CmpPred::Ult | CmpPred::Ule | CmpPred::Ugt | CmpPred::Uge
         );
-        if unsigned && lo < 0 {
+        if unsigned && first < 0 {
             return None;
         }
+        // Only the first value is at most `b`: the branch where the value
+        // is at most `b` runs only in the first iteration.
+        let only_first_at_most = |b: i64| first <= b && b < first.saturating_add(stride);
         match pred {
-            CmpPred::Eq if bound == lo => Some((l, true)),
-            CmpPred::Ne if bound == lo => Some((l, false)),
-            CmpPred::Ugt | CmpPred::Sgt if bound == lo => Some((l, false)),
-            CmpPred::Ule | CmpPred::Sle if bound == lo => Some((l, true)),
-            CmpPred::Uge | CmpPred::Sge if Some(bound) == lo.checked_add(1) => Some((l, false)),
-            CmpPred::Ult | CmpPred::Slt if Some(bound) == lo.checked_add(1) => Some((l, true)),
+            CmpPred::Eq if bound == first => Some((l, true)),
+            CmpPred::Ne if bound == first => Some((l, false)),
+            CmpPred::Ugt | CmpPred::Sgt if only_first_at_most(bound) => Some((l, false)),
+            CmpPred::Ule | CmpPred::Sle if only_first_at_most(bound) => Some((l, true)),
+            CmpPred::Uge | CmpPred::Sge if only_first_at_most(bound.checked_sub(1)?) => {
+                Some((l, false))
+            }
+            CmpPred::Ult | CmpPred::Slt if only_first_at_most(bound.checked_sub(1)?) => {
+                Some((l, true))
+            }
             _ => None,
         }
     }
