@@ -456,6 +456,11 @@ pub struct Bounds {
     /// The other thread's `%tid.x` range, where it runs the same code as
     /// the analysed one (narrower than `[0, max_tid]`).
     pub other_tid_x: Option<(i64, i64)>,
+    /// The analysed thread's lane range (`%laneid`, `%tid.x mod 32`) where
+    /// narrower than a warp.
+    pub lane: Option<(i64, i64)>,
+    /// The other thread's, as `lane`.
+    pub other_lane: Option<(i64, i64)>,
     /// Largest `%tid.y` and `%tid.z`, when the kernel declares its block.
     pub max_tid_yz: Option<[i64; 2]>,
     /// The analysed thread's `%tid.y` and `%tid.z` ranges where narrower
@@ -479,12 +484,19 @@ impl Bounds {
     /// The inclusive range of an atom's values, when bounded.
     pub fn range(&self, a: &Atom) -> Option<(i64, i64)> {
         match a {
+            Atom::Mod(inner, 32) if **inner == Affine::atom(Atom::Tid(0)) => {
+                Some(self.lane.unwrap_or((0, 31)))
+            }
+            Atom::Mod(inner, 32) if **inner == Affine::atom(Atom::OtherTid(0)) => {
+                Some(self.other_lane.unwrap_or((0, 31)))
+            }
             Atom::Mod(_, m) => Some((0, m - 1)),
             Atom::Iv(l) | Atom::Exist(l) => self.iv.get(l).copied(),
             Atom::Opaque(v) => self.opaque.get(v).copied(),
             Atom::Tid(0) => self.tid_x.or(self.max_tid.map(|m| (0, m))),
             Atom::OtherTid(0) => self.other_tid_x.or(self.max_tid.map(|m| (0, m))),
-            Atom::Tid(3) | Atom::OtherTid(3) => Some((0, 31)),
+            Atom::Tid(3) => Some(self.lane.unwrap_or((0, 31))),
+            Atom::OtherTid(3) => Some(self.other_lane.unwrap_or((0, 31))),
             Atom::Tid(d @ 1..=2) => self.row_range(self.rows, usize::from(*d) - 1),
             Atom::OtherTid(d @ 1..=2) => self.row_range(self.other_rows, usize::from(*d) - 1),
             Atom::Div(inner, d) => {

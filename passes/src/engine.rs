@@ -728,6 +728,8 @@ impl<'a> Engine<'a> {
                 let mut bounds = Bounds {
                     tid_x: here.x,
                     other_tid_x: other.x,
+                    lane: here.lane,
+                    other_lane: other.lane,
                     rows: here.rows,
                     other_rows: other.rows,
                     ..self.syms.bounds.clone()
@@ -753,7 +755,8 @@ impl<'a> Engine<'a> {
     }
 
     /// The threads that may have run `inst` as the other thread: its
-    /// runners, with the `%tid.x` range of [`Engine::other_here`] where set
+    /// runners, with the `%tid.x` range and lanes of [`Engine::other_here`]
+    /// where set
     /// (the rows always `inst`'s: a role along `%tid.y` or `%tid.z` is not
     /// dropped on entering another's code).
     fn other_runners(&self, inst: Inst) -> Runners {
@@ -761,6 +764,7 @@ impl<'a> Engine<'a> {
         match self.other_here {
             Some(here) => Runners {
                 x: here.x,
+                lane: here.lane,
                 ..runners
             },
             None => runners,
@@ -3248,16 +3252,24 @@ impl<'a> Engine<'a> {
             // And another thread's copy of an earlier group: in flight
             // until a barrier after that thread's wait publishes it. Only
             // records whose offset is still known are compared (the older
-            // iterations of a loop, merged, have lost theirs).
+            // iterations of a loop, merged, have lost theirs); the other
+            // thread is one of those that run the earlier copy.
             for a in &fresh {
                 let Some(x) = &a.dst else { continue };
                 let earlier = st.ops.iter().find(|r| {
                     r.kind == kind
                         && r.depth.is_some_and(|d| d != DONE)
                         && !r.published
-                        && r.dst
-                            .as_ref()
-                            .is_some_and(|y| y.off.is_some() && self.overlap(x, y, r.guard, true))
+                        && r.dst.as_ref().is_some_and(|y| {
+                            y.off.is_some()
+                                && self.overlap_with(
+                                    x,
+                                    y,
+                                    r.guard,
+                                    true,
+                                    self.other_runners(r.inst),
+                                )
+                        })
                 });
                 if let Some(r) = earlier {
                     self.emit(

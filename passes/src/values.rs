@@ -128,6 +128,10 @@ pub struct Syms {
     /// `%tid.x`, a warp index or a lane), the least and largest `%tid.x`
     /// of those threads.
     pub tid_hull: HashMap<Inst, (i64, i64)>,
+    /// The hull of the lanes of the threads that run an instruction, where
+    /// narrower than a warp and `%laneid` is `%tid.x mod 32` (`if %lane <
+    /// 16` in every warp).
+    pub lane_hull: HashMap<Inst, (i64, i64)>,
     /// For each instruction that only threads of some rows of a declared
     /// block run (under `if`s comparing `%tid.y` or `%tid.z` with a
     /// constant: warp roles along y or z), the least and largest `%tid.y`
@@ -155,12 +159,15 @@ pub struct Syms {
 }
 
 /// The threads that run an instruction, where narrower than the block's:
-/// the hull of their `%tid.x` ([`Syms::tid_hull`]) and of their `%tid.y`
-/// and `%tid.z` ([`Syms::row_hull`]).
+/// the hull of their `%tid.x` ([`Syms::tid_hull`]), of their lanes
+/// ([`Syms::lane_hull`]) and of their `%tid.y` and `%tid.z`
+/// ([`Syms::row_hull`]).
 #[derive(Clone, Copy, Debug, Default, Hash, PartialEq, Eq)]
 pub struct Runners {
     /// Their `%tid.x` hull.
     pub x: Option<(i64, i64)>,
+    /// The hull of their lanes (`%laneid`, `%tid.x mod 32`).
+    pub lane: Option<(i64, i64)>,
     /// Their `%tid.y` and `%tid.z` hulls.
     pub rows: Option<[(i64, i64); 2]>,
 }
@@ -605,6 +612,7 @@ impl Syms {
             loaded_across: loaded_across_iterations(k),
             iv_counts: BTreeSet::new(),
             tid_hull: HashMap::new(),
+            lane_hull: HashMap::new(),
             row_hull: HashMap::new(),
             tid_below: HashMap::new(),
             named_floor: HashMap::new(),
@@ -645,6 +653,18 @@ impl Syms {
                 if lo > 0 || hi < top {
                     s.tid_hull.insert(inst, (lo, hi));
                 }
+            }
+            let lanes = threads.iter().map(|&(lo, hi)| {
+                let hi = hi.min(top);
+                if hi - lo < 32 && lo.div_euclid(32) == hi.div_euclid(32) {
+                    (lo.rem_euclid(32), hi.rem_euclid(32))
+                } else {
+                    (0, 31)
+                }
+            });
+            let hull = lanes.reduce(|(a, b), (c, d)| (a.min(c), b.max(d)));
+            if let Some(hull) = hull.filter(|&h| h != (0, 31) && lane_is_tid_x_mod_32(k)) {
+                s.lane_hull.insert(inst, hull);
             }
         }
         if let Some([_, y, z]) = k.block {
@@ -2466,6 +2486,7 @@ impl Syms {
     pub fn runners_of(&self, inst: Inst) -> Runners {
         Runners {
             x: self.tid_hull.get(&inst).copied(),
+            lane: self.lane_hull.get(&inst).copied(),
             rows: self.row_hull.get(&inst).copied(),
         }
     }
