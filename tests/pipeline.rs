@@ -225,6 +225,7 @@ fn stage_count_and_form_are_pass_options() {
             stages,
             form,
             ctas_per_sm: None,
+            trips: None,
         }))
     };
     assert_eq!(Pass::from_name("pipeline:4"), ask(Some(4), None));
@@ -254,7 +255,7 @@ fn stage_count_and_form_are_pass_options() {
 }
 
 /// A `// pipeline:` comment that asks for none of `stages=N` with N >= 2,
-/// `form=ring|ws` and `ctas_per_sm=N` with N >= 1 leaves its loop alone
+/// `form=ring|ws`, `ctas_per_sm=N` and `trips=N` with N >= 1 leaves its loop alone
 /// with `W2001`, whose secondary label points at the word it cannot read.
 #[test]
 fn malformed_loop_comment_refuses_the_loop() {
@@ -267,6 +268,8 @@ fn malformed_loop_comment_refuses_the_loop() {
         ("stages=3 stages=4", "stages=4", "twice"),
         ("ctas_per_sm=0", "ctas_per_sm=0", "ctas_per_sm=N"),
         ("ctas_per_sm=2 ctas_per_sm=3", "ctas_per_sm=3", "twice"),
+        ("trips=0", "trips=0", "trips=N"),
+        ("trips=8 trips=9", "trips=9", "twice"),
         ("", "", "asks for nothing"),
     ] {
         let text = common::read(&path).replace(

@@ -27,7 +27,8 @@ rotated by one each round. Statistics: median over rounds and the
 interquartile range. A sweep (--sweep-rounds x --sweep-reps) picks the best
 configurations of each family; the final (--final-rounds x --final-reps)
 times them again, all jobs in the same rounds. GB/s = bytes moved / median
-time (1 GB = 1e9 B); roofline = GB/s / 3350 (H100 SXM HBM3, 3.35 TB/s).
+time (1 GB = 1e9 B); roofline = GB/s / the GPU's HBM bandwidth (H100 SXM
+HBM3 3.35 TB/s, H200 HBM3e 4.8 TB/s; by the device's name).
 
 Every candidate is checked on the full buffers first (output poisoned with
 NaN; copy exact, scale allclose rtol 1e-6, rowsum allclose to a float64
@@ -50,7 +51,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = os.path.join(HERE, "build")
 PTX_DIR = os.path.join(BUILD, "ptx")
 RINGS_CU = os.path.join(HERE, "ref", "rings.cu")
-HBM_GBS = 3350.0  # H100 SXM5 HBM3 theoretical bandwidth, GB/s
+# Theoretical HBM bandwidth, GB/s, by device name (the roofline column).
+HBM_GBS = {"H100": 3350.0, "H200": 4800.0}
 EVICT_FIRST = 0x12F0000000000000  # L2 cache-policy encoding (CUTLASS CacheHintSm90)
 SMEM_PER_SM = 228 * 1024  # H100: 228 KiB per SM, 1 KiB reserved per CTA
 STATIC_SMEM = 48 * 1024  # static shared memory a CTA may declare
@@ -411,18 +413,30 @@ def time_rounds(cands, rounds, reps):
     return res
 
 
+def hbm_gbs():
+    """The GPU's theoretical HBM bandwidth (GB/s) and its name, by the
+    device's name; an unknown GPU is taken as an H100 SXM."""
+    import torch
+    name = torch.cuda.get_device_name()
+    for gpu, gbs in HBM_GBS.items():
+        if gpu in name:
+            return gbs, gpu
+    return HBM_GBS["H100"], "H100"
+
+
 def stats(samples, nbytes):
     med = statistics.median(samples)
     q = statistics.quantiles(samples, n=4) if len(samples) > 1 else [med, med, med]
     gbs = nbytes / med / 1e6
     return dict(ms=med, gbs=gbs, gbs_q1=nbytes / q[2] / 1e6, gbs_q3=nbytes / q[0] / 1e6,
-                roofline=gbs / HBM_GBS)
+                roofline=gbs / hbm_gbs()[0])
 
 
 def table(rows, title):
     """Markdown table of rows (dicts with label, family, gbs, ratios)."""
     print(f"\n#### {title}\n")
-    print("| family | candidate | GB/s (median) | IQR | x torch | x best Triton | of 3.35 TB/s |")
+    peak, gpu = hbm_gbs()
+    print(f"| family | candidate | GB/s (median) | IQR | x torch | x best Triton | of {gpu}'s {peak / 1000:.2f} TB/s |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['family']} | {r['label']} | {r['gbs']:.0f} | {r['gbs_q1']:.0f}-{r['gbs_q3']:.0f} | "

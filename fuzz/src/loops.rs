@@ -372,6 +372,7 @@ pub fn judge(l: &Loop, form: Form) -> Verdict {
             stages: Some(l.stages),
             form: Some(form),
             ctas_per_sm: None,
+            trips: None,
         },
     };
     let passes: Vec<Pass> = std::iter::once(Pass::Pipeline(ask))

@@ -72,6 +72,7 @@ impl Pass {
             stages: None,
             form: None,
             ctas_per_sm: None,
+            trips: None,
         }),
         Pass::Select,
         Pass::Coalesce,

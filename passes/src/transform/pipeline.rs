@@ -93,6 +93,10 @@ pub struct Ask {
     /// fewer CTAs than fit), for the cost model, which otherwise counts as
     /// many as the SM's shared memory, threads and CTA slots allow.
     pub ctas_per_sm: Option<u32>,
+    /// The trips each CTA runs the loop (a run-time trip count its launch
+    /// fixes), for the cost model, which otherwise knows them only from
+    /// constant bounds.
+    pub trips: Option<u32>,
 }
 
 impl Ask {
@@ -112,12 +116,13 @@ impl Ask {
     }
 
     /// The words of a `// pipeline:` comment (`stages=N form=NAME
-    /// ctas_per_sm=N`, each at most once, in any order), each with its byte
+    /// ctas_per_sm=N trips=N`, each at most once, in any order), each with its byte
     /// offset in the source, the comment's text starting at `at`; `Err` is
     /// the offending word's span and what is wrong.
     fn from_comment(at: usize, words: &[(usize, &str)]) -> Result<Ask, (Span, String)> {
         let mut ask = Ask::default();
-        let expected = "`stages=N` (N >= 2), `form=ring|ws` or `ctas_per_sm=N` (N >= 1)";
+        let expected =
+            "`stages=N` (N >= 2), `form=ring|ws`, `ctas_per_sm=N` (N >= 1) or `trips=N` (N >= 1)";
         // The number of word `w`, `key=n`, into `slot`: at least `min`, once.
         let number = |slot: &mut Option<u32>, key: &str, w: &str, n: &str, min: u32| match n
             .parse::<u32>()
@@ -141,6 +146,10 @@ impl Ask {
                 }
             } else if let Some(n) = w.strip_prefix("ctas_per_sm=") {
                 if let Err(why) = number(&mut ask.ctas_per_sm, "ctas_per_sm", w, n, 1) {
+                    return bad(why);
+                }
+            } else if let Some(n) = w.strip_prefix("trips=") {
+                if let Err(why) = number(&mut ask.trips, "trips", w, n, 1) {
                     return bad(why);
                 }
             } else if let Some(f) = w.strip_prefix("form=") {
@@ -373,7 +382,7 @@ pub fn pipeline(
                     let stages = match (own.stages, ask.stages) {
                         (Some(n), _) => Asked::Loop(n),
                         (None, Some(n)) => Asked::Pass(n),
-                        (None, None) => Asked::Model(own.ctas_per_sm),
+                        (None, None) => Asked::Model(own.ctas_per_sm, own.trips),
                     };
                     let p = plan(k, region, lp)?;
                     // Of the input shape, but with nothing to overlap.
@@ -880,8 +889,8 @@ fn plan(k: &Kernel, region: Region, lp: Inst) -> Result<Plan, String> {
 #[derive(Clone, Copy)]
 enum Asked {
     /// No stage count asked: the cost model ([`stages`]), with the CTAs
-    /// per SM the loop's comment gives.
-    Model(Option<u32>),
+    /// per SM and the trips the loop's comment gives.
+    Model(Option<u32>, Option<u32>),
     /// `pipeline:N`, for every loop.
     Pass(u32),
     /// The loop's `// pipeline: stages=N` comment.
@@ -892,12 +901,13 @@ enum Asked {
 /// stage count the cost model chooses keeps the kernel in the static
 /// [`STATIC_SHARED_LIMIT`] when a two-stage ring (`two_stages` bytes with
 /// the other allocations) fits there, so its launch needs nothing more; a
-/// stage count asked for, a kernel already past that limit, or a ring whose
-/// two stages do not fit it may take what the target gives one CTA
+/// `wide` count (one asked for, or the cost model's for a deep ring), a
+/// kernel already past that limit, or a ring whose two stages do not fit
+/// it may take what the target gives one CTA
 /// ([`stages::Machine::shared_per_cta`]), and the kernel then gets dynamic
 /// shared memory ([`Kernel::dynamic_shared_bytes`]).
-pub fn shared_budget(k: &Kernel, asked: bool, two_stages: u64, sm: u32) -> u64 {
-    if asked || k.dynamic_shared_bytes() > 0 || two_stages > STATIC_SHARED_LIMIT {
+pub fn shared_budget(k: &Kernel, wide: bool, two_stages: u64, sm: u32) -> u64 {
+    if wide || k.dynamic_shared_bytes() > 0 || two_stages > STATIC_SHARED_LIMIT {
         stages::Machine::of(sm).shared_per_cta
     } else {
         STATIC_SHARED_LIMIT
@@ -923,28 +933,35 @@ fn choose_stages(
         .map(|(_, s)| s.size_bytes())
         .sum();
     let two_stages = others.saturating_add(per_stage.saturating_mul(2));
-    let budget = shared_budget(k, !matches!(asked, Asked::Model(_)), two_stages, sm);
-    let fit = budget.saturating_sub(others) / per_stage.max(1);
-    // A loop of a constant T trips has at most T tiles to issue ahead:
-    // more than T + 1 stages only re-load its last tile.
-    let trips = constant_trips(k, p.lp).map(|t| t as u64);
-    let useful = trips.map_or(u64::MAX, |t| (t + 1).max(2));
-    if fit < 2 {
-        return Err(format!(
+    // The stages of `per_stage` bytes that fit in `budget` beside the
+    // other allocations: at least 2, or why not.
+    let fitting = |budget: u64| {
+        match budget.saturating_sub(others) / per_stage.max(1) {
+        fit if fit >= 2 => Ok(fit),
+        _ => Err(format!(
             "two stages of {per_stage} bytes do not fit beside {others} other shared bytes in {budget}"
-        ));
+        )),
     }
+    };
+    let trips = constant_trips(k, p.lp).map(|t| t as u64);
     let wanted = match asked {
-        Asked::Model(ctas_per_sm) => {
+        Asked::Model(ctas_per_sm, hinted) => {
             let lp = stages::Loop {
                 form,
                 per_stage,
                 others,
                 threads: k.block.map(|b| b[0] * b[1] * b[2]),
                 ctas_per_sm,
-                max: fit.min(useful).min(u64::from(stages::MAX_STAGES)) as u32,
+                trips: trips.or(hinted.map(u64::from)),
+                max: 0,
             };
-            let c = stages::choose(lp, sm);
+            // Where the model counts on deep rings ([`stages::Loop::deep`])
+            // it may take what the target gives one CTA. It never takes
+            // more stages than trips: the (T + 1)-th would re-load a tile.
+            let fit = fitting(shared_budget(k, lp.deep(), two_stages, sm))?;
+            let useful = lp.trips.map_or(u64::MAX, |t| t.max(2));
+            let max = fit.min(useful).min(u64::from(stages::MAX_STAGES)) as u32;
+            let c = stages::choose(stages::Loop { max, ..lp }, sm);
             let candidates = c
                 .candidates
                 .iter()
@@ -954,6 +971,11 @@ fn choose_stages(
         }
         Asked::Pass(n) | Asked::Loop(n) => n,
     };
+    let budget = shared_budget(k, true, two_stages, sm);
+    let fit = fitting(budget)?;
+    // A loop of a constant T trips has at most T tiles to issue ahead:
+    // more than T + 1 stages only re-load its last tile.
+    let useful = trips.map_or(u64::MAX, |t| (t + 1).max(2));
     let s = u64::from(wanted).min(fit).min(useful);
     let why = if s < u64::from(wanted) && s == useful && s < fit {
         format!(

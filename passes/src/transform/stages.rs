@@ -19,8 +19,17 @@
 //! (they leave room for other CTAs and other allocations). The model
 //! assumes the launch fills every SM with as many CTAs as fit (one tile or
 //! row per CTA, the launch the fastest kernels use); a persistent kernel
-//! run at one CTA per SM should ask for its stages (`// pipeline:
-//! stages=N`).
+//! says how many CTAs per SM it keeps (`// pipeline: ctas_per_sm=N`).
+//!
+//! Launched that way, loops keep gaining from bytes in flight well past
+//! the `needed` figure (the latency under load grows as the memory nears
+//! its peak): where the trips are known ([`Loop::deep`]), so that no stage
+//! can be wasted on a loop shorter than the ring, a schedule's time keeps
+//! falling with the bytes it keeps in flight, and the model takes the ring
+//! that keeps the most in flight per SM. A persistent launch does not gain
+//! that way (its CTAs drift apart and spread the tiles in flight over the
+//! buffer), so there, and where the trips are unknown, the model stops at
+//! the fewest stages that cover `needed`.
 
 use std::fmt;
 
@@ -51,6 +60,8 @@ pub struct Machine {
     pub threads_per_sm: u64,
     /// Resident CTAs per SM.
     pub ctas_per_sm: u64,
+    /// Shared memory the system reserves for each resident CTA, bytes.
+    pub reserved_per_cta: u64,
 }
 
 /// H100 SXM: 132 SMs, 3.35 TB/s, 228 KiB of shared memory per SM (227 KiB
@@ -65,6 +76,7 @@ pub const H100: Machine = Machine {
     shared_per_cta: 227 * 1024,
     threads_per_sm: 2048,
     ctas_per_sm: 32,
+    reserved_per_cta: 1024,
 };
 
 /// A100 SXM: 108 SMs, 2.04 TB/s, 164 KiB of shared memory per SM (163 KiB
@@ -78,6 +90,7 @@ pub const A100: Machine = Machine {
     shared_per_cta: 163 * 1024,
     threads_per_sm: 2048,
     ctas_per_sm: 32,
+    reserved_per_cta: 1024,
 };
 
 impl Machine {
@@ -111,8 +124,19 @@ pub struct Loop {
     /// The CTAs per SM the launch keeps resident, when it says (at most
     /// as many as fit).
     pub ctas_per_sm: Option<u32>,
+    /// The trips each CTA runs the loop, when known (constant bounds, or
+    /// the loop's `trips=N`).
+    pub trips: Option<u64>,
     /// The most stages that fit and are useful (at least 2).
     pub max: u32,
+}
+
+impl Loop {
+    /// Whether the model counts on deep rings: the trips are known and the
+    /// launch fills the SMs (no `ctas_per_sm`).
+    pub fn deep(&self) -> bool {
+        self.trips.is_some() && self.ctas_per_sm.is_none()
+    }
 }
 
 /// A schedule's price: its time per tile relative to the peak (in
@@ -225,14 +249,18 @@ impl Model<'_> {
         let shared = u64::from(s) * b + self.lp.others + barriers;
         // Without a declared block, the smallest common one: 128 threads.
         let threads = u64::from(threads.unwrap_or(128)).max(1);
-        let ctas = (m.shared_per_sm / shared.max(1))
+        let ctas = (m.shared_per_sm / (shared + m.reserved_per_cta).max(1))
             .min(m.threads_per_sm / threads)
             .min(m.ctas_per_sm)
             .min(self.lp.ctas_per_sm.map_or(u64::MAX, u64::from))
             .max(1);
         let in_flight = ctas * u64::from(s.saturating_sub(1)) * b;
         let needed = m.needed_in_flight();
-        let time = 1000 * needed / in_flight.clamp(1, needed.max(1));
+        let time = if self.lp.deep() {
+            1000 * needed / in_flight.max(1)
+        } else {
+            1000 * needed / in_flight.clamp(1, needed.max(1))
+        };
         Cost {
             time,
             shared,
@@ -296,7 +324,12 @@ impl Choice {
             if ahead == 1 { "" } else { "s" },
             self.lp.per_stage,
         );
-        if self.cost.time == 1000 {
+        if let (true, Some(trips)) = (self.lp.deep(), self.lp.trips) {
+            format!(
+                "{held}, {} bytes an SM, the most of the rings that fit: {trips} trips known, deeper rings gain past the {need} bytes an SM needs",
+                self.cost.in_flight
+            )
+        } else if self.cost.time == 1000 {
             format!("{held} cover the {need} bytes an SM needs")
         } else {
             format!(
@@ -375,6 +408,7 @@ mod tests {
             others: 0,
             threads: Some(threads),
             ctas_per_sm: None,
+            trips: None,
             max,
         }
     }
@@ -438,6 +472,60 @@ mod tests {
         // on the H100.
         assert_eq!(choose(lp(512, 64, 8), 80).stages, 3);
         assert_eq!(choose(lp(256, 64, 8), 90).stages, 6);
+    }
+
+    #[test]
+    fn told_the_trips_the_ring_with_the_most_bytes_in_flight_wins() {
+        // 1 KiB stages, 64 threads, 8 trips: 32 CTAs per SM up to 6
+        // stages (5 KiB each, with the 1 KiB reserved per CTA), 25 at 8
+        // stages: 25 x 7 KiB is the most in flight.
+        let told = Loop {
+            trips: Some(8),
+            ..lp(1024, 64, 8)
+        };
+        assert!(told.deep());
+        let c = choose(told, 90);
+        assert_eq!((c.stages, c.cost.ctas), (8, 25));
+        assert!(c.cost.time < 1000);
+        // Not told, the fewest stages that cover the need: 3.
+        assert_eq!(choose(lp(1024, 64, 8), 90).stages, 3);
+        // A persistent launch is never deep, trips or not.
+        let persistent = Loop {
+            ctas_per_sm: Some(3),
+            ..told
+        };
+        assert!(!persistent.deep());
+        assert_eq!(choose(persistent, 90).stages, 8);
+        assert_eq!(
+            choose(
+                Loop {
+                    ctas_per_sm: Some(3),
+                    ..lp(4096, 256, 8)
+                },
+                90
+            )
+            .stages,
+            5
+        );
+    }
+
+    #[test]
+    fn each_cta_takes_the_shared_memory_the_system_reserves() {
+        // 6 stages of 19 KiB: 114 KiB, and 1 KiB reserved: one CTA per SM
+        // of 228 KiB, not two.
+        let c = choose(
+            Loop {
+                trips: Some(6),
+                ..lp(19 * 1024, 128, 6)
+            },
+            90,
+        );
+        let six = c
+            .candidates
+            .iter()
+            .find(|(s, _)| *s == 6)
+            .map(|(_, cost)| cost.ctas);
+        assert_eq!(six, Some(1));
     }
 
     #[test]
