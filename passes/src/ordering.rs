@@ -4722,7 +4722,15 @@ impl Report<'_> {
                 // second access.
                 let round = |a: &Access| self.event(a.role, a.event).iters.first().map_or(0, |(_, v)| *v);
                 let later_write = x.what == Use::Write && y.what == Use::Read && round(x) > round(y);
-                let (y, x) = if later_write { (x, y) } else { (y, x) };
+                // In the same round, where the thread of the access later
+                // in the kernel's text runs the other instruction too (one
+                // code path, not two roles), that later access: the one a
+                // barrier before it would order.
+                let at = |a: &Access| self.span(a.role, a.event).start;
+                let inst = |a: &Access| self.event(a.role, a.event).inst;
+                let runs = |a: &Access, i: Inst| self.roles[a.role].1.iter().any(|e| e.inst == i);
+                let later_text = round(x) == round(y) && at(x) > at(y) && runs(x, inst(y));
+                let (y, x) = if later_write || later_text { (x, y) } else { (y, x) };
                 ("E1017", "two threads access the same shared bytes, one writing, with nothing ordering them", y,
                     format!("this {} races with another thread's {}", noun(y.what), noun(x.what)), x,
                     format!("the other thread's {}", noun(x.what)),
