@@ -2198,13 +2198,8 @@ impl<'a> Engine<'a> {
     /// false for `j` in 0..2...).
     fn first_iteration_branch(&self, c: Value) -> Option<(Inst, bool)> {
         let k = self.k;
-        let d = &k.insts[k.def_inst(c)?];
-        let Op::Cmp(pred, _) = d.op else {
-            return None;
-        };
-        let x = self.syms.int(*d.args.first()?)?;
+        let (pred, _, x, bound) = self.syms.int_compared(k, c)?;
         let x = self.pinned(&x);
-        let bound = k.const_int(*d.args.get(1)?)?;
         let mut terms = x.terms.iter();
         let (Some((atom, &coef)), None) = (terms.next(), terms.next()) else {
             return None;

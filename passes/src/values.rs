@@ -643,6 +643,8 @@ impl Syms {
         s.runners(k, k.body, &vec![(0, TID_INF)], &mut insts);
         s.infer_max_tid(k, &insts);
         let top = s.bounds.max_tid.unwrap_or(TID_INF);
+        // Lanes are `%tid.x mod 32` only where the block's rows are warps.
+        let lanes_known = lane_is_tid_x_mod_32(k);
         for (inst, threads) in insts {
             // Only threads of the block count: `%wg != 2` in a block of
             // three warp groups is the first two.
@@ -654,6 +656,9 @@ impl Syms {
                     s.tid_hull.insert(inst, (lo, hi));
                 }
             }
+            if !lanes_known {
+                continue;
+            }
             let lanes = threads.iter().map(|&(lo, hi)| {
                 let hi = hi.min(top);
                 if hi - lo < 32 && lo.div_euclid(32) == hi.div_euclid(32) {
@@ -663,7 +668,7 @@ impl Syms {
                 }
             });
             let hull = lanes.reduce(|(a, b), (c, d)| (a.min(c), b.max(d)));
-            if let Some(hull) = hull.filter(|&h| h != (0, 31) && lane_is_tid_x_mod_32(k)) {
+            if let Some(hull) = hull.filter(|&h| h != (0, 31)) {
                 s.lane_hull.insert(inst, hull);
             }
         }
@@ -1368,16 +1373,23 @@ impl Syms {
         self.within(&x, size).then(|| next.modulo(size))
     }
 
-    /// For `c` = `cmp pred, x, bound` with `x` one atom plus a constant
-    /// (`%k`, `%n - 1`) and `bound` a constant: `(pred, type, atom, the
-    /// constant added to it, bound)`.
-    pub fn atom_compared(&self, k: &Kernel, c: Value) -> Option<(CmpPred, Scalar, Atom, i64, i64)> {
+    /// For an `i1` comparing an integer with a constant (`cmp.P x, C`):
+    /// `(P, type, x, C)`, `x` in its closed form.
+    pub fn int_compared(&self, k: &Kernel, c: Value) -> Option<(CmpPred, Scalar, Affine, i64)> {
         let d = &k.insts[k.def_inst(c)?];
         let Op::Cmp(pred, ty) = d.op else {
             return None;
         };
         let x = self.int(*d.args.first()?)?;
         let bound = k.const_int(*d.args.get(1)?)?;
+        Some((pred, ty, x, bound))
+    }
+
+    /// For `c` = `cmp pred, x, bound` with `x` one atom plus a constant
+    /// (`%k`, `%n - 1`) and `bound` a constant: `(pred, type, atom, the
+    /// constant added to it, bound)`.
+    pub fn atom_compared(&self, k: &Kernel, c: Value) -> Option<(CmpPred, Scalar, Atom, i64, i64)> {
+        let (pred, ty, x, bound) = self.int_compared(k, c)?;
         let mut terms = x.terms.iter();
         match (terms.next(), terms.next()) {
             (Some((a, 1)), None) => Some((pred, ty, a.clone(), x.c, bound)),

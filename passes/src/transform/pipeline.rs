@@ -933,16 +933,7 @@ fn choose_stages(
         .map(|(_, s)| s.size_bytes())
         .sum();
     let two_stages = others.saturating_add(per_stage.saturating_mul(2));
-    // The stages of `per_stage` bytes that fit in `budget` beside the
-    // other allocations: at least 2, or why not.
-    let fitting = |budget: u64| {
-        match budget.saturating_sub(others) / per_stage.max(1) {
-        fit if fit >= 2 => Ok(fit),
-        _ => Err(format!(
-            "two stages of {per_stage} bytes do not fit beside {others} other shared bytes in {budget}"
-        )),
-    }
-    };
+    let fitting = |budget: u64| stages_that_fit(budget, per_stage, others);
     let trips = constant_trips(k, p.lp).map(|t| t as u64);
     let wanted = match asked {
         Asked::Model(ctas_per_sm, hinted) => {
@@ -990,6 +981,18 @@ fn choose_stages(
         format!("{wanted} asked for; {per_stage} bytes per stage fit")
     };
     Ok((s as u32, why, Vec::new()))
+}
+
+/// The stages of `per_stage` bytes that fit in `budget` beside `others`
+/// other shared bytes: at least 2, or why not.
+fn stages_that_fit(budget: u64, per_stage: u64, others: u64) -> Result<u64, String> {
+    let fit = budget.saturating_sub(others) / per_stage.max(1);
+    if fit < 2 {
+        return Err(format!(
+            "two stages of {per_stage} bytes do not fit beside {others} other shared bytes in {budget}"
+        ));
+    }
+    Ok(fit)
 }
 
 /// Clones instruction `i` and the regions nested in it at the builder's
