@@ -127,7 +127,7 @@ const MAX_PARAM_DOUBLINGS: u32 = 12;
 /// The parameters, taken one at a time, that a loop's trip count divides
 /// (computed from parameters and constants alone: `(n + 127) / 128` tiles
 /// of `n` bytes, under half of `base` iterations when the parameter is
-/// `base`), each with the least doubling of `base` (at most
+/// `base` and at least `base` when it is far larger), each with the least doubling of `base` (at most
 /// [`MAX_PARAM_DOUBLINGS`] times) that runs every such loop `base` times or
 /// more, as far as no loop that depends on it runs more than four times
 /// that.
@@ -167,14 +167,17 @@ fn scaled_params(k: &Kernel, base: i64) -> BTreeMap<Value, i64> {
         };
         let far = base.saturating_mul(1 << MAX_PARAM_DOUBLINGS);
         // The loops whose trip count depends on `p`, and those of them it
-        // divides (short at `base`).
+        // divides (short at `base`, and `base` long at `far`: a ring's
+        // epilogue of at most S - 1 trips does not drive the doubling).
         let moved: Vec<usize> = (0..loops.len())
             .filter(|&l| at_base[l].is_some() && trips(l, far) != at_base[l])
             .collect();
         let short: Vec<usize> = moved
             .iter()
             .copied()
-            .filter(|&l| at_base[l].is_some_and(|t| t < base / 2))
+            .filter(|&l| {
+                at_base[l].is_some_and(|t| t < base / 2) && trips(l, far).is_some_and(|t| t >= base)
+            })
             .collect();
         if short.is_empty() {
             continue;
@@ -2597,6 +2600,11 @@ impl Graph {
                         let ph = gr.phase(*bar, -1);
                         gr.g.add_edge(node, ph, BOTH);
                     }
+                    // Phase -1 completes at init: an arrival naming it (or
+                    // an earlier phase) lands in a later phase, E1011 at
+                    // the arrival ([`Report::run_ahead`]), and orders
+                    // nothing before the waits on phase -1.
+                    Step::Arrive { phase, .. } if *phase < 0 => {}
                     Step::Arrive {
                         bar,
                         phase,
@@ -4604,22 +4612,43 @@ impl Report<'_> {
         matches!(&self.k.insts[i].op, Op::Ptx(p) if p.has(Qual::Noinc))
     }
 
+    /// The barriers and the phase async copy `x` completes on: a bulk
+    /// copy's complete_tx phase, or for a `cp.async`, the phase of the
+    /// first `cp.async.mbarrier.arrive` its thread issues after it, where
+    /// that is in the same iteration (one in a later iteration is another
+    /// copy's, the copy's own left out).
+    fn completes_on(&self, x: &Access) -> Option<(Vec<Bar>, i64)> {
+        let events = &self.roles[x.role].1;
+        match &events[x.event].step {
+            Step::Async {
+                done: Done::Phase(bars, q),
+                ..
+            } => Some((bars.clone(), *q)),
+            Step::Async {
+                done: Done::Group(Group::NonBulk),
+                ..
+            } => events[x.event + 1..]
+                .iter()
+                .find_map(|e| match e.step {
+                    Step::AsyncArrive { bar, phase } => Some((e, bar, phase)),
+                    _ => None,
+                })
+                .filter(|(e, ..)| e.iters == events[x.event].iters)
+                .map(|(_, bar, phase)| (vec![bar], phase)),
+            _ => None,
+        }
+    }
+
     /// E1010 for a read `y` of bytes copy `x` writes (not an overwrite of
     /// bytes read before), where the reading thread's last wait on the
-    /// copy's barrier before `y` names a phase one or two away from the one
-    /// the copy completes on: that wait is wrong (a phase bit not flipped, a
-    /// counter off by one), not missing.
+    /// barrier the copy completes on ([`Report::completes_on`]) before `y`
+    /// names a phase one or two away from the copy's: that wait is wrong
+    /// (a phase bit not flipped, a counter off by one), not missing.
     fn wrong_phase_wait(&self, x: &Access, y: &Access) -> Option<Diagnostic> {
         if x.what != Use::AsyncWrite || y.what != Use::Read {
             return None;
         }
-        let Step::Async {
-            done: Done::Phase(bars, q),
-            ..
-        } = &self.event(x.role, x.event).step
-        else {
-            return None;
-        };
+        let (bars, q) = self.completes_on(x)?;
         let events = &self.roles[y.role].1;
         let (w, named) = (0..y.event).rev().find_map(|i| match events[i].step {
             Step::Wait { bar, phase, .. } if bars.iter().any(|b| b.place() == bar.place()) => {
@@ -4875,6 +4904,32 @@ kernel @k(%src: ptr<global> align 16, %n: i32) block(32) {
         // A value that leaves CTA 1 with no tile does not take the branch
         // alike in both CTAs: it is never chosen.
         assert_eq!(taking(1, true), Some((n, 2)));
+    }
+
+    #[test]
+    fn a_ring_epilogue_does_not_drive_a_parameter_up() {
+        // `%rb` rows in steps of 16: the main loop runs `steps - 1` trips,
+        // the epilogue `min(steps - 1, 1)`, which never reaches 16. `%rb`
+        // is doubled until the main loop runs 16 times, no further.
+        let text = "module @m target sm_90a ptx 8.0
+
+kernel @k(%rb: i32) {
+  %rb1 = add %rb, 15 : i32
+  %steps = div.u %rb1, 16 : i32
+  %more = sub %steps, 1 : i32
+  %tail = min.u %more, 1 : i32
+  %mid = sub %steps, %tail : i32
+  for %k = 0 to %mid step 1 {
+    barrier.cta
+  }
+  for %e = %mid to %steps step 1 {
+    barrier.cta
+  }
+}
+";
+        let k = &first_kernel(text);
+        let rb = named(k, "rb");
+        assert_eq!(scaled_params(k, 16), BTreeMap::from([(rb, 512)]));
     }
 
     #[test]
