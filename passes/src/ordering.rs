@@ -4639,25 +4639,38 @@ impl Report<'_> {
         }
     }
 
-    /// E1010 for a read `y` of bytes copy `x` writes (not an overwrite of
-    /// bytes read before), where the reading thread's last wait on the
-    /// barrier the copy completes on ([`Report::completes_on`]) before `y`
-    /// names a phase one or two away from the copy's: that wait is wrong
-    /// (a phase bit not flipped, a counter off by one), not missing.
-    fn wrong_phase_wait(&self, x: &Access, y: &Access) -> Option<Diagnostic> {
+    /// E1010 for a read `y` of bytes copy `x` writes, where the reading
+    /// thread's last wait on the barrier the copy completes on
+    /// ([`Report::completes_on`]) before `y` names a phase one or two away
+    /// from the copy's: that wait is wrong (a phase bit not flipped, a
+    /// counter off by one), not missing. Where `y` may instead read what
+    /// an earlier copy wrote (`overwrite`), only a wait on the phase just
+    /// before the copy's that the thread waited on before, blocking (a
+    /// peeled last block on the bit of the block before it).
+    fn wrong_phase_wait(&self, x: &Access, y: &Access, overwrite: bool) -> Option<Diagnostic> {
         if x.what != Use::AsyncWrite || y.what != Use::Read {
             return None;
         }
         let (bars, q) = self.completes_on(x)?;
         let events = &self.roles[y.role].1;
-        let (w, named) = (0..y.event).rev().find_map(|i| match events[i].step {
+        let on_bar = |e: &Event| match e.step {
             Step::Wait { bar, phase, .. } if bars.iter().any(|b| b.place() == bar.place()) => {
-                Some((i, phase))
+                Some(phase)
             }
             _ => None,
-        })?;
+        };
+        let (w, named) = (0..y.event)
+            .rev()
+            .find_map(|i| Some((i, on_bar(&events[i])?)))?;
         let gap = named - q;
-        if gap == 0 || gap.abs() > 2 {
+        // An earlier blocking wait on the phase (a poll before the wait
+        // on the same phase is not one).
+        let repeated = || {
+            events[..w].iter().any(|e| {
+                matches!(e.step, Step::Wait { blocking: true, .. }) && on_bar(e) == Some(named)
+            })
+        };
+        if gap == 0 || gap.abs() > 2 || (overwrite && (gap != -1 || !repeated())) {
             return None;
         }
         let name = &self.k.shared[bars[0].alloc].name;
@@ -4689,7 +4702,7 @@ impl Report<'_> {
     /// unordered ([`Report::relaxed_release`]), it is reported at that
     /// arrive, with the code the pair has.
     fn race(&self, x: &Access, y: &Access, overwrite: bool) -> Diagnostic {
-        if let Some(d) = (!overwrite).then(|| self.wrong_phase_wait(x, y)).flatten() {
+        if let Some(d) = self.wrong_phase_wait(x, y, overwrite) {
             return d;
         }
         let release = "arrive (release) on an mbarrier after the first access and wait (acquire) on that phase before the second, or put a barrier between them";

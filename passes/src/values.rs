@@ -1938,6 +1938,17 @@ impl Syms {
                         Some((r, c)) if self.waited_only.contains(&res) => {
                             Some(r.sub(&Affine::constant(c.rem_euclid(2))))
                         }
+                        // An arrival by a carried bit that names the phase
+                        // before the one its thread waited on (SageAttention's
+                        // bit flipped at the top of the body, the re-arm by
+                        // the bit before the flip): the same parity two
+                        // phases on, where that is the phase after those
+                        // named before the loop.
+                        _ if !self.waited_only.contains(&res) => {
+                            let idx = self.parity_index[v.index()].clone()?;
+                            let on = idx.add(&Affine::constant(2));
+                            Some(self.arrival_round(k, &bar, loops, idx, on))
+                        }
                         _ => self.parity_index[v.index()].clone(),
                     })
                     .or_else(|| {
@@ -1981,29 +1992,29 @@ impl Syms {
         self.vals[res.index()] = sym;
     }
 
-    /// The round an arrival's or copy's parity `(n + c) mod 2`, odd `c`,
-    /// names: by parity alone `n + 1` (`next`) or `n - 1` (`before`). The
-    /// reading whose first instance names the phase after the latest one
-    /// named before the loop (phase 0 of a fresh barrier) is taken: a
-    /// refill's `(k + 1) mod 2` after a prologue on phase 0 is `k + 1`;
-    /// FlashInfer's `(w + 1) mod 2` arrival under `w != 0` on a fresh
-    /// barrier is `w - 1`. The first instance is iteration 0 or 1 of the
-    /// innermost loop `n` counts, as the branches around it decide;
-    /// otherwise `next`.
+    /// The round an arrival's or copy's parity names, of the two its
+    /// parity allows (`usual`, or `other` two phases away): for `(n + c)
+    /// mod 2`, odd `c`, `n + 1` or `n - 1`. `other` is taken where only its
+    /// first instance names the phase after the latest one named before
+    /// the loop (phase 0 of a fresh barrier): a refill's `(k + 1) mod 2`
+    /// after a prologue on phase 0 is `k + 1`; FlashInfer's `(w + 1) mod 2`
+    /// arrival under `w != 0` on a fresh barrier is `w - 1`. The first
+    /// instance is iteration 0 or 1 of the innermost loop `usual` counts,
+    /// as the branches around it decide; otherwise `usual`.
     fn arrival_round(
         &self,
         k: &Kernel,
         bar: &Sym,
         loops: &[Inst],
-        next: Affine,
-        before: Affine,
+        usual: Affine,
+        other: Affine,
     ) -> Affine {
         let Some(&l) = loops
             .iter()
             .rev()
-            .find(|&&l| next.mentions(&|a| a.names_iteration_of(l)))
+            .find(|&&l| usual.mentions(&|a| a.names_iteration_of(l)))
         else {
-            return next;
+            return usual;
         };
         let want = self.named_floor.get(bar).copied().unwrap_or(-1) + 1;
         let first = (0..2).find_map(|n| match self.guards_hold(k, l, n) {
@@ -2012,16 +2023,16 @@ impl Syms {
             None => Some(None),
         });
         let Some(Some(n)) = first else {
-            return next;
+            return usual;
         };
         let Some(iv) = self.iv_in_iteration(k, l, n) else {
-            return next;
+            return usual;
         };
         let names = |e: &Affine| e.in_iteration(l, iv, n).as_const();
-        if names(&next) != Some(want) && names(&before) == Some(want) {
-            before
+        if names(&usual) != Some(want) && names(&other) == Some(want) {
+            other
         } else {
-            next
+            usual
         }
     }
 
