@@ -2463,7 +2463,9 @@ impl<'a> Engine<'a> {
             let held = |v: i64| ordering::wrap(v, ty);
             return ordering::compare(pred, ty, Some(held(x)), Some(held(y)));
         }
-        let diff = a.sub(&b).as_const()?;
+        let Some(diff) = a.sub(&b).as_const() else {
+            return self.decided_by_least(pred, &a, &b);
+        };
         match pred {
             CmpPred::Eq => Some(diff == 0),
             CmpPred::Ne => Some(diff != 0),
@@ -2493,6 +2495,50 @@ impl<'a> Engine<'a> {
             }
             _ => None,
         }
+    }
+
+    /// The value of `a pred b` where the least value of `a - b` over the
+    /// iterations of the enclosing loops decides it ([`Engine::least`]):
+    /// `4·t + 2 > 1` in every tile `t` of a store counter carried across a
+    /// tile loop. Unsigned orders need both sides at least 0.
+    fn decided_by_least(&self, pred: CmpPred, a: &Affine, b: &Affine) -> Option<bool> {
+        let unsigned = matches!(
+            pred,
+            CmpPred::Ult | CmpPred::Ule | CmpPred::Ugt | CmpPred::Uge
+        );
+        if unsigned && !(self.least(a)? >= 0 && self.least(b)? >= 0) {
+            return None;
+        }
+        let least = self.least(&a.sub(b))?;
+        match pred {
+            CmpPred::Sgt | CmpPred::Ugt | CmpPred::Ne if least > 0 => Some(true),
+            CmpPred::Sle | CmpPred::Ule | CmpPred::Eq if least > 0 => Some(false),
+            CmpPred::Sge | CmpPred::Uge if least >= 0 => Some(true),
+            CmpPred::Slt | CmpPred::Ult if least >= 0 => Some(false),
+            _ => None,
+        }
+    }
+
+    /// The least value of `e` over the iterations of the enclosing loops:
+    /// each term a positive multiple of one's [`Atom::Iv`] (at least its
+    /// first value) or of a counter it carries from 0 by a constant
+    /// (`Steps`, at least 0).
+    fn least(&self, e: &Affine) -> Option<i64> {
+        e.terms.iter().try_fold(e.c, |sum, (atom, &coef)| {
+            let first = match atom {
+                Atom::Iv(l) if self.loops.contains(l) => {
+                    self.syms.iv_step(self.k, *l).filter(|&s| s > 0)?;
+                    self.syms.iv_first(self.k, *l)?
+                }
+                Atom::Steps(l, per, false)
+                    if self.loops.contains(l) && per.as_const().is_some_and(|p| p >= 0) =>
+                {
+                    0
+                }
+                _ => return None,
+            };
+            (coef > 0).then(|| coef.checked_mul(first)?.checked_add(sum))?
+        })
     }
 
     /// The integer `a` as [`Engine::decided_in`] sees it.
