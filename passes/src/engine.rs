@@ -1763,7 +1763,11 @@ impl<'a> Engine<'a> {
 
     fn if_op(&mut self, inst: Inst, st: &mut State) {
         let data = &self.k.insts[inst];
-        let cond = data.args.first().and_then(|a| a.value());
+        let cond = data
+            .args
+            .first()
+            .and_then(|a| a.value())
+            .map(|c| self.without_true_conjunct(c));
         // A branch the bounds prove dead is not analysed: its code never runs.
         let known = cond.and_then(|c| st.known.get(&c).copied());
         if let Some(taken) = known
@@ -1826,6 +1830,26 @@ impl<'a> Engine<'a> {
                         .into_iter()
                         .filter(|x| *x != (c, pol)),
                 );
+                // An empty else-branch of `role and b`, with `b` false
+                // only in a loop's first iteration, runs in the threads
+                // outside the role, or in the role's threads in that
+                // iteration: each case on its own, joined as `if role`
+                // would join them.
+                let empty = self.k.regions[data.regions[branch]].insts.is_empty();
+                if let Some((role, l)) = (!pol && empty).then(|| self.role_and_first(c)).flatten() {
+                    let mut inside = s.clone();
+                    inside.ops.retain(|r| !r.earlier.contains(&l));
+                    let mark = self.conds.len();
+                    for (case, taken) in [(&mut inside, true), (&mut *s, false)] {
+                        self.conds.push((role, taken));
+                        self.drop_other_roles(case);
+                        self.region(data.regions[branch], case);
+                        self.conds.truncate(mark);
+                    }
+                    *s = State::join_if(inside, std::mem::take(s), Some(role));
+                    self.conds.truncate(pushed);
+                    continue;
+                }
                 self.drop_other_roles(s);
             }
             self.region(data.regions[branch], s);
@@ -2239,6 +2263,44 @@ impl<'a> Engine<'a> {
             }
             _ => None,
         }
+    }
+
+    /// `x` for `c = x and y` (either order) where the loops run one by one
+    /// decide `y` true ([`Engine::decided_by_pins`]), else `c`: the branch
+    /// is then `x`'s (`issuer and count > 1` past the first store).
+    fn without_true_conjunct(&self, c: Value) -> Value {
+        let d = self.k.def_inst(c).map(|i| &self.k.insts[i]);
+        let Some((x, y)) = d
+            .filter(|d| d.op == Op::Binary(BinaryOp::And))
+            .and_then(|d| Some((d.args.first()?.value()?, d.args.get(1)?.value()?)))
+        else {
+            return c;
+        };
+        if self.decided_by_pins(y) == Some(true) {
+            x
+        } else if self.decided_by_pins(x) == Some(true) {
+            y
+        } else {
+            c
+        }
+    }
+
+    /// For `c = role and b` (either order) where `b` is false only in the
+    /// first iteration of an enclosing loop `l`
+    /// ([`Engine::first_iteration_branch`]): `(role, l)` (CUTLASS's
+    /// store-buffer acquire, `issuer and count > 1`).
+    fn role_and_first(&self, c: Value) -> Option<(Value, Inst)> {
+        let d = &self.k.insts[self.k.def_inst(c)?];
+        if d.op != Op::Binary(BinaryOp::And) {
+            return None;
+        }
+        let (x, y) = (d.args.first()?.value()?, d.args.get(1)?.value()?);
+        [(x, y), (y, x)]
+            .into_iter()
+            .find_map(|(role, b)| match self.first_iteration_branch(b) {
+                Some((l, false)) => Some((role, l)),
+                _ => None,
+            })
     }
 
     /// For an `i1` comparing a constant with a result of an exited `for`
