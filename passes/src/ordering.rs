@@ -127,10 +127,10 @@ const MAX_PARAM_DOUBLINGS: u32 = 12;
 /// The parameters, taken one at a time, that a loop's trip count divides
 /// (computed from parameters and constants alone: `(n + 127) / 128` tiles
 /// of `n` bytes, under half of `base` iterations when the parameter is
-/// `base` and at least `base` when it is far larger), each with the least doubling of `base` (at most
-/// [`MAX_PARAM_DOUBLINGS`] times) that runs every such loop `base` times or
-/// more, as far as no loop that depends on it runs more than four times
-/// that.
+/// `base` and at least `base` when it is far larger), each with the least
+/// doubling of `base` (at most [`MAX_PARAM_DOUBLINGS`] times) that runs
+/// every such loop `base` times or more, as far as no loop that depends on
+/// it runs more than four times that.
 fn scaled_params(k: &Kernel, base: i64) -> BTreeMap<Value, i64> {
     let mut loops = Vec::new();
     k.walk(k.body, &mut |i| {
