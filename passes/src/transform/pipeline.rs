@@ -937,22 +937,24 @@ fn choose_stages(
     let trips = constant_trips(k, p.lp).map(|t| t as u64);
     let wanted = match asked {
         Asked::Model(ctas_per_sm, hinted) => {
+            let trips = trips.or(hinted.map(u64::from));
+            // Where the model counts on deep rings ([`stages::deep`]) it
+            // may take what the target gives one CTA. It never takes more
+            // stages than trips: the (T + 1)-th would re-load a tile.
+            let deep = stages::deep(trips, ctas_per_sm);
+            let fit = fitting(shared_budget(k, deep, two_stages, sm))?;
+            let useful = trips.map_or(u64::MAX, |t| t.max(2));
+            let max = fit.min(useful).min(u64::from(stages::MAX_STAGES)) as u32;
             let lp = stages::Loop {
                 form,
                 per_stage,
                 others,
                 threads: k.block.map(|b| b[0] * b[1] * b[2]),
                 ctas_per_sm,
-                trips: trips.or(hinted.map(u64::from)),
-                max: 0,
+                trips,
+                max,
             };
-            // Where the model counts on deep rings ([`stages::Loop::deep`])
-            // it may take what the target gives one CTA. It never takes
-            // more stages than trips: the (T + 1)-th would re-load a tile.
-            let fit = fitting(shared_budget(k, lp.deep(), two_stages, sm))?;
-            let useful = lp.trips.map_or(u64::MAX, |t| t.max(2));
-            let max = fit.min(useful).min(u64::from(stages::MAX_STAGES)) as u32;
-            let c = stages::choose(stages::Loop { max, ..lp }, sm);
+            let c = stages::choose(lp, sm);
             let candidates = c
                 .candidates
                 .iter()

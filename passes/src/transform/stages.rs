@@ -132,11 +132,17 @@ pub struct Loop {
 }
 
 impl Loop {
-    /// Whether the model counts on deep rings: the trips are known and the
-    /// launch fills the SMs (no `ctas_per_sm`).
+    /// Whether the model counts on deep rings ([`deep`]).
     pub fn deep(&self) -> bool {
-        self.trips.is_some() && self.ctas_per_sm.is_none()
+        deep(self.trips, self.ctas_per_sm)
     }
+}
+
+/// Whether the model counts on deep rings for a loop of `trips` (when
+/// known) in a launch of `ctas_per_sm` (when it says): the trips are known
+/// and the launch fills the SMs.
+pub fn deep(trips: Option<u64>, ctas_per_sm: Option<u32>) -> bool {
+    trips.is_some() && ctas_per_sm.is_none()
 }
 
 /// A schedule's price: its time per tile relative to the peak (in
