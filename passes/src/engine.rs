@@ -25,8 +25,8 @@ use crate::ordering;
 use crate::sites::Sites;
 use crate::state::{at_trips, Init, Issuer, Kind, Mem, OpRec, State, TripFacts};
 use crate::values::{
-    complement, conjuncts, elect_lane, intersect, is_sreg, lane_is_tid_x_mod_32, mapa_of,
-    upper_bound, Base, Runners, Sym, Syms,
+    and_operands, complement, conjuncts, elect_lane, intersect, is_sreg, lane_is_tid_x_mod_32,
+    mapa_of, upper_bound, Base, Runners, Sym, Syms,
 };
 
 const HUGE: i64 = 1 << 40;
@@ -2269,11 +2269,7 @@ impl<'a> Engine<'a> {
     /// decide `y` true ([`Engine::decided_by_pins`]), else `c`: the branch
     /// is then `x`'s (`issuer and count > 1` past the first store).
     fn without_true_conjunct(&self, c: Value) -> Value {
-        let d = self.k.def_inst(c).map(|i| &self.k.insts[i]);
-        let Some((x, y)) = d
-            .filter(|d| d.op == Op::Binary(BinaryOp::And))
-            .and_then(|d| Some((d.args.first()?.value()?, d.args.get(1)?.value()?)))
-        else {
+        let Some((x, y)) = and_operands(self.k, c) else {
             return c;
         };
         if self.decided_by_pins(y) == Some(true) {
@@ -2290,11 +2286,7 @@ impl<'a> Engine<'a> {
     /// ([`Engine::first_iteration_branch`]): `(role, l)` (CUTLASS's
     /// store-buffer acquire, `issuer and count > 1`).
     fn role_and_first(&self, c: Value) -> Option<(Value, Inst)> {
-        let d = &self.k.insts[self.k.def_inst(c)?];
-        if d.op != Op::Binary(BinaryOp::And) {
-            return None;
-        }
-        let (x, y) = (d.args.first()?.value()?, d.args.get(1)?.value()?);
+        let (x, y) = and_operands(self.k, c)?;
         [(x, y), (y, x)]
             .into_iter()
             .find_map(|(role, b)| match self.first_iteration_branch(b) {

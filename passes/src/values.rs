@@ -232,17 +232,21 @@ pub fn inst_conds(k: &Kernel) -> BTreeMap<Inst, Vec<(Value, bool)>> {
     out
 }
 
+/// `(a, b)` for `c = a and b` of two `i1` values.
+pub fn and_operands(k: &Kernel, c: Value) -> Option<(Value, Value)> {
+    let d = &k.insts[k.def_inst(c)?];
+    if d.op != Op::Binary(BinaryOp::And) || k.ty(c) != Type::Scalar(Scalar::I1) {
+        return None;
+    }
+    Some((d.args.first()?.value()?, d.args.get(1)?.value()?))
+}
+
 /// The conditions an `if` on `c` (its then-branch when `pol`) puts its
 /// code under: `c` itself, or, for the then-branch of `a and b` of two
 /// `i1` values, those of `a` and of `b` (the elected lane of warp 0 written
 /// `%warp == 0 and elect.sync`).
 pub fn conjuncts(k: &Kernel, c: Value, pol: bool) -> Vec<(Value, bool)> {
-    let conj = pol
-        .then(|| k.def_inst(c))
-        .flatten()
-        .map(|i| &k.insts[i])
-        .filter(|d| d.op == Op::Binary(BinaryOp::And) && k.ty(c) == Type::Scalar(Scalar::I1));
-    match conj.and_then(|d| Some((d.args.first()?.value()?, d.args.get(1)?.value()?))) {
+    match pol.then(|| and_operands(k, c)).flatten() {
         Some((a, b)) => {
             let mut out = conjuncts(k, a, true);
             out.extend(conjuncts(k, b, true));
