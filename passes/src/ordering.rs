@@ -107,6 +107,14 @@ pub fn launches(period: i64) -> Vec<(i64, i64)> {
 /// The least value integer kernel parameters take.
 pub const PARAM_TRIPS: i64 = 16;
 
+/// The CTAs one run follows: the cluster from `%ctaid.x` `first_cta` (a
+/// multiple of the cluster's `x`) of a grid of `x` CTAs along `x`.
+#[derive(Clone, Copy)]
+struct Grid {
+    x: i64,
+    first_cta: i64,
+}
+
 /// The values integer kernel parameters take in one run: `base`, or the
 /// one [`scaled_params`] gives.
 #[derive(Clone, Copy)]
@@ -567,29 +575,52 @@ pub fn check(
         launches.swap(0, 1);
     }
     let mut trips = launches[0].1;
+    let mut chosen = None;
     for &(grid_x, param) in &launches {
         if (param != launches[0].1 && !nested) || (grid_x != launches[0].0 && !reads_grid) {
             continue;
         }
         trips = param;
         let scaled = scaled_params(k, param);
-        result = both_ways(
-            k,
-            syms,
-            prior,
-            grid_x,
-            Params {
-                base: param,
-                scaled: &scaled,
-            },
-        );
+        let grid = Grid {
+            x: grid_x,
+            first_cta: 0,
+        };
+        let params = Params {
+            base: param,
+            scaled: &scaled,
+        };
+        result = both_ways(k, syms, prior, grid, params);
         if !matches!(result, Err(GiveUp::Budget)) {
+            chosen = Some((grid_x, param, scaled));
             break;
         }
     }
     if let Ok(found) = &mut result {
         if let Some(w) = short_trip_hazards(k, syms, prior, launches[0].0, period, found) {
             found.push(w);
+        }
+        if let (Some(first_cta), Some((x, base, scaled))) = (later_ctas(k, period), &chosen) {
+            let grid = Grid { x: *x, first_cta };
+            let params = Params {
+                base: *base,
+                scaled,
+            };
+            match both_ways(k, syms, prior, grid, params) {
+                Ok(more) => {
+                    for d in more {
+                        let seen = found
+                            .iter()
+                            .any(|o| o.code == d.code && o.span == d.span && o.message == d.message);
+                        if !seen {
+                            found.push(d);
+                        }
+                    }
+                }
+                Err(why) => found.push(gave_up(k, why).with_note(format!(
+                    "the CTAs from `%ctaid.x` 0 were followed; this is about those from `%ctaid.x` {first_cta}, whose loops bound by `%ctaid.x` run longer"
+                ))),
+            }
         }
     }
     match result {
@@ -610,15 +641,22 @@ pub fn check(
             }
             found
         }
-        Err(GiveUp::Unknown(why, at)) => prior.undecided(vec![Diagnostic::warning(
+        Err(why) => prior.undecided(vec![gave_up(k, why)]),
+    }
+}
+
+/// W1006 or W1004: what stopped the analysis, and what is not proved.
+fn gave_up(k: &Kernel, why: GiveUp) -> Diagnostic {
+    match why {
+        GiveUp::Unknown(why, at) => Diagnostic::warning(
             "W1006",
             "the cross-thread analysis cannot follow this kernel: races between threads are not proved absent",
             at.map_or(k.span, |i| k.insts[i].span),
         )
         .with_label(why)
         .with_help("to have its cross-thread ordering checked, compute the kernel's branches, loop bounds, barriers and phases from thread and CTA indices, constants and loop counters, and have every thread of a CTA pass its barriers alike")
-        .with_note(NOT_PROVED)]),
-        Err(GiveUp::Budget) => prior.undecided(vec![Diagnostic::warning(
+        .with_note(NOT_PROVED),
+        GiveUp::Budget => Diagnostic::warning(
             "W1004",
             "the cross-thread analysis stopped at its budget: races between threads are not proved absent",
             k.span,
@@ -627,8 +665,51 @@ pub fn check(
         .with_help("use smaller constant trip counts or split the kernel to have its cross-thread ordering checked")
         .with_note(format!(
             "{NOT_PROVED}; the budget is {MAX_STEPS} instructions, {MAX_NODES} events, {MAX_PAIRS} pairs of accesses and {MAX_THREAD_PAIRS} pairs of threads compared (docs/limits.md)"
-        ))]),
+        )),
     }
+}
+
+/// Where a loop's upper bound depends on `%ctaid.x` (a causal attention
+/// kernel's KV loop up to its query block, `k < %ctaid.x + 1`), the CTAs
+/// at the start of the grid run it only a few times: the `%ctaid.x` of a
+/// further cluster, far enough along for such a loop to take a ring of
+/// `period` stages twice round, and odd where the cluster is one CTA wide
+/// (a parity taken from the CTA's index differs from the first CTA's),
+/// which the analysis then follows too. None where no loop bound depends
+/// on it.
+fn later_ctas(k: &Kernel, period: i64) -> Option<i64> {
+    let mut memo: HashMap<Value, bool> = HashMap::new();
+    let mut bound_by_cta = false;
+    k.walk(k.body, &mut |i| {
+        let d = &k.insts[i];
+        if d.op == Op::For {
+            if let Some(hi) = d.args.get(1).and_then(|a| a.value()) {
+                bound_by_cta |= reads_ctaid(k, hi, &mut memo);
+            }
+        }
+    });
+    let x = k.cluster.map_or(1, |c| i64::from(c[0])).max(1);
+    let first = period.saturating_mul(2).max(4) + 1;
+    bound_by_cta.then(|| (first + x - 1) / x * x)
+}
+
+/// Whether `v` is computed from `%ctaid.x` (through the instructions that
+/// define it; a loop-carried value counts as not).
+fn reads_ctaid(k: &Kernel, v: Value, memo: &mut HashMap<Value, bool>) -> bool {
+    if let Some(&known) = memo.get(&v) {
+        return known;
+    }
+    memo.insert(v, false);
+    let found = k.def_inst(v).is_some_and(|i| {
+        let d = &k.insts[i];
+        d.op == Op::Sreg(SpecialReg::CtaidX)
+            || d.args
+                .iter()
+                .filter_map(|a| a.value())
+                .any(|a| reads_ctaid(k, a, memo))
+    });
+    memo.insert(v, found);
+    found
 }
 
 /// W1009 for the errors the analysis finds only when the integer kernel
@@ -671,7 +752,11 @@ fn short_trip_hazards(
             base: short,
             scaled: &BTreeMap::new(),
         };
-        let Ok(more) = both_ways(k, syms, prior, grid_x, params) else {
+        let grid = Grid {
+            x: grid_x,
+            first_cta: 0,
+        };
+        let Ok(more) = both_ways(k, syms, prior, grid, params) else {
             continue;
         };
         for d in more.into_iter().filter(Diagnostic::is_error) {
@@ -716,7 +801,7 @@ fn both_ways(
     k: &Kernel,
     syms: &Syms,
     prior: &Prior,
-    grid_x: i64,
+    grid: Grid,
     params: Params,
 ) -> Result<Vec<Diagnostic>, GiveUp> {
     let mut todo = vec![BTreeMap::new()];
@@ -728,7 +813,7 @@ fn both_ways(
             return Err(GiveUp::Unknown(ASSUMED_BRANCHES, None));
         }
         let mut met = BTreeMap::new();
-        for d in analyse(k, syms, prior, grid_x, params, &forced, &mut met)? {
+        for d in analyse(k, syms, prior, grid, params, &forced, &mut met)? {
             let seen = out
                 .iter()
                 .any(|o| o.code == d.code && o.span == d.span && o.message == d.message);
@@ -757,7 +842,7 @@ fn analyse(
     k: &Kernel,
     syms: &Syms,
     prior: &Prior,
-    grid_x: i64,
+    grid: Grid,
     params: Params,
     forced: &BTreeMap<Inst, bool>,
     met: &mut BTreeMap<Inst, bool>,
@@ -795,7 +880,8 @@ fn analyse(
                 th,
                 Launch {
                     cluster: dims,
-                    grid_x,
+                    first_cta: grid.first_cta,
+                    grid_x: grid.x,
                     params,
                 },
                 budget,
@@ -1154,10 +1240,19 @@ fn quotient_boundaries(inner: &Affine, d: i64, last: i64) -> Vec<i64> {
 struct Launch<'a> {
     /// The cluster's shape.
     cluster: [i64; 3],
+    /// The `%ctaid.x` of the cluster's first CTA (a multiple of its `x`).
+    first_cta: i64,
     /// The CTAs of the grid along `x` (see [`launches`]).
     grid_x: i64,
     /// The values of the integer kernel parameters.
     params: Params<'a>,
+}
+
+impl Launch<'_> {
+    /// The `%ctaid.x` values of the cluster followed.
+    fn ctas(&self) -> std::ops::Range<i64> {
+        self.first_cta..self.first_cta + self.cluster[0]
+    }
 }
 
 /// Unrolls one thread's run into its events.
@@ -1187,6 +1282,9 @@ struct Tracer<'a> {
     inits: HashMap<(i64, SharedId, i64), i64>,
     /// The latest phase of each barrier the thread named.
     named: HashMap<Bar, i64>,
+    /// The latest phase of each barrier the thread saw complete (a
+    /// blocking wait, or a poll taken to succeed).
+    waited: HashMap<Bar, i64>,
     events: Vec<Event>,
 }
 
@@ -1214,9 +1312,7 @@ impl<'a> Tracer<'a> {
         // (`if %n >= 1` taken false: no iteration of `for ... to %n`).
         let mut chosen: BTreeSet<Value> = BTreeSet::new();
         for (&inst, &want) in forced {
-            if let Some((p, v)) =
-                param_taking(k, syms, inst, want, launch.cluster[0], launch.params)
-            {
+            if let Some((p, v)) = param_taking(k, syms, inst, want, launch.ctas(), launch.params) {
                 if chosen.insert(p) {
                     vals[p.index()] = Some(v);
                 }
@@ -1237,6 +1333,7 @@ impl<'a> Tracer<'a> {
             counts: Vec::new(),
             inits: HashMap::new(),
             named: HashMap::new(),
+            waited: HashMap::new(),
             events: Vec::new(),
         }
     }
@@ -1526,15 +1623,19 @@ impl<'a> Tracer<'a> {
             SpecialReg::ClusterNctaidX => Some(x),
             SpecialReg::ClusterNctaidY => Some(y),
             SpecialReg::ClusterNctaidZ => Some(z),
-            // The first cluster of a grid of `grid_x` CTAs along `x`
-            // (rounded up to whole clusters) and one cluster along `y`, `z`.
-            SpecialReg::CtaidX => Some(rank % x),
+            // The cluster from `%ctaid.x` `first_cta` of a grid of
+            // `grid_x` CTAs along `x` (rounded up to whole clusters, and
+            // at least up to that one) and one cluster along `y`, `z`.
+            SpecialReg::CtaidX => Some(self.launch.first_cta + rank % x),
             SpecialReg::CtaidY => Some(rank / x % y),
             SpecialReg::CtaidZ => Some(rank / (x * y)),
-            SpecialReg::NctaidX => Some(self.launch.grid_x.max(x) / x * x),
+            SpecialReg::NctaidX => {
+                Some(self.launch.grid_x.max(self.launch.first_cta + x).max(x) / x * x)
+            }
             SpecialReg::NctaidY => Some(y),
             SpecialReg::NctaidZ => Some(z),
-            SpecialReg::ClusteridX | SpecialReg::ClusteridY | SpecialReg::ClusteridZ => Some(0),
+            SpecialReg::ClusteridX => Some(self.launch.first_cta / x),
+            SpecialReg::ClusteridY | SpecialReg::ClusteridZ => Some(0),
         }
     }
 
@@ -1704,6 +1805,14 @@ impl<'a> Tracer<'a> {
         Ok((bar, q))
     }
 
+    /// Whether phase operand `a` is named by a parity bit
+    /// (`mbarrier.phase.parity`), not by its index.
+    fn parity_named(&self, a: Arg) -> bool {
+        a.value()
+            .and_then(|v| self.k.def_inst(v))
+            .is_some_and(|d| matches!(&self.k.insts[d].op, Op::Ptx(p) if p.family == cpflow_ir::spec::Family::MbarrierPhaseParity))
+    }
+
     /// Records a table instruction's event; the value of its result (a
     /// poll is taken to succeed).
     fn ptx(&mut self, inst: Inst, p: &PtxOp) -> Result<Option<i64>, GiveUp> {
@@ -1801,13 +1910,30 @@ impl<'a> Tracer<'a> {
                 }
             }
             SyncEffect::PhaseWait(kind) => {
-                let (bar, phase) = self.phase(first()?)?;
+                let (bar, mut phase) = self.phase(first()?)?;
                 let blocking = kind == WaitKind::Blocking;
                 // A poll succeeds (the one a poll loop repeats blocks
                 // until it does), but one whose failure only decides
                 // whether a blocking wait on its phase runs fails: that is
                 // the path the wait must cover.
                 let fails = self.syms.guarding_polls.contains(&inst);
+                // A parity bit read as the phase just before one this
+                // thread saw complete names the phase after it: with phase
+                // `s` seen, the barrier is past it, and the parity of
+                // `s - 1` is that of `s + 1` (a bit flipped ahead of the
+                // wait for the next round's tile). A phase further back is
+                // state the thread reset, reported as such.
+                if let Some(&seen) = self.waited.get(&bar) {
+                    if phase == seen - 1 && self.parity_named(first()?) {
+                        phase = seen + 1;
+                        let named = self.named.entry(bar).or_insert(phase);
+                        *named = (*named).max(phase);
+                    }
+                }
+                if !fails {
+                    let seen = self.waited.entry(bar).or_insert(phase);
+                    *seen = (*seen).max(phase);
+                }
                 self.push(
                     inst,
                     Step::Wait {
@@ -1958,20 +2084,19 @@ fn is_grid(r: SpecialReg) -> bool {
 /// For `if %c` with `%c` a comparison of `%p + c` (`%p` an integer kernel
 /// parameter) with a constant, or of `%ctaid.x` with `%p` (a persistent
 /// kernel's `if %ctaid.x < %ntiles` before its first tile, true or false
-/// in every CTA of the first cluster, whose `%ctaid.x` is below
-/// `cluster_x`; the parameter's value in `params` kept where it takes it
-/// so):
+/// in every CTA of the cluster followed, whose `%ctaid.x` values are
+/// `ctas`; the parameter's value in `params` kept where it takes it so):
 /// `(%p, v)`, `v >= 0` a value of `%p` that makes the comparison `want`.
 fn param_taking(
     k: &Kernel,
     syms: &Syms,
     inst: Inst,
     want: bool,
-    cluster_x: i64,
+    ctas: std::ops::Range<i64>,
     params: Params,
 ) -> Option<(Value, i64)> {
     let c = k.insts[inst].args.first()?.value()?;
-    if let Some(taken) = param_against_cta(k, syms, c, want, cluster_x, params) {
+    if let Some(taken) = param_against_cta(k, syms, c, want, ctas, params) {
         return Some(taken);
     }
     let (pred, ty, Atom::Opaque(p), off, bound) = syms.atom_compared(k, c)? else {
@@ -1994,14 +2119,13 @@ fn param_taking(
 /// [`param_taking`] for `c` = `cmp pred, a, b` with `a` and `b` affine in
 /// the CTA's `%ctaid.x` and one integer kernel parameter (`%ctaid.x <
 /// %ntiles`, or a CTA's k-range `8·%ctaid.x < 8·%ctaid.x + %n`): a value of
-/// the parameter that takes the branch `want` in every CTA of the first
-/// cluster.
+/// the parameter that takes the branch `want` in every CTA of `ctas`.
 fn param_against_cta(
     k: &Kernel,
     syms: &Syms,
     c: Value,
     want: bool,
-    cluster_x: i64,
+    ctas: std::ops::Range<i64>,
     params: Params,
 ) -> Option<(Value, i64)> {
     let d = &k.insts[k.def_inst(c)?];
@@ -2029,7 +2153,7 @@ fn param_against_cta(
     }
     let p = param.filter(|_| on_cta)?;
     let holds = |v: i64| {
-        (0..cluster_x.max(1)).all(|cta| {
+        ctas.clone().all(|cta| {
             let at = |e: &Affine| {
                 e.eval(&|x| match x {
                     Atom::Opaque(q) if *q == p => Some(v),
@@ -2042,7 +2166,7 @@ fn param_against_cta(
         })
     };
     // The parameter's own value where it already takes the branch so.
-    [params.of(p), 0, 1, cluster_x]
+    [params.of(p), 0, 1, ctas.end]
         .into_iter()
         .find(|&v| holds(v))
         .map(|v| (p, v))
@@ -4908,7 +5032,7 @@ kernel @k(%src: ptr<global> align 16, %n: i32) block(32) {
                 base,
                 scaled: &scaled,
             };
-            param_taking(k, &syms, branch, want, 2, params)
+            param_taking(k, &syms, branch, want, 0..2, params)
         };
         // Taken false in every CTA only with no tiles; taken true, the
         // parameter keeps its value.

@@ -506,28 +506,78 @@ impl Walk<'_> {
         }
     }
 
-    /// For a site whose barrier offset depends on `%tid.x` alone, the most
-    /// threads among `xs` (their `%tid.x` values) that name one barrier,
-    /// and whether every barrier named gets that many; None when the
-    /// offset does not depend on the thread or is not a constant for each.
+    /// For a site whose barrier offset depends on the thread through
+    /// `%tid.x` alone, the most threads among `xs` (their `%tid.x` values)
+    /// that name one barrier in one iteration, and whether every barrier
+    /// named gets that many; None when the offset does not depend on the
+    /// thread or is not a constant for each. The offset's other terms (a
+    /// stage `k mod S` beside a group's `2·warp`) are the same for every
+    /// thread of one iteration: the threads are grouped with them taken
+    /// as 0 and as 1 alike, the larger group counted.
     fn per_barrier(&self, s: &Site, xs: &[i64]) -> Option<(i64, bool)> {
-        if !s.off.mentions(&|a| matches!(a, Atom::Tid(0 | 3)))
-            || s.off.mentions(&|a| matches!(a, Atom::Tid(1 | 2)))
+        let off = self.chosen_under(&s.off, &s.conds, xs);
+        if !off.mentions(&|a| matches!(a, Atom::Tid(0 | 3)))
+            || off.mentions(&|a| match a {
+                Atom::Tid(1 | 2) | Atom::OtherTid(_) => true,
+                Atom::Opaque(v) => self.syms.thread_dependent[v.index()],
+                _ => false,
+            })
             || !lane_is_tid_x_mod_32(self.k)
         {
             return None;
         }
-        let mut counts: BTreeMap<i64, i64> = BTreeMap::new();
-        for &t in xs {
-            let off = s.off.eval(&|a: &Atom| match a {
-                Atom::Tid(0) => Some(t),
-                Atom::Tid(3) => Some(t % 32),
-                _ => None,
-            })?;
-            *counts.entry(off).or_default() += 1;
+        let mut most = 0;
+        let mut even = true;
+        for rest in [0, 1] {
+            let mut counts: BTreeMap<i64, i64> = BTreeMap::new();
+            for &t in xs {
+                let off = off.eval(&|a: &Atom| match a {
+                    Atom::Tid(0) => Some(t),
+                    Atom::Tid(3) => Some(t % 32),
+                    _ => Some(rest),
+                })?;
+                *counts.entry(off).or_default() += 1;
+            }
+            let group = counts.values().copied().max()?;
+            even &= counts.values().all(|&n| n == group);
+            most = most.max(group);
         }
-        let most = counts.values().copied().max()?;
-        Some((most, counts.values().all(|&n| n == most)))
+        Some((most, even))
+    }
+
+    /// `e` with each `select c, a, b` it reads (as an opaque value) whose
+    /// `c` is one of `conds`, or a test of `%tid.x` that every thread of
+    /// `xs` passes alike, replaced by the operand `c` picks (a group index
+    /// `select is_producer, warp - 2, warp` in either role's branch), as
+    /// far as a few rounds go.
+    fn chosen_under(&self, e: &Affine, conds: &[(Value, bool)], xs: &[i64]) -> Affine {
+        let decided = |c: Value| -> Option<bool> {
+            if let Some(&(_, pol)) = conds.iter().find(|(x, _)| *x == c) {
+                return Some(pol);
+            }
+            let set = self.syms.tid_cond(self.k, c)?;
+            let holds = |t: i64| set.iter().any(|&(lo, hi)| lo <= t && t <= hi);
+            let first = holds(*xs.first()?);
+            xs.iter().all(|&t| holds(t) == first).then_some(first)
+        };
+        let mut e = e.clone();
+        for _ in 0..4 {
+            let mut atoms = Vec::new();
+            e.atoms(&mut atoms);
+            let picked = atoms.into_iter().find_map(|a| {
+                let Atom::Opaque(v) = a else { return None };
+                let d = &self.k.insts[self.k.def_inst(v)?];
+                if d.op != Op::Select {
+                    return None;
+                }
+                let pol = decided(d.args.first()?.value()?)?;
+                let chosen = self.syms.int(*d.args.get(if pol { 1 } else { 2 })?)?;
+                Some((Atom::Opaque(v), chosen))
+            });
+            let Some((from, to)) = picked else { break };
+            e = e.subst(&from, &to);
+        }
+        e
     }
 
     /// In a kernel with a declared block, the `%tid.x` values of a row of
@@ -1663,10 +1713,12 @@ impl Walk<'_> {
             let Some(need) = init_count(on_bar.iter().copied()) else {
                 continue;
             };
+            // Sites on the two sides of one `if` never both run.
+            let exclusive = |s: &Site| a.conds.iter().any(|&(c, pol)| s.conds.contains(&(c, !pol)));
             let mut sure = Count::ZERO;
             for s in on_bar
                 .iter()
-                .filter(|s| self.rel(a, s) == Rel::Same && s.loops == a.loops)
+                .filter(|s| self.rel(a, s) == Rel::Same && s.loops == a.loops && !exclusive(s))
             {
                 if let Some(n) = self.arrivals(s) {
                     sure = match sure.add(n) {
