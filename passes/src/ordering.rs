@@ -865,6 +865,7 @@ fn analyse(
     // representatives with different runs lies a boundary of a comparison.
     let mut ranges: Vec<Vec<(i64, i64)>> = Vec::new();
     let mut total = 0;
+    let mut unfollowed = BTreeSet::new();
     for (rank, row) in (0..ctas).flat_map(|r| (0..rows).map(move |w| (r, w))) {
         for (n, &x) in tids.iter().enumerate() {
             let tid = row * width + x;
@@ -874,7 +875,7 @@ fn analyse(
                 width,
                 height,
             };
-            let (events, left) = Tracer::new(
+            let (events, left, empty) = Tracer::new(
                 k,
                 syms,
                 th,
@@ -890,6 +891,7 @@ fn analyse(
             )
             .run()?;
             budget = left;
+            unfollowed.extend(empty);
             let range = (
                 tid,
                 row * width + tids.get(n + 1).map_or(max_tid.max(x), |next| next - 1),
@@ -965,6 +967,7 @@ fn analyse(
     let (starved, never) = report.starved_waits();
     report.never = never;
     let mut out = report.run_ahead();
+    out.extend(unfollowed.into_iter().map(|l| unfollowed_loop(k, l)));
     out.extend(report.tx_mismatch());
     out.extend(report.arrival_counts(syms));
     out.extend(report.barrier_run_ahead());
@@ -980,6 +983,20 @@ fn analyse(
         out = report.unwindowed_waits();
     }
     Ok(out)
+}
+
+/// W1006 at a loop the analysis ran no iteration of because its bounds
+/// are integers loaded from memory, all taken as one value (a loop from a
+/// row's start offset to its end offset): its hazards are not proved.
+fn unfollowed_loop(k: &Kernel, l: Inst) -> Diagnostic {
+    Diagnostic::warning(
+        "W1006",
+        "the cross-thread analysis ran no iteration of this loop: races in it are not proved absent",
+        k.insts[l].op_span,
+    )
+    .with_label("its bounds come from integers loaded from memory, which the analysis takes as one value: the range between them is empty")
+    .with_help("to have it followed, bound the loop by kernel parameters (a trip count passed in) or by values computed from them")
+    .with_note(NOT_PROVED)
 }
 
 /// The pairs `(i, j)`, `i < j`, of accesses in one allocation that may
@@ -1269,6 +1286,13 @@ struct Tracer<'a> {
     /// Values that change from one loop iteration to the next (loop
     /// variables, loop-carried and `if` results, and what uses them).
     varying: Vec<bool>,
+    /// Values computed from an integer loaded from one address by every
+    /// thread (taken as a parameter is): a sequence's start and end
+    /// offsets (`indptr[b]`, `indptr[b + 1]`) then take one value.
+    from_load: Vec<bool>,
+    /// Loops with events in their body that ran no iteration only because
+    /// their bounds are integers loaded from memory ([`Self::from_load`]).
+    unfollowed: BTreeSet<Inst>,
     /// Instructions left to run.
     budget: usize,
     /// Outcomes given to branches on assumed values.
@@ -1326,6 +1350,8 @@ impl<'a> Tracer<'a> {
             vals,
             assumed,
             varying: vec![false; k.values.len()],
+            from_load: vec![false; k.values.len()],
+            unfollowed: BTreeSet::new(),
             budget,
             forced,
             met,
@@ -1339,9 +1365,9 @@ impl<'a> Tracer<'a> {
     }
 
     /// The events of the thread's run, and the budget left.
-    fn run(mut self) -> Result<(Vec<Event>, usize), GiveUp> {
+    fn run(mut self) -> Result<(Vec<Event>, usize, BTreeSet<Inst>), GiveUp> {
         self.region(self.k.body)?;
-        Ok((self.events, self.budget))
+        Ok((self.events, self.budget, self.unfollowed))
     }
 
     /// Whether `a`'s value is a guess: loaded from memory (taken as a
@@ -1472,6 +1498,19 @@ impl<'a> Tracer<'a> {
         } else {
             0
         };
+        // Bounds from loaded integers, all taken as one value, leave a
+        // loop over the range between two of them (a KV block loop from a
+        // row's start to its end) empty: what it would do is not
+        // followed, and the analysis says so ([`Tracer::unfollowed`]).
+        let loaded = |i: usize| {
+            data.args
+                .get(i)
+                .and_then(|a| a.value())
+                .is_some_and(|v| self.from_load[v.index()])
+        };
+        if trips == 0 && (loaded(0) || loaded(1)) && self.eventful(data.regions[0]) {
+            self.unfollowed.insert(inst);
+        }
         // Each iteration runs at least one instruction of the budget.
         if trips > self.budget as i128 {
             return Err(GiveUp::Budget);
@@ -1589,6 +1628,7 @@ impl<'a> Tracer<'a> {
                     .any(|a| a.value().is_some_and(|v| f[v.index()]))
             };
             self.varying[r.index()] = any(&self.varying);
+            self.from_load[r.index()] = broadcast || any(&self.from_load);
             // The grid's shape and the CTA's place in it are assumed like
             // kernel parameters: they bound loops, but no branch is taken
             // on them. What also depends on the thread is not assumed: a
