@@ -3426,14 +3426,23 @@ impl<'a> Engine<'a> {
         };
         self.effect(Effect::WaitN(inst, n));
         let target = if read { Issuer::ReadDone } else { Issuer::Done };
+        // A group wait completes its own thread's groups: an op issued
+        // under conditions no thread running this wait meets (another
+        // warp group's store) is not among them.
+        let here = self.syms.tids_under(self.k, &self.conds);
+        let mine =
+            |r: &OpRec| !intersect(&here, &self.syms.tids_under(self.k, &r.conds)).is_empty();
         let pending = st.ops.iter().any(|r| {
-            r.kind == kind && r.depth.is_some_and(|d| sem::group_waited(d, n)) && r.issuer < target
+            r.kind == kind
+                && r.depth.is_some_and(|d| sem::group_waited(d, n))
+                && r.issuer < target
+                && mine(r)
         });
         // A group a `.read` wait completed (depth DONE) still has writes pending.
         let any = st
             .ops
             .iter()
-            .any(|r| r.kind == kind && r.depth.is_some() && r.issuer < Issuer::Done);
+            .any(|r| r.kind == kind && r.depth.is_some() && r.issuer < Issuer::Done && mine(r));
         let what = if kind == Kind::Bulk {
             "bulk async-group"
         } else {
@@ -3453,7 +3462,7 @@ impl<'a> Engine<'a> {
         st.ops = std::mem::take(&mut st.ops)
             .into_iter()
             .map(|mut r| {
-                if r.kind == kind {
+                if r.kind == kind && mine(&r) {
                     if let Some(d) = r.depth {
                         if sem::group_waited(d, n) {
                             r.depth = Some(DONE);
