@@ -3430,8 +3430,14 @@ impl<'a> Engine<'a> {
         // under conditions no thread running this wait meets (another
         // warp group's store) is not among them.
         let here = self.syms.tids_under(self.k, &self.conds);
-        let mine =
-            |r: &OpRec| !intersect(&here, &self.syms.tids_under(self.k, &r.conds)).is_empty();
+        let others: BTreeSet<Vec<(Value, bool)>> = st
+            .ops
+            .iter()
+            .map(|r| &r.conds)
+            .filter(|c| intersect(&here, &self.syms.tids_under(self.k, c)).is_empty())
+            .cloned()
+            .collect();
+        let mine = |r: &OpRec| !others.contains(&r.conds);
         let pending = st.ops.iter().any(|r| {
             r.kind == kind
                 && r.depth.is_some_and(|d| sem::group_waited(d, n))

@@ -607,16 +607,7 @@ pub fn check(
                 scaled,
             };
             match both_ways(k, syms, prior, grid, params) {
-                Ok(more) => {
-                    for d in more {
-                        let seen = found
-                            .iter()
-                            .any(|o| o.code == d.code && o.span == d.span && o.message == d.message);
-                        if !seen {
-                            found.push(d);
-                        }
-                    }
-                }
+                Ok(more) => add_unseen(found, more),
                 Err(why) => found.push(gave_up(k, why).with_note(format!(
                     "the CTAs from `%ctaid.x` 0 were followed; this is about those from `%ctaid.x` {first_cta}, whose loops bound by `%ctaid.x` run longer"
                 ))),
@@ -642,6 +633,19 @@ pub fn check(
             found
         }
         Err(why) => prior.undecided(vec![gave_up(k, why)]),
+    }
+}
+
+/// Appends to `out` each of `more` it does not hold already (the same
+/// code, place and message).
+fn add_unseen(out: &mut Vec<Diagnostic>, more: Vec<Diagnostic>) {
+    for d in more {
+        let seen = out
+            .iter()
+            .any(|o| o.code == d.code && o.span == d.span && o.message == d.message);
+        if !seen {
+            out.push(d);
+        }
     }
 }
 
@@ -813,14 +817,10 @@ fn both_ways(
             return Err(GiveUp::Unknown(ASSUMED_BRANCHES, None));
         }
         let mut met = BTreeMap::new();
-        for d in analyse(k, syms, prior, grid, params, &forced, &mut met)? {
-            let seen = out
-                .iter()
-                .any(|o| o.code == d.code && o.span == d.span && o.message == d.message);
-            if !seen {
-                out.push(d);
-            }
-        }
+        add_unseen(
+            &mut out,
+            analyse(k, syms, prior, grid, params, &forced, &mut met)?,
+        );
         let mut prefix = forced.clone();
         for (inst, taken) in met {
             if prefix.contains_key(&inst) {
@@ -881,8 +881,7 @@ fn analyse(
                 th,
                 Launch {
                     cluster: dims,
-                    first_cta: grid.first_cta,
-                    grid_x: grid.x,
+                    grid,
                     params,
                 },
                 budget,
@@ -1257,10 +1256,9 @@ fn quotient_boundaries(inner: &Affine, d: i64, last: i64) -> Vec<i64> {
 struct Launch<'a> {
     /// The cluster's shape.
     cluster: [i64; 3],
-    /// The `%ctaid.x` of the cluster's first CTA (a multiple of its `x`).
-    first_cta: i64,
-    /// The CTAs of the grid along `x` (see [`launches`]).
-    grid_x: i64,
+    /// The CTAs followed, of a grid of how many along `x` (see
+    /// [`launches`]).
+    grid: Grid,
     /// The values of the integer kernel parameters.
     params: Params<'a>,
 }
@@ -1268,7 +1266,7 @@ struct Launch<'a> {
 impl Launch<'_> {
     /// The `%ctaid.x` values of the cluster followed.
     fn ctas(&self) -> std::ops::Range<i64> {
-        self.first_cta..self.first_cta + self.cluster[0]
+        self.grid.first_cta..self.grid.first_cta + self.cluster[0]
     }
 }
 
@@ -1664,17 +1662,18 @@ impl<'a> Tracer<'a> {
             SpecialReg::ClusterNctaidY => Some(y),
             SpecialReg::ClusterNctaidZ => Some(z),
             // The cluster from `%ctaid.x` `first_cta` of a grid of
-            // `grid_x` CTAs along `x` (rounded up to whole clusters, and
+            // `grid.x` CTAs along `x` (rounded up to whole clusters, and
             // at least up to that one) and one cluster along `y`, `z`.
-            SpecialReg::CtaidX => Some(self.launch.first_cta + rank % x),
+            SpecialReg::CtaidX => Some(self.launch.grid.first_cta + rank % x),
             SpecialReg::CtaidY => Some(rank / x % y),
             SpecialReg::CtaidZ => Some(rank / (x * y)),
             SpecialReg::NctaidX => {
-                Some(self.launch.grid_x.max(self.launch.first_cta + x).max(x) / x * x)
+                let grid = self.launch.grid;
+                Some(grid.x.max(grid.first_cta + x).max(x) / x * x)
             }
             SpecialReg::NctaidY => Some(y),
             SpecialReg::NctaidZ => Some(z),
-            SpecialReg::ClusteridX => Some(self.launch.first_cta / x),
+            SpecialReg::ClusteridX => Some(self.launch.grid.first_cta / x),
             SpecialReg::ClusteridY | SpecialReg::ClusteridZ => Some(0),
         }
     }
@@ -1834,9 +1833,7 @@ impl<'a> Tracer<'a> {
             .and_then(|q| q.as_const())
             .or_else(|| {
                 let d = &self.k.insts[self.k.def_inst(a.value()?)?];
-                let Op::Ptx(p) = &d.op else { return None };
-                let bit = (p.family == cpflow_ir::spec::Family::MbarrierPhaseParity)
-                    .then(|| self.val(*d.args.get(1)?))??;
+                let bit = self.parity_named(a).then(|| self.val(*d.args.get(1)?))??;
                 let floor = floor.unwrap_or(-1);
                 floor.checked_add((bit.rem_euclid(2) - floor.rem_euclid(2)).rem_euclid(2))
             })
