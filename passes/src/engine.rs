@@ -880,7 +880,7 @@ impl<'a> Engine<'a> {
                 st.fence_useful = true;
             }
         } else if matches!(m.base, Base::Shared(_)) {
-            st.reads.insert((m.clone(), at, None, TripFacts::new()));
+            st.add_read(m.clone(), at);
         }
     }
 
@@ -1094,7 +1094,7 @@ impl<'a> Engine<'a> {
                 // await: either way a later copy into these bytes must wait
                 // for this thread's reads, until the next barrier.
                 if kind == Kind::Abstract {
-                    st.reads.insert((s.clone(), at, None, TripFacts::new()));
+                    st.add_read(s.clone(), at);
                 }
                 if async_src {
                     let writes: Vec<(Mem, bool, Inst)> = st.gen_writes.iter().cloned().collect();

@@ -973,6 +973,7 @@ fn analyse(
     out.extend(report.arrivals_after_exit());
     out.extend(report.reads_after_exit());
     out.extend(report.invalidated());
+    out.extend(report.never_initialised(syms));
     out.extend(report.races(&syms.bounds)?);
     out.extend(starved);
     if out.is_empty() && prior.known.is_empty() {
@@ -4048,6 +4049,140 @@ impl Report<'_> {
                     out.insert(u.inst, d);
                 }
             }
+        }
+        out.into_values().collect()
+    }
+
+    /// E1012 for each use of an mbarrier element (an arrival, a wait, an
+    /// async op's completion on it) that no thread of its CTA initialises,
+    /// where other elements of its allocation are: an init loop that stops
+    /// short of the last stage. Reported at the use, once per instruction.
+    /// An init whose address depends on the thread (thread `t` inits
+    /// element `t`) counts the element of every thread of its role that
+    /// runs it; where that cannot be enumerated, the allocation is left
+    /// alone.
+    fn never_initialised(&self, syms: &Syms) -> Vec<Diagnostic> {
+        let k = self.k;
+        let conds = crate::values::inst_conds(k);
+        let width = k.block.map_or(1, |[x, _, _]| i64::from(x));
+        let mut inited: BTreeSet<(i64, SharedId, i64)> = BTreeSet::new();
+        let mut allocs: BTreeSet<(i64, SharedId)> = BTreeSet::new();
+        let mut vague: BTreeSet<(i64, SharedId)> = BTreeSet::new();
+        for (r, (_, events)) in self.roles.iter().enumerate() {
+            for e in events {
+                let Step::Init(bar) = e.step else { continue };
+                inited.insert(bar.place());
+                allocs.insert((bar.cta, bar.alloc));
+                let Some(a) = k.insts[e.inst].args.first() else {
+                    continue;
+                };
+                if !a.value().is_some_and(|v| syms.tid_dependent[v.index()]) {
+                    continue;
+                }
+                // Each thread of the role that passes the `if`s around it.
+                let offsets = match (syms.arg(*a), k.block) {
+                    (Sym::Ptr(_, off), Some(_)) => {
+                        let mut atoms = Vec::new();
+                        off.atoms(&mut atoms);
+                        let tests: Option<Vec<_>> = conds
+                            .get(&e.inst)
+                            .map_or(&[][..], |v| &v[..])
+                            .iter()
+                            .map(|&(c, pol)| thread_cond(k, syms, c).map(|h| (h, pol)))
+                            .collect();
+                        tests
+                            .filter(|_| atoms.iter().all(|x| *x == Atom::Tid(0)))
+                            .and_then(|tests| {
+                                let mut out = Vec::new();
+                                for &(lo, hi) in &self.ranges[r] {
+                                    for t in lo..=hi {
+                                        let tx = t % width;
+                                        let mut runs = true;
+                                        for (holds, pol) in &tests {
+                                            runs &= holds(tx)? == *pol;
+                                        }
+                                        if runs {
+                                            out.push(
+                                                off.subst(&Atom::Tid(0), &Affine::constant(tx))
+                                                    .as_const()?,
+                                            );
+                                        }
+                                    }
+                                }
+                                Some(out)
+                            })
+                    }
+                    _ => None,
+                };
+                match offsets {
+                    Some(offs) => inited.extend(offs.into_iter().map(|o| (bar.cta, bar.alloc, o))),
+                    None => {
+                        vague.insert((bar.cta, bar.alloc));
+                    }
+                }
+            }
+        }
+        allocs.retain(|x| !vague.contains(x));
+        // Each element never initialised, with its uses: (span, role, event).
+        type Uses = Vec<(u32, usize, usize)>;
+        let mut unset: BTreeMap<(SharedId, i64), Uses> = BTreeMap::new();
+        for (q, (_, events)) in self.roles.iter().enumerate() {
+            for (j, u) in events.iter().enumerate() {
+                let bars: Vec<Bar> = match &u.step {
+                    Step::Arrive { bar, .. }
+                    | Step::Wait { bar, .. }
+                    | Step::AsyncArrive { bar, .. } => {
+                        vec![*bar]
+                    }
+                    Step::Async {
+                        done: Done::Phase(bars, _),
+                        ..
+                    } => bars.clone(),
+                    _ => Vec::new(),
+                };
+                let Some(bar) = bars
+                    .into_iter()
+                    .find(|b| allocs.contains(&(b.cta, b.alloc)) && !inited.contains(&b.place()))
+                else {
+                    continue;
+                };
+                if !self.never_happens(self.g.at[q][j]) {
+                    unset.entry((bar.alloc, bar.off)).or_default().push((
+                        self.span(q, j).start,
+                        q,
+                        j,
+                    ));
+                }
+            }
+        }
+        // One diagnostic per element, at its first use in the source.
+        let mut out: BTreeMap<Inst, Diagnostic> = BTreeMap::new();
+        for ((alloc, off), mut uses) in unset {
+            uses.sort();
+            let Some(&(start, q, j)) = uses.first() else {
+                continue;
+            };
+            let inst = self.event(q, j).inst;
+            if self.known.contains(&start) || out.contains_key(&inst) {
+                continue;
+            }
+            let others: BTreeSet<u32> = uses.iter().map(|u| u.0).filter(|s| *s != start).collect();
+            let name = &k.shared[alloc].name;
+            let mut d = Diagnostic::error(
+                "E1012",
+                format!("uses an element of mbarrier `@{name}` that no thread initialises"),
+                self.span(q, j),
+            )
+            .with_label(format!("`@{name}[{}]` is never initialised", off / 8))
+            .with_help(format!("initialise every element of `@{name}` this kernel uses (an init loop over all its stages)"))
+            .with_note(format!("for example {}", self.instance(q, j)));
+            if !others.is_empty() {
+                d = d.with_note(format!("{} other instruction(s) use it too", others.len()));
+            }
+            out.insert(
+                inst,
+                d.with_note("an mbarrier operation on memory holding no valid mbarrier (never initialised, or invalidated) is undefined; an async op's complete_tx included"),
+            );
         }
         out.into_values().collect()
     }

@@ -329,7 +329,7 @@ impl State {
         out.reads = then.reads.union(&els.reads).cloned().collect();
         out.unsynced = then.unsynced.union(&els.unsynced).cloned().collect();
         out.partial_sync = then.partial_sync || els.partial_sync;
-        out.released = then.released.intersection(&els.released).cloned().collect();
+        out.released = State::join_released(&then, &els);
         let ids: BTreeSet<SharedId> = then.init.keys().chain(els.init.keys()).copied().collect();
         for id in ids {
             let a = then.init.get(&id).copied().unwrap_or(Init::None);
@@ -375,6 +375,34 @@ impl State {
                 out.known.insert(*v, *b);
             }
         }
+        out
+    }
+
+    /// A generic read of shared bytes `m` at `at`. The record stands for
+    /// every such read since the last barrier, so the releases of earlier
+    /// ones (a previous iteration's) no longer hold for all of it.
+    pub fn add_read(&mut self, m: Mem, at: Inst) {
+        self.released.retain(|(_, r, i)| !(*i == at && *r == m));
+        self.reads.insert((m, at, None, TripFacts::new()));
+    }
+
+    /// Releases that hold at a join: those both paths made, and those one
+    /// path made of a read the other path has not made (a loop head whose
+    /// entry path has not read yet): on every path that brings the read,
+    /// its release follows it.
+    fn join_released(a: &State, b: &State) -> BTreeSet<(Sym, Mem, Inst)> {
+        let lacks =
+            |st: &State, m: &Mem, i: &Inst| !st.reads.iter().any(|(r, j, _, _)| j == i && r == m);
+        let one_sided = |x: &State, y: &State| {
+            x.released
+                .iter()
+                .filter(|(_, m, i)| lacks(y, m, i))
+                .cloned()
+                .collect::<Vec<_>>()
+        };
+        let mut out: BTreeSet<_> = a.released.intersection(&b.released).cloned().collect();
+        out.extend(one_sided(a, b));
+        out.extend(one_sided(b, a));
         out
     }
 

@@ -1057,6 +1057,10 @@ impl Syms {
             if (0..size).contains(&c) {
                 self.vals[a.index()] = Sym::Int(n.add(&Affine::constant(c)).modulo(size));
                 counters.push((a, c, size));
+                // It leaves the loop at slot `(trips + c) mod S`.
+                if let (Some(&res), Some(trips)) = (data.results.get(i - 1), self.trips(k, l)) {
+                    self.vals[res.index()] = Sym::Int(trips.add(&Affine::constant(c)).modulo(size));
+                }
             }
         }
         found |= !counters.is_empty();
@@ -1071,16 +1075,27 @@ impl Syms {
             let Some(p0) = init(i).filter(|p| (0..=1).contains(p)) else {
                 continue;
             };
-            let rounds = match self.flips_through_loops(k, y, a, 0) {
+            let flips = self.flips_through_loops(k, y, a, 0);
+            // The slot counter whose wrap flips the bit, if that is how.
+            let wrap = counters
+                .iter()
+                .find(|&&(s, _, size)| flips.is_none() && self.flip_on_wrap(k, y, a, s, size))
+                .map(|&(_, c, size)| (c, size));
+            // Such a bit leaves the loop flipped once per wrap in the trips
+            // that ran: it names phase `(trips + c) div S - p0` after it.
+            if let (Some((c, size)), Some(&res), Some(trips)) =
+                (wrap, data.results.get(i - 1), self.trips(k, l))
+            {
+                let left = trips.add(&Affine::constant(c)).div(size);
+                self.vals[res.index()] = Sym::Int(left.add(&Affine::constant(p0)).modulo(2));
+                self.parity_index[res.index()] = Some(left.sub(&Affine::constant(p0)));
+            }
+            let rounds = match flips {
                 // Never flipped: the same phase every iteration.
                 Some(false) => Some(Affine::constant(2 * p0)),
                 Some(true) => Some(n.clone()),
-                None => counters
-                    .iter()
-                    .find_map(|&(s, c, size)| {
-                        self.flip_on_wrap(k, y, a, s, size)
-                            .then(|| n.add(&Affine::constant(c)).div(size))
-                    })
+                None => wrap
+                    .map(|(c, size)| n.add(&Affine::constant(c)).div(size))
                     .or_else(|| self.flip_on_last_slot(k, y, a, &n))
                     .or_else(|| {
                         advanced.iter().find_map(|(s, x, size)| {
