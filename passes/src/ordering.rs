@@ -92,7 +92,9 @@ use crate::values::{elect_lane, elected_lane, lane_is_tid_x_mod_32, mapa_of, Bas
 /// (batches around blocks) that passes the budget there is followed with
 /// parameters of `2·period` where that is below 16 and above 4 (a
 /// persistent K loop of a 3-stage ring: three tiles of six blocks, every
-/// ring twice round in each), then of 4, a ring of up to 2 stages twice
+/// ring twice round in each), then of `2·period` with the parameters that
+/// bound only outer loops small (`check` adds that launch:
+/// [`outer_only_params`]), then of 4, a ring of up to 2 stages twice
 /// round.
 pub fn launches(period: i64) -> Vec<(i64, i64)> {
     let rounds = period.saturating_mul(2);
@@ -254,6 +256,88 @@ fn uniform_value(k: &Kernel, a: Arg, params: Params, depth: u32) -> Option<i64> 
 
 /// Whether a loop whose bounds name a kernel parameter sits inside another
 /// loop: the kernels the smaller parameter of [`launches`] is for.
+/// The value [`outer_only_params`] take in the run that shrinks them: a
+/// persistent tile loop over `m·n` tiles runs four or five tiles in each
+/// of two CTAs.
+const OUTER_TRIPS: i64 = 3;
+
+/// The integer parameters that bound (through the values computed from
+/// them) only loops bound by parameters that hold another such loop: the
+/// tiles of a persistent kernel around its K loop, the batches around
+/// the blocks. None of them bounds an innermost one.
+fn outer_only_params(k: &Kernel) -> Vec<Value> {
+    let ints: Vec<Value> = k
+        .params
+        .iter()
+        .copied()
+        .filter(|&p| matches!(k.ty(p), Type::Scalar(s) if s.is_int()))
+        .collect();
+    let mut memo: HashMap<(Value, Value), bool> = HashMap::new();
+    // The parameters each loop's bounds are computed from.
+    let mut bound_by = |l: Inst| -> Vec<Value> {
+        ints.iter()
+            .copied()
+            .filter(|&p| {
+                k.insts[l]
+                    .args
+                    .iter()
+                    .take(2)
+                    .filter_map(|a| a.value())
+                    .any(|v| {
+                        let mut m = HashMap::new();
+                        *memo
+                            .entry((v, p))
+                            .or_insert_with(|| depends_on(k, v, p, &mut m))
+                    })
+            })
+            .collect()
+    };
+    let mut of: BTreeMap<Inst, Vec<Value>> = BTreeMap::new();
+    k.walk(k.body, &mut |i| {
+        if k.insts[i].op == Op::For {
+            of.insert(i, bound_by(i));
+        }
+    });
+    let by_param = |l: Inst| of.get(&l).is_some_and(|ps| !ps.is_empty());
+    let mut loops: Vec<(Inst, bool)> = Vec::new();
+    k.walk(k.body, &mut |i| {
+        if k.insts[i].op == Op::For && by_param(i) {
+            let mut holds = false;
+            k.walk(k.insts[i].regions[0], &mut |j| {
+                holds |= j != i && k.insts[j].op == Op::For && by_param(j);
+            });
+            loops.push((i, holds));
+        }
+    });
+    ints.into_iter()
+        .filter(|p| {
+            let mut bounds = loops.iter().filter(|(l, _)| of[l].contains(p)).peekable();
+            bounds.peek().is_some() && bounds.all(|(_, holds)| *holds)
+        })
+        .collect()
+}
+
+/// Whether `v` is `p` or computed from it (through the instructions that
+/// define it; a loop-carried value counts as not).
+fn depends_on(k: &Kernel, v: Value, p: Value, memo: &mut HashMap<Value, bool>) -> bool {
+    if v == p {
+        return true;
+    }
+    if let Some(&known) = memo.get(&v) {
+        return known;
+    }
+    memo.insert(v, false);
+    let found = k.def_inst(v).is_some_and(|i| {
+        k.insts[i]
+            .args
+            .iter()
+            .filter_map(|a| a.value())
+            .any(|a| depends_on(k, a, p, memo))
+    });
+    memo.insert(v, found);
+    found
+}
+
 fn nested_parameter_loops(k: &Kernel, syms: &Syms) -> bool {
     let mut found = false;
     k.walk(k.body, &mut |i| {
@@ -574,14 +658,27 @@ pub fn check(
     if nested && reads_grid {
         launches.swap(0, 1);
     }
+    // Then, before fewer rounds: the ring's loops at two rounds with the
+    // parameters that bound only the loops around them small.
+    let outer = outer_only_params(k);
+    let rounds = period.saturating_mul(2).max(4);
+    if nested && !outer.is_empty() {
+        let at = launches.len() - 1;
+        launches.insert(at, (2, -rounds));
+    }
     let mut trips = launches[0].1;
     let mut chosen = None;
-    for &(grid_x, param) in &launches {
+    for &(grid_x, asked) in &launches {
+        let param = asked.abs();
         if (param != launches[0].1 && !nested) || (grid_x != launches[0].0 && !reads_grid) {
             continue;
         }
         trips = param;
-        let scaled = scaled_params(k, param);
+        let scaled = if asked < 0 {
+            outer.iter().map(|&p| (p, OUTER_TRIPS)).collect()
+        } else {
+            scaled_params(k, param)
+        };
         let grid = Grid {
             x: grid_x,
             first_cta: 0,
