@@ -433,6 +433,26 @@ impl Affine {
         r
     }
 
+    /// `k·m·(x div m) + k·(x mod m)` written back as `k·x`, for every such
+    /// pair of terms: an index split into a group and a place in it and
+    /// joined again (`(tid >> 6)·256 + (tid & 63)·4` is `4·tid`).
+    pub fn fold_div_mod(&self) -> Affine {
+        let mut r = self.clone();
+        for (atom, k) in &self.terms {
+            let Atom::Mod(inner, m) = atom else { continue };
+            let div = Atom::Div(inner.clone(), *m);
+            if r.terms.contains_key(atom)
+                && k.checked_mul(*m)
+                    .is_some_and(|km| r.terms.get(&div) == Some(&km))
+            {
+                r.terms.remove(atom);
+                r.terms.remove(&div);
+                r = r.add(&inner.scale(*k));
+            }
+        }
+        r
+    }
+
     /// Renames the analysed thread's registers to another thread's.
     pub fn other_thread(&self) -> Affine {
         let mut r = self.clone();
@@ -920,6 +940,7 @@ pub fn disjoint(
     if !(small(a) && small(b) && sa.unsigned_abs() < LARGE && sb.unsigned_abs() < LARGE) {
         return false;
     }
+    let (a, b) = (&a.fold_div_mod(), &b.fold_div_mod());
     // Two accesses whose ranges, or the range of whose difference, lie
     // apart by the ranges of sums (block-strided chunks below their loops'
     // bounds, threads below a value).

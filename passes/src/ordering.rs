@@ -3769,6 +3769,11 @@ impl Report<'_> {
     /// phase `q + 1` completes (after, the parity names `q + 2`: it waits
     /// for a later phase). Reported at the wait, once per instruction.
     fn unwindowed_waits(&self) -> Vec<Diagnostic> {
+        let single = |r: usize| {
+            self.k
+                .block
+                .is_some_and(|b| role_threads(&self.ranges[r], b) == 1)
+        };
         let mut out: BTreeMap<Inst, Diagnostic> = BTreeMap::new();
         let mut before: HashMap<NodeIndex, Vec<u64>> = HashMap::new();
         let has = |set: &[u64], n: NodeIndex| set[n.index() / 64] >> (n.index() % 64) & 1 == 1;
@@ -3791,11 +3796,40 @@ impl Report<'_> {
                         .copied()
                         .filter(|&n| p >= 0 && self.completed(n))
                 };
+                // Phase q - 1 completes before this wait where its
+                // completion, or every arrival and completion that feeds it
+                // (the last of which completes it), comes before the
+                // thread's step before the wait.
                 let early = phase(q - 1).filter(|&prev| {
+                    let Some(last) = i.checked_sub(1).map(|j| self.g.at[r][j]) else {
+                        return true;
+                    };
+                    // (The phase before it is complete before they are.)
+                    let mut fed_by = self
+                        .g
+                        .g
+                        .neighbors_directed(prev, Direction::Incoming)
+                        .filter_map(|n| match self.g.g[n] {
+                            Node::Done(q, _) | Node::Event(q, _) | Node::Fires(q, _) => {
+                                Some((n, q))
+                            }
+                            _ => None,
+                        })
+                        .peekable();
+                    // Each act by a role of one thread: a role of several
+                    // follows one of its threads only.
+                    let fed = fed_by.peek().is_some()
+                        && fed_by.all(|(n, q)| {
+                            single(q)
+                                && has(
+                                    before.entry(n).or_insert_with(|| self.g.reach(n, true)),
+                                    last,
+                                )
+                        });
                     let set = before
                         .entry(prev)
                         .or_insert_with(|| self.g.reach(prev, true));
-                    !i.checked_sub(1).is_some_and(|j| has(set, self.g.at[r][j]))
+                    !has(set, last) && !fed
                 });
                 let late = phase(q + 1).filter(|&next| !has(&self.g.reach(node, true), next));
                 let (label, other) = match (early, late) {
