@@ -1315,6 +1315,16 @@ impl Walk<'_> {
                 "drop these arrivals, or initialise `@{name}` with the number of arrivals per phase ({most})"
             )));
         }
+        if let (true, [(only, _)]) = (bound.is_empty(), &brought[..]) {
+            // One arriving site alone brings too many: the count is short
+            // of its threads (a warpgroup's arrivals on a barrier counting
+            // one), reported at those arrivals.
+            let d = Diagnostic::error("E1011", message, span(only.inst))
+                .with_label(format!("these arrivals bring {most} to a phase counting {need}: the phase completes early and the rest land in the next phase"))
+                .with_secondary(span(w.inst), "waits on the phase")
+                .with_secondary(span(init.inst), init_label);
+            return Some(d.with_help(help));
+        }
         let d = Diagnostic::error("E1011", message, span(w.inst))
             .with_label(label)
             .with_secondary(span(init.inst), init_label);
