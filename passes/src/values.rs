@@ -991,6 +991,9 @@ impl Syms {
         let init = |i: usize| inits[i];
         // Slot counters first: parity bits refer to them.
         let mut counters: Vec<(Value, i64, i64)> = Vec::new();
+        // Slot counters advanced by several wraps an iteration: (value,
+        // start, S, wraps).
+        let mut stepped: Vec<(Value, i64, i64, i64)> = Vec::new();
         // Counters an enclosing loop hands in, with their start in range.
         let mut handed: Vec<(Value, Affine, i64)> = Vec::new();
         // Counters advanced by an inner loop, `x mod S` with `x` the count
@@ -1043,6 +1046,17 @@ impl Syms {
                 continue;
             }
             let Some(size) = self.wrap_counter(k, y, a) else {
+                // Advanced by several wraps each iteration (lmdeploy's
+                // `PipeIter` stepped once for K and once for V):
+                // `(c + steps·n) mod S`.
+                if let Some((size, steps)) =
+                    self.wrap_steps(k, y, a).filter(|_| (0..64).contains(&c))
+                {
+                    let c = c.rem_euclid(size);
+                    self.vals[a.index()] =
+                        Sym::Int(n.scale(steps).add(&Affine::constant(c)).modulo(size));
+                    stepped.push((a, c, size, steps));
+                }
                 continue;
             };
             // A counter that starts at -1 and is read only through its
@@ -1063,7 +1077,34 @@ impl Syms {
                 }
             }
         }
-        found |= !counters.is_empty();
+        found |= !counters.is_empty() || !stepped.is_empty();
+        // A value each iteration hands on from a counter's advance (the
+        // write stage a `PipeIter` takes from its read stage): `j` wraps
+        // past counter `b` in iteration `n - 1`, where that reading gives
+        // its initial value in iteration 0.
+        let all: Vec<(Value, i64, i64, i64)> = counters
+            .iter()
+            .map(|&(b, c, size)| (b, c, size, 1))
+            .chain(stepped.iter().copied())
+            .collect();
+        for (i, &a) in args.iter().enumerate().skip(1) {
+            let (Some(y), Some(c0)) = (carried[i - 1], init(i)) else {
+                continue;
+            };
+            if all.iter().any(|x| x.0 == a) {
+                continue;
+            }
+            let Some((b, j)) = self.wraps_past(k, y, &all) else {
+                continue;
+            };
+            let &(_, cb, size, step) = all.iter().find(|x| x.0 == b).expect("a counter");
+            let c = (cb - step + j).rem_euclid(size);
+            if c == c0 {
+                self.vals[a.index()] =
+                    Sym::Int(n.scale(step).add(&Affine::constant(c)).modulo(size));
+                found = true;
+            }
+        }
         for (i, &a) in args.iter().enumerate().skip(1) {
             let Some(y) = carried[i - 1] else {
                 continue;
@@ -1372,6 +1413,70 @@ impl Syms {
             }
             _ => None,
         }
+    }
+
+    /// The value `x` that `y` advances by one wrap of a ring of `S` slots
+    /// (`y = (x + 1) mod S`, as [`Syms::wrap_counter`] reads it), with `S`.
+    fn wrap_base(&self, k: &Kernel, y: Value) -> Option<(Value, i64)> {
+        let d = &k.insts[k.def_inst(y)?];
+        let next = match d.op {
+            Op::Binary(BinaryOp::RemU) => vec![d.args[0]],
+            Op::Select => vec![d.args[1], d.args[2]],
+            _ => return None,
+        };
+        next.into_iter().find_map(|o| {
+            let e = self.int(o)?;
+            let [(Atom::Opaque(x), 1)] = e.terms.iter().collect::<Vec<_>>()[..] else {
+                return None;
+            };
+            (e.c == 1)
+                .then_some(*x)
+                .and_then(|x| Some((x, self.wrap_counter(k, y, x)?)))
+        })
+    }
+
+    /// `(S, steps)` when `y` is `a` advanced by `steps` wraps of one ring
+    /// of `S` slots, two or more.
+    fn wrap_steps(&self, k: &Kernel, y: Value, a: Value) -> Option<(i64, i64)> {
+        const MOST: i64 = 8;
+        let (mut x, size) = self.wrap_base(k, y)?;
+        for steps in 1..MOST {
+            if x == a {
+                return (steps > 1).then_some((size, steps));
+            }
+            let (prev, s) = self.wrap_base(k, x)?;
+            if s != size {
+                return None;
+            }
+            x = prev;
+        }
+        None
+    }
+
+    /// `(b, j)` when `y` (through `add v, 0`) is one of the counters `b`
+    /// of `all` advanced by `j >= 0` wraps of its ring.
+    fn wraps_past(
+        &self,
+        k: &Kernel,
+        y: Value,
+        all: &[(Value, i64, i64, i64)],
+    ) -> Option<(Value, i64)> {
+        let mut x = y;
+        if let Some(d) = k.def_inst(x).map(|i| &k.insts[i]) {
+            if d.op == Op::Binary(BinaryOp::Add) && k.const_int(d.args[1]) == Some(0) {
+                x = d.args[0].value()?;
+            }
+        }
+        let mut sizes = Vec::new();
+        for j in 0..8 {
+            if let Some(&(b, _, size, _)) = all.iter().find(|c| c.0 == x) {
+                return sizes.iter().all(|&s| s == size).then_some((b, j));
+            }
+            let (prev, s) = self.wrap_base(k, x)?;
+            sizes.push(s);
+            x = prev;
+        }
+        None
     }
 
     /// `(x + 1) mod S` for `select (x + 1 == S), 0, x + 1` (any of the
