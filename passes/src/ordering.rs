@@ -662,19 +662,19 @@ pub fn check(
     // parameters that bound only the loops around them small.
     let outer = outer_only_params(k);
     let rounds = period.saturating_mul(2).max(4);
-    if nested && !outer.is_empty() {
+    let shrunk = (nested && !outer.is_empty()).then(|| {
         let at = launches.len() - 1;
-        launches.insert(at, (2, -rounds));
-    }
+        launches.insert(at, (2, rounds));
+        at
+    });
     let mut trips = launches[0].1;
     let mut chosen = None;
-    for &(grid_x, asked) in &launches {
-        let param = asked.abs();
+    for (at, &(grid_x, param)) in launches.iter().enumerate() {
         if (param != launches[0].1 && !nested) || (grid_x != launches[0].0 && !reads_grid) {
             continue;
         }
         trips = param;
-        let scaled = if asked < 0 {
+        let scaled = if shrunk == Some(at) {
             outer.iter().map(|&p| (p, OUTER_TRIPS)).collect()
         } else {
             scaled_params(k, param)
@@ -4187,8 +4187,8 @@ impl Report<'_> {
     /// E1012 for each use of an mbarrier element (an arrival, a wait, an
     /// async op's completion on it) that no thread of its CTA initialises,
     /// where other elements of its allocation are: an init loop that stops
-    /// short of the last stage. Reported at the use, once per instruction.
-    /// An init whose address depends on the thread (thread `t` inits
+    /// short of the last stage. Reported once per element, at its first
+    /// use in the source. An init whose address depends on the thread (thread `t` inits
     /// element `t`) counts the element of every thread of its role that
     /// runs it; where that cannot be enumerated, the allocation is left
     /// alone.

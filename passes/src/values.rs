@@ -1049,10 +1049,10 @@ impl Syms {
                 // Advanced by several wraps each iteration (lmdeploy's
                 // `PipeIter` stepped once for K and once for V):
                 // `(c + steps·n) mod S`.
-                if let Some((size, steps)) =
-                    self.wrap_steps(k, y, a).filter(|_| (0..64).contains(&c))
+                if let Some((size, steps)) = self
+                    .wrap_steps(k, y, a)
+                    .filter(|&(size, _)| (0..size).contains(&c))
                 {
-                    let c = c.rem_euclid(size);
                     self.vals[a.index()] =
                         Sym::Int(n.scale(steps).add(&Affine::constant(c)).modulo(size));
                     stepped.push((a, c, size, steps));
