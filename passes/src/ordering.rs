@@ -94,7 +94,7 @@ use crate::values::{elect_lane, elected_lane, lane_is_tid_x_mod_32, mapa_of, Bas
 /// persistent K loop of a 3-stage ring: three tiles of six blocks, every
 /// ring twice round in each), then of `2·period` with the parameters that
 /// bound only outer loops small (`check` adds that launch:
-/// [`outer_only_params`]), then of 4, a ring of up to 2 stages twice
+/// `outer_only_params`), then of 4, a ring of up to 2 stages twice
 /// round.
 pub fn launches(period: i64) -> Vec<(i64, i64)> {
     let rounds = period.saturating_mul(2);
