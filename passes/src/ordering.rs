@@ -272,23 +272,19 @@ fn outer_only_params(k: &Kernel) -> Vec<Value> {
         .copied()
         .filter(|&p| matches!(k.ty(p), Type::Scalar(s) if s.is_int()))
         .collect();
-    let mut memo: HashMap<(Value, Value), bool> = HashMap::new();
     // The parameters each loop's bounds are computed from.
+    let mut memo: BTreeMap<Value, HashMap<Value, bool>> = BTreeMap::new();
     let mut bound_by = |l: Inst| -> Vec<Value> {
         ints.iter()
             .copied()
             .filter(|&p| {
+                let seen = memo.entry(p).or_default();
                 k.insts[l]
                     .args
                     .iter()
                     .take(2)
                     .filter_map(|a| a.value())
-                    .any(|v| {
-                        let mut m = HashMap::new();
-                        *memo
-                            .entry((v, p))
-                            .or_insert_with(|| depends_on(k, v, p, &mut m))
-                    })
+                    .any(|v| computed_from(k, v, &|x| x == p, seen))
             })
             .collect()
     };
@@ -315,27 +311,6 @@ fn outer_only_params(k: &Kernel) -> Vec<Value> {
             bounds.peek().is_some() && bounds.all(|(_, holds)| *holds)
         })
         .collect()
-}
-
-/// Whether `v` is `p` or computed from it (through the instructions that
-/// define it; a loop-carried value counts as not).
-fn depends_on(k: &Kernel, v: Value, p: Value, memo: &mut HashMap<Value, bool>) -> bool {
-    if v == p {
-        return true;
-    }
-    if let Some(&known) = memo.get(&v) {
-        return known;
-    }
-    memo.insert(v, false);
-    let found = k.def_inst(v).is_some_and(|i| {
-        k.insts[i]
-            .args
-            .iter()
-            .filter_map(|a| a.value())
-            .any(|a| depends_on(k, a, p, memo))
-    });
-    memo.insert(v, found);
-    found
 }
 
 fn nested_parameter_loops(k: &Kernel, syms: &Syms) -> bool {
@@ -780,12 +755,16 @@ fn gave_up(k: &Kernel, why: GiveUp) -> Diagnostic {
 /// on it.
 fn later_ctas(k: &Kernel, period: i64) -> Option<i64> {
     let mut memo: HashMap<Value, bool> = HashMap::new();
+    let is_ctaid = |v: Value| {
+        k.def_inst(v)
+            .is_some_and(|d| k.insts[d].op == Op::Sreg(SpecialReg::CtaidX))
+    };
     let mut bound_by_cta = false;
     k.walk(k.body, &mut |i| {
         let d = &k.insts[i];
         if d.op == Op::For {
             if let Some(hi) = d.args.get(1).and_then(|a| a.value()) {
-                bound_by_cta |= reads_ctaid(k, hi, &mut memo);
+                bound_by_cta |= computed_from(k, hi, &is_ctaid, &mut memo);
             }
         }
     });
@@ -794,20 +773,27 @@ fn later_ctas(k: &Kernel, period: i64) -> Option<i64> {
     bound_by_cta.then(|| (first + x - 1) / x * x)
 }
 
-/// Whether `v` is computed from `%ctaid.x` (through the instructions that
-/// define it; a loop-carried value counts as not).
-fn reads_ctaid(k: &Kernel, v: Value, memo: &mut HashMap<Value, bool>) -> bool {
+/// Whether `v` is a value `is` picks or computed from one (through the
+/// instructions that define it; a loop-carried value counts as not).
+fn computed_from(
+    k: &Kernel,
+    v: Value,
+    is: &impl Fn(Value) -> bool,
+    memo: &mut HashMap<Value, bool>,
+) -> bool {
+    if is(v) {
+        return true;
+    }
     if let Some(&known) = memo.get(&v) {
         return known;
     }
     memo.insert(v, false);
     let found = k.def_inst(v).is_some_and(|i| {
-        let d = &k.insts[i];
-        d.op == Op::Sreg(SpecialReg::CtaidX)
-            || d.args
-                .iter()
-                .filter_map(|a| a.value())
-                .any(|a| reads_ctaid(k, a, memo))
+        k.insts[i]
+            .args
+            .iter()
+            .filter_map(|a| a.value())
+            .any(|a| computed_from(k, a, is, memo))
     });
     memo.insert(v, found);
     found
