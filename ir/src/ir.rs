@@ -428,6 +428,27 @@ impl CmpPred {
     pub fn is_float(self) -> bool {
         self.spelling().starts_with('f')
     }
+
+    /// The predicate with the operands swapped: `b p.swapped() a` exactly
+    /// when `a p b`.
+    pub fn swapped(self) -> CmpPred {
+        use CmpPred::*;
+        match self {
+            Ult => Ugt,
+            Ule => Uge,
+            Ugt => Ult,
+            Uge => Ule,
+            Slt => Sgt,
+            Sle => Sge,
+            Sgt => Slt,
+            Sge => Sle,
+            FLt => FGt,
+            FLe => FGe,
+            FGt => FLt,
+            FGe => FLe,
+            Eq | Ne | FEq | FNe => self,
+        }
+    }
 }
 
 spelled_enum!(

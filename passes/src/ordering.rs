@@ -708,13 +708,12 @@ pub fn check(
     }
 }
 
-/// Appends to `out` each of `more` it does not hold already (the same
-/// code, place and message).
+/// Appends to `out` each of `more` it does not hold already: the same code
+/// at the same place is the same finding, whatever phase or instance
+/// another run of the analysis names in it.
 fn add_unseen(out: &mut Vec<Diagnostic>, more: Vec<Diagnostic>) {
     for d in more {
-        let seen = out
-            .iter()
-            .any(|o| o.code == d.code && o.span == d.span && o.message == d.message);
+        let seen = out.iter().any(|o| o.code == d.code && o.span == d.span);
         if !seen {
             out.push(d);
         }
@@ -4412,8 +4411,10 @@ impl Report<'_> {
     /// Only for phases whose every event happens, has known bytes and is
     /// run by a role of one thread (an elected producer: a role standing
     /// for a range of threads need not run each event in every one of
-    /// them), but for plain arrivals, which expect no bytes in any role.
-    /// Reported at the phase's first expect_tx.
+    /// them), but for plain arrivals, which expect no bytes in any role;
+    /// and not for a phase short of bytes that no thread waits on, nor on
+    /// a later phase of its barrier (it never completes, and that hangs no
+    /// one). Reported at the phase's first expect_tx.
     fn tx_mismatch(&self) -> Vec<Diagnostic> {
         let Some(block) = self.k.block else {
             return Vec::new();
@@ -4478,14 +4479,28 @@ impl Report<'_> {
                 }
             }
         }
+        // The latest phase of each barrier some thread waits on: a phase
+        // short of bytes past it never completes, and no one waits for it
+        // (a producer's tail arming the stages it never fills).
+        let mut awaited: HashMap<Bar, i64> = HashMap::new();
+        for (_, events) in self.roles.iter() {
+            for e in events {
+                if let Step::Wait { bar, phase, .. } = e.step {
+                    let last = awaited.entry(bar).or_insert(phase);
+                    *last = (*last).max(phase);
+                }
+            }
+        }
         let mut out: BTreeMap<Inst, Diagnostic> = BTreeMap::new();
         for ((bar, q), t) in phases {
             let Some((r, i)) = t.first.or(t.first_zero) else {
                 continue;
             };
             let e = self.event(r, i);
+            let unawaited = t.landed < t.expected && awaited.get(&bar).is_none_or(|&w| w < q);
             if !t.known
                 || t.expected == t.landed
+                || unawaited
                 || out.contains_key(&e.inst)
                 || self.known.contains(&self.span(r, i).start)
             {

@@ -211,13 +211,28 @@ pub fn check(k: &Kernel, syms: &Syms) -> Vec<Diagnostic> {
 /// site names slot `x mod m` of a barrier array and phase `x div m` with
 /// the same `x`, which advances by one each iteration (a ring: `x = m · (x
 /// div m) + x mod m`)? Then each phase of each barrier sees the site in one
-/// iteration at most. `x` is `iv + c`, or counts the slots taken in the
+/// iteration at most. `x` is `iv` plus what `invariant` holds the same in
+/// every iteration and thread, or counts the slots taken in the
 /// loops (`t·K + k` of a tile loop around a k loop of K trips, see
 /// [`counts_slots`]).
-fn ring_slot(off: &Affine, idx: &Affine, l: Inst, counts: impl Fn(&Affine) -> bool) -> bool {
+fn ring_slot(
+    off: &Affine,
+    idx: &Affine,
+    l: Inst,
+    invariant: impl Fn(&Affine) -> bool,
+    counts: impl Fn(&Affine) -> bool,
+) -> bool {
     let iv = &Atom::Iv(l);
     let just_iv = |e: &Affine| e.terms.len() == 1 && e.terms.get(iv) == Some(&1);
-    let steps = |e: &Affine| just_iv(e) || (e.mentions(&|a| a.names_iteration_of(l)) && counts(e));
+    // `iv + x` with `x` the same in every iteration and thread (a ring
+    // state a loop before handed on: `(iv + n) mod S`, `(iv + n) div S`).
+    let iv_plus_invariant = |e: &Affine| {
+        let mut rest = e.clone();
+        rest.terms.remove(iv) == Some(1) && invariant(&rest)
+    };
+    let steps = |e: &Affine| {
+        iv_plus_invariant(e) || (e.mentions(&|a| a.names_iteration_of(l)) && counts(e))
+    };
     let others_free = |e: &Affine, keep: &Atom| only_through(e, keep, iv);
     let slot = off.terms.iter().find_map(|(a, k)| match a {
         Atom::Mod(inner, m) if *k != 0 && steps(inner) => Some((a.clone(), inner, *m)),
@@ -660,6 +675,7 @@ impl Walk<'_> {
             Atom::Opaque(v) => {
                 !self.syms.loops[v.index()].is_empty() || self.syms.thread_dependent[v.index()]
             }
+            Atom::Trips(lo, hi, _) => !(self.invariant(lo) && self.invariant(hi)),
             Atom::Mod(..) | Atom::Div(..) => false,
             _ => true,
         })
@@ -779,13 +795,19 @@ impl Walk<'_> {
             if direct
                 || per_barrier
                 || reinit
-                || ring_slot(&s.off, &s.idx, l, |x| {
-                    counts_slots(x, &s.loops, |m| {
-                        (self.constant_step(m) == Some(1))
-                            .then(|| self.syms.trips(self.k, m))
-                            .flatten()
-                    })
-                })
+                || ring_slot(
+                    &s.off,
+                    &s.idx,
+                    l,
+                    |e| self.invariant(e),
+                    |x| {
+                        counts_slots(x, &s.loops, |m| {
+                            (self.constant_step(m) == Some(1))
+                                .then(|| self.syms.trips(self.k, m))
+                                .flatten()
+                        })
+                    },
+                )
                 || self.steps_past_divisor(&s.idx, l)
             {
                 continue;
@@ -1045,7 +1067,7 @@ impl Walk<'_> {
             |e: &Affine| e.terms.get(&siv).is_some_and(|c| *c != 0) && only_through(e, &siv, &siv);
         let own_phase = (in_step(&s.idx) && !s.off.mentions(&|a| *a == siv))
             || (in_step(&s.off) && !s.idx.mentions(&|a| *a == siv))
-            || ring_slot(&s.off, &s.idx, m, |_| false);
+            || ring_slot(&s.off, &s.idx, m, |e| self.invariant(e), |_| false);
         if !own_phase {
             return None;
         }

@@ -1130,6 +1130,7 @@ impl Syms {
                 let left = trips.add(&Affine::constant(c)).div(size);
                 self.vals[res.index()] = Sym::Int(left.add(&Affine::constant(p0)).modulo(2));
                 self.parity_index[res.index()] = Some(left.sub(&Affine::constant(p0)));
+                self.parity_round[res.index()] = Some((left, p0));
             }
             let rounds = match flips {
                 // Never flipped: the same phase every iteration.
@@ -1156,6 +1157,7 @@ impl Syms {
                 if let Some((res, trips)) = left {
                     self.vals[res.index()] = Sym::Int(trips.add(&Affine::constant(p0)).modulo(2));
                     self.parity_index[res.index()] = Some(trips.sub(&Affine::constant(p0)));
+                    self.parity_round[res.index()] = Some((trips, p0));
                 }
                 self.vals[a.index()] = Sym::Int(rounds.add(&Affine::constant(p0)).modulo(2));
                 self.parity_index[a.index()] = Some(rounds.sub(&Affine::constant(p0)));
@@ -1504,9 +1506,12 @@ impl Syms {
         let Op::Cmp(pred, ty) = d.op else {
             return None;
         };
-        let x = self.int(*d.args.first()?)?;
-        let bound = k.const_int(*d.args.get(1)?)?;
-        Some((pred, ty, x, bound))
+        let (a, b) = (*d.args.first()?, *d.args.get(1)?);
+        match (k.const_int(a), k.const_int(b)) {
+            // `cmp.slt 0, %n` is `cmp.sgt %n, 0`.
+            (Some(bound), None) => Some((pred.swapped(), ty, self.int(b)?, bound)),
+            (_, bound) => Some((pred, ty, self.int(a)?, bound?)),
+        }
     }
 
     /// For `c` = `cmp pred, x, bound` with `x` one atom plus a constant
