@@ -774,6 +774,7 @@ impl<'a> Engine<'a> {
     /// May `a` overlap `b` of record `r` as issued by this thread, and as
     /// issued by another thread (one of those that run `r`'s instruction)?
     fn either_thread(&self, a: &Mem, b: &Mem, r: &OpRec) -> (bool, bool) {
+        let (a, b) = (&known_trips(a, &r.trips), &known_trips(b, &r.trips));
         let same = self.overlap(a, b, r.guard, false);
         let other = self.other_runners(r.inst);
         let cross = !self.same_single_thread(r) && self.overlap_with(a, b, r.guard, true, other);
@@ -2851,25 +2852,25 @@ impl<'a> Engine<'a> {
                 }
                 let mut out = tail.unwrap_or(back);
                 out.unsynced.extend(last.unsynced);
-                // The ops and reads of this loop's iterations are there
-                // after it only where it ran, its trip count then `hi -
-                // lo`. A loop that may not run leaves from its head, which
-                // joins the entry with the back edge: what was there at
-                // the entry and no iteration leaves is there after the
-                // loop only where it ran none.
+                // Each op and read after the loop is known by the path
+                // it leaves by: where the loop ran, its trip count is `hi -
+                // lo`; a loop that may not run also leaves from its head,
+                // which joins the entry with the back edge, along the path
+                // that ran none, where it is 0. An op issued before the
+                // loop and still pending after its last iteration is then
+                // two records, each compared with a later access at the
+                // trip count of its path (a ring state handed to a second
+                // loop as `(j + trips) mod S`).
                 let trips = self.launch_wide_trips(inst);
                 if let Some((t, Some(n))) = &trips {
-                    out.know_trips(t, n, &|i| issued_here.contains(&i));
+                    out.know_trips(t, n);
                 }
                 exit = Some(match runs {
                     true => out,
                     false => {
                         let mut skipped = entry.clone();
                         if let Some((t, _)) = &trips {
-                            skipped.know_trips(t, &Affine::constant(0), &|i| {
-                                !out.ops.iter().any(|r| r.inst == i)
-                                    && !out.reads.iter().any(|r| r.1 == i)
-                            });
+                            skipped.know_trips(t, &Affine::constant(0));
                         }
                         State::join(skipped, out)
                     }

@@ -627,24 +627,20 @@ impl State {
         self.map_guards(|g| Some(g.filter(|(gl, _)| *gl != l)));
     }
 
-    /// Records that the ops and reads of the instructions `of` are there
-    /// only where the trip count `t` is `n`.
-    pub fn know_trips(&mut self, t: &Atom, n: &Affine, of: &impl Fn(Inst) -> bool) {
+    /// Records that the ops and reads are there only where the trip count
+    /// `t` is `n`.
+    pub fn know_trips(&mut self, t: &Atom, n: &Affine) {
         self.ops = std::mem::take(&mut self.ops)
             .into_iter()
             .map(|mut r| {
-                if of(r.inst) {
-                    r.trips.insert(t.clone(), n.clone());
-                }
+                r.trips.insert(t.clone(), n.clone());
                 r
             })
             .collect();
         self.reads = std::mem::take(&mut self.reads)
             .into_iter()
             .map(|(m, i, g, mut ts)| {
-                if of(i) {
-                    ts.insert(t.clone(), n.clone());
-                }
+                ts.insert(t.clone(), n.clone());
                 (m, i, g, ts)
             })
             .collect();
