@@ -153,6 +153,10 @@ pub struct Engine<'a> {
     inst_conds: BTreeMap<Inst, Vec<(Value, bool)>>,
     /// Per value: defined inside a loop (several instances per thread).
     in_loop: Vec<bool>,
+    /// The loops whose every iteration passes a CTA barrier of all
+    /// threads (one in the body itself, under no `if`), each with the
+    /// instructions inside it.
+    barrier_loops: BTreeMap<Inst, BTreeSet<Inst>>,
     /// Every write to `demand` and `wait_n`, in order (compacted when a
     /// loop's fixed point is stored).
     effects: Vec<Effect>,
@@ -256,11 +260,35 @@ impl<'a> Engine<'a> {
                 }
             }
         });
+        let mut barrier_loops = BTreeMap::new();
+        k.walk(k.body, &mut |l| {
+            let Some(&body) = k.insts[l]
+                .regions
+                .first()
+                .filter(|_| k.insts[l].op == Op::For)
+            else {
+                return;
+            };
+            let every_iteration = k.regions[body].insts.iter().any(|&i| {
+                matches!(&k.insts[i].op, Op::Ptx(p) if matches!(
+                    syms.sync_effect(i, p),
+                    SyncEffect::CtaBarrier { named: false, waits: true }
+                ))
+            });
+            if every_iteration {
+                let mut inside = BTreeSet::new();
+                k.walk(body, &mut |i| {
+                    inside.insert(i);
+                });
+                barrier_loops.insert(l, inside);
+            }
+        });
         Engine {
             k,
             syms,
             inst_conds,
             in_loop,
+            barrier_loops,
             conds: Vec::new(),
             loops: Vec::new(),
             report: false,
@@ -410,6 +438,23 @@ impl<'a> Engine<'a> {
     /// or an async op whose bytes are tracked outside `ops`), under the
     /// conditions of the `if`s around it: a record and an access both under
     /// one `tid == C` are the same thread's.
+    /// [`Engine::dummy`] for an access at `at` still unordered here: where
+    /// `at` is before a loop around here whose every iteration passes a
+    /// CTA barrier, only that loop's first iteration meets it (the
+    /// accesses before the loop that its head joins in again).
+    fn before_loops(&self, at: Inst) -> OpRec {
+        let first = self.loops.iter().find_map(|&l| {
+            let inside = self.barrier_loops.get(&l)?;
+            (!inside.contains(&at))
+                .then(|| self.syms.iv_first(self.k, l).map(|c| (l, c)))
+                .flatten()
+        });
+        OpRec {
+            guard: first,
+            ..self.dummy(at)
+        }
+    }
+
     fn dummy(&self, at: Inst) -> OpRec {
         OpRec {
             inst: at,
@@ -1179,7 +1224,7 @@ impl<'a> Engine<'a> {
         let found = st.unsynced.iter().find(|(other, i, wrote)| {
             (write || *wrote)
                 && other.off.is_some()
-                && self.either_thread(m, other, &self.dummy(*i)).1
+                && self.either_thread(m, other, &self.before_loops(*i)).1
         });
         self.other_here = None;
         let Some((_, i, wrote)) = found else { return };
