@@ -2897,25 +2897,38 @@ impl<'a> Engine<'a> {
                 }
                 let mut out = tail.unwrap_or(back);
                 out.unsynced.extend(last.unsynced);
-                // Each op and read after the loop is known by the path
-                // it leaves by: where the loop ran, its trip count is `hi -
-                // lo`; a loop that may not run also leaves from its head,
-                // which joins the entry with the back edge, along the path
-                // that ran none, where it is 0. An op issued before the
-                // loop and still pending after its last iteration is then
-                // two records, each compared with a later access at the
-                // trip count of its path (a ring state handed to a second
-                // loop as `(j + trips) mod S`).
+                // The ops and reads of this loop's iterations are there
+                // after it only where it ran, its trip count then `hi -
+                // lo`. A loop that may not run leaves from its head, which
+                // joins the entry with the back edge: what was there at
+                // the entry and no iteration leaves is there after the
+                // loop only where it ran none. So is an op issued before
+                // a loop around no other loop that is still pending after
+                // it, where the two paths leave it in different states (a
+                // ring state handed to a second loop as `(j + trips) mod
+                // S`: on the path with no trip, the op is read at slot
+                // `j`). Inside another loop such records would each go
+                // round that loop too, and are left joined.
                 let trips = self.launch_wide_trips(inst);
+                let top = self.loops.len() == 1;
                 if let Some((t, Some(n))) = &trips {
-                    out.know_trips(t, n);
+                    let here = |i: Inst| issued_here.contains(&i);
+                    out.know_trips(t, n, &|r| here(r.inst), &here);
                 }
                 exit = Some(match runs {
                     true => out,
                     false => {
                         let mut skipped = entry.clone();
                         if let Some((t, _)) = &trips {
-                            skipped.know_trips(t, &Affine::constant(0));
+                            skipped.know_trips(
+                                t,
+                                &Affine::constant(0),
+                                &|r| {
+                                    !out.ops.iter().any(|o| o.inst == r.inst)
+                                        || (top && !out.ops.contains(r))
+                                },
+                                &|i| !out.reads.iter().any(|r| r.1 == i),
+                            );
                         }
                         State::join(skipped, out)
                     }

@@ -627,20 +627,30 @@ impl State {
         self.map_guards(|g| Some(g.filter(|(gl, _)| *gl != l)));
     }
 
-    /// Records that the ops and reads are there only where the trip count
-    /// `t` is `n`.
-    pub fn know_trips(&mut self, t: &Atom, n: &Affine) {
+    /// Records that the ops `ops` picks and the reads of the instructions
+    /// `reads_of` are there only where the trip count `t` is `n`.
+    pub fn know_trips(
+        &mut self,
+        t: &Atom,
+        n: &Affine,
+        ops: &impl Fn(&OpRec) -> bool,
+        reads_of: &impl Fn(Inst) -> bool,
+    ) {
         self.ops = std::mem::take(&mut self.ops)
             .into_iter()
             .map(|mut r| {
-                r.trips.insert(t.clone(), n.clone());
+                if ops(&r) {
+                    r.trips.insert(t.clone(), n.clone());
+                }
                 r
             })
             .collect();
         self.reads = std::mem::take(&mut self.reads)
             .into_iter()
             .map(|(m, i, g, mut ts)| {
-                ts.insert(t.clone(), n.clone());
+                if reads_of(i) {
+                    ts.insert(t.clone(), n.clone());
+                }
                 (m, i, g, ts)
             })
             .collect();
