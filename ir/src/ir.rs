@@ -776,22 +776,38 @@ impl Kernel {
     }
 
     /// The polls (`mbarrier.test_wait` / `try_wait` outside poll loops)
-    /// whose result only decides whether a blocking wait on the poll's own
-    /// phase runs: every use of it, or of its negation `xor %ok, 1`, is an
-    /// `if` holding such a wait, or it has none (CUTLASS's
-    /// `consumer_try_wait` and `consumer_wait(token)`). A failed poll
-    /// leaves the ordering to that wait. `blocking` are the kernel's
+    /// whose result only decides whether a blocking wait on the poll's
+    /// barrier runs: every use of it, or of its negation `xor %ok, 1`, is
+    /// an `if` holding a wait on the poll's own phase, or it has none
+    /// (CUTLASS's `consumer_try_wait` and `consumer_wait(token)`). The
+    /// result may be handed on by `yield`, as an `if` result or a value a
+    /// loop carries into its next iteration (CuTe's peek, `peek = if more
+    /// { try_wait } else { true }`); the `if` it then decides holds a wait
+    /// on a phase of the same barrier allocation. A failed poll leaves the
+    /// ordering to that wait. `blocking` are the kernel's
     /// [`Kernel::blocking_polls`], which are not such polls.
     pub fn guarding_polls(
         &self,
         blocking: &std::collections::HashSet<Inst>,
     ) -> std::collections::HashSet<Inst> {
-        let mut users: std::collections::HashMap<Value, Vec<Inst>> =
-            std::collections::HashMap::new();
+        use std::collections::{HashMap, HashSet};
+        let mut users: HashMap<Value, Vec<Inst>> = HashMap::new();
+        // The instruction owning each region, and the region of each
+        // `yield`.
+        let mut owner: HashMap<Region, Inst> = HashMap::new();
+        let mut yields_in: HashMap<Inst, Region> = HashMap::new();
         let mut polls = Vec::new();
         self.walk(self.body, &mut |i| {
             for v in self.insts[i].args.iter().filter_map(|a| a.value()) {
                 users.entry(v).or_default().push(i);
+            }
+            for &r in &self.insts[i].regions {
+                owner.insert(r, i);
+                for &j in &self.regions[r].insts {
+                    if self.insts[j].op == Op::Yield {
+                        yields_in.insert(j, r);
+                    }
+                }
             }
             if matches!(&self.insts[i].op, Op::Ptx(p) if matches!(p.family.sync(), spec::SyncEffect::PhaseWait(spec::WaitKind::Test | spec::WaitKind::Try)))
             {
@@ -799,6 +815,33 @@ impl Kernel {
             }
         });
         let used_by = |v: Value| users.get(&v).map_or(&[][..], Vec::as_slice);
+        let is_wait = |i: Inst| matches!(&self.insts[i].op, Op::Ptx(q) if q.family.sync() == spec::SyncEffect::PhaseWait(spec::WaitKind::Blocking));
+        // The shared allocation a phase value names a barrier of.
+        let alloc_of = |phase: Value| -> Option<SharedId> {
+            let d = &self.insts[self.def_inst(phase)?];
+            let bar = d.args.first()?.value()?;
+            match self.insts[self.def_inst(bar)?].op {
+                Op::Addr(id) => Some(id),
+                _ => None,
+            }
+        };
+        // An `if` with a blocking wait in a branch on `phase`, or, where
+        // the value came through a `yield`, on a phase of its allocation.
+        let guards = |i: Inst, phase: Value, handed: bool| {
+            let d = &self.insts[i];
+            let mut found = false;
+            for &r in d.regions.iter().filter(|_| d.op == Op::If) {
+                self.walk(r, &mut |j| {
+                    let Some(w) = self.insts[j].args.first().and_then(|a| a.value()) else {
+                        return;
+                    };
+                    found |= is_wait(j)
+                        && (w == phase
+                            || (handed && alloc_of(w).is_some_and(|a| Some(a) == alloc_of(phase))));
+                });
+            }
+            found
+        };
         polls
             .into_iter()
             .filter(|p| !blocking.contains(p))
@@ -810,29 +853,52 @@ impl Kernel {
                 ) else {
                     return false;
                 };
-                // An `if` with a blocking wait on `phase` in a branch.
-                let guards = |i: &Inst| {
-                    let d = &self.insts[*i];
-                    let mut found = false;
-                    for &r in d.regions.iter().filter(|_| d.op == Op::If) {
-                        self.walk(r, &mut |j| {
-                            let w = &self.insts[j];
-                            found |= matches!(&w.op, Op::Ptx(q) if q.family.sync() == spec::SyncEffect::PhaseWait(spec::WaitKind::Blocking))
-                                && w.args.first().and_then(|a| a.value()) == Some(phase);
-                        });
+                // The values the result reaches, each with whether a
+                // `yield` handed it on: every use must guard.
+                let mut todo = vec![(ok, false)];
+                let mut seen: HashSet<Value> = HashSet::new();
+                while let Some((v, handed)) = todo.pop() {
+                    if !seen.insert(v) {
+                        continue;
                     }
-                    found
-                };
-                used_by(ok).iter().all(|i| {
-                    let d = &self.insts[*i];
-                    let negation = d.op == Op::Binary(BinaryOp::Xor)
-                        && d.args.iter().any(|a| self.const_int(*a) == Some(1));
-                    guards(i)
-                        || (negation
-                            && d.results
-                                .first()
-                                .is_some_and(|&n| used_by(n).iter().all(guards)))
-                })
+                    for &i in used_by(v) {
+                        let d = &self.insts[i];
+                        let negation = d.op == Op::Binary(BinaryOp::Xor)
+                            && d.args.iter().any(|a| self.const_int(*a) == Some(1));
+                        if guards(i, phase, handed) {
+                            continue;
+                        }
+                        if negation {
+                            todo.extend(d.results.first().map(|&n| (n, handed)));
+                            continue;
+                        }
+                        let handed_on = (d.op == Op::Yield)
+                            .then(|| yields_in.get(&i).and_then(|r| Some((*r, *owner.get(r)?))))
+                            .flatten();
+                        let Some((r, o)) = handed_on else {
+                            return false;
+                        };
+                        let od = &self.insts[o];
+                        for (k, _) in d
+                            .args
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, a)| a.value() == Some(v))
+                        {
+                            match od.op {
+                                Op::If => todo.extend(od.results.get(k).map(|&x| (x, true))),
+                                Op::For => {
+                                    todo.extend(od.results.get(k).map(|&x| (x, true)));
+                                    todo.extend(
+                                        self.regions[r].args.get(k + 1).map(|&x| (x, true)),
+                                    );
+                                }
+                                _ => return false,
+                            }
+                        }
+                    }
+                }
+                true
             })
             .collect()
     }

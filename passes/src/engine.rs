@@ -850,7 +850,8 @@ impl<'a> Engine<'a> {
                     !write && r.kind == Kind::Abstract && matches!(d.base, Base::Shared(_));
                 let done_all = r.seen || (r.issuer == Issuer::Done && (r.published || synced));
                 if !done_own && (same || cross) {
-                    self.in_flight(r, at, write, "destination");
+                    let peeked = st.maybe_seen.contains(&r.inst);
+                    self.in_flight(r, at, write, "destination", peeked);
                 } else if !done_all && cross {
                     self.emit(
                         Diagnostic::error("E1004", format!("{what} bytes another thread copied, with no barrier after its wait"), self.span(at))
@@ -869,7 +870,7 @@ impl<'a> Engine<'a> {
                 if let Some(s) = &r.src {
                     let (same, cross) = self.either_thread(m, s, r);
                     if r.issuer == Issuer::InFlight && !r.seen && (same || cross) {
-                        self.in_flight(r, at, true, "source");
+                        self.in_flight(r, at, true, "source", false);
                     } else if r.kind == Kind::Abstract
                         && r.issuer == Issuer::Done
                         && !r.seen
@@ -930,7 +931,10 @@ impl<'a> Engine<'a> {
         }
     }
 
-    fn in_flight(&mut self, r: &OpRec, at: Inst, write: bool, part: &str) {
+    /// Reports an access of the bytes of op `r` in flight; `peeked`: a
+    /// branch on a poll's result may have observed its phase
+    /// ([`State::maybe_seen`]).
+    fn in_flight(&mut self, r: &OpRec, at: Inst, write: bool, part: &str, peeked: bool) {
         let issued = self.span(r.inst);
         if let (Some((w, depth)), false) = (r.left_by, write) {
             let kind = if r.kind == Kind::Bulk {
@@ -968,7 +972,7 @@ impl<'a> Engine<'a> {
                 });
         let defer = r.kind == Kind::Mbar
             && part == "destination"
-            && (others_wait || r.phase.as_ref().is_some_and(|p| self.unnamed(p)));
+            && (others_wait || peeked || r.phase.as_ref().is_some_and(|p| self.unnamed(p)));
         let (code, msg, help) = if write {
             ("E1003", format!("writes the {part} of an async operation that may still be in flight"), "wait for the operation's completion (its group or mbarrier phase) before writing these bytes")
         } else {
@@ -1016,7 +1020,7 @@ impl<'a> Engine<'a> {
                 if let Some(s) = &r.src {
                     let (same, cross) = self.either_thread(d, s, r);
                     if r.issuer == Issuer::InFlight && !r.seen && (same || cross) {
-                        self.in_flight(r, at, true, "source");
+                        self.in_flight(r, at, true, "source", false);
                     }
                 }
                 // An earlier copy of this thread still writing these shared
@@ -1795,6 +1799,9 @@ impl<'a> Engine<'a> {
                     if let Some((ph, pol)) = st.preds.get(&v).cloned() {
                         st.preds.insert(res, (ph, !pol));
                     }
+                    if let Some((ph, pol)) = st.peeks.get(&v).cloned() {
+                        st.peeks.insert(res, (ph, !pol));
+                    }
                 }
             }
             Op::If => self.if_op(inst, st),
@@ -1837,6 +1844,7 @@ impl<'a> Engine<'a> {
             return;
         }
         let fact = cond.and_then(|c| st.preds.get(&c).cloned());
+        let peek = cond.and_then(|c| st.peeks.get(&c).cloned());
         let mut then_s = st.clone();
         let mut else_s = st.clone();
         for (branch, pol, s) in [(0, true, &mut then_s), (1, false, &mut else_s)] {
@@ -1844,6 +1852,18 @@ impl<'a> Engine<'a> {
                 if *p == pol {
                     let polled = cond.and_then(|c| self.polled_phase(c, 0));
                     self.observe(s, ph, polled);
+                }
+            }
+            if let Some((ph, p)) = &peek {
+                if *p == pol {
+                    let ph = self.pinned_phase(ph);
+                    let covered: Vec<Inst> = s
+                        .ops
+                        .iter()
+                        .filter(|r| !r.seen && self.covers_op(&ph, r).is_some())
+                        .map(|r| r.inst)
+                        .collect();
+                    s.maybe_seen.extend(covered);
                 }
             }
             // The branch runs under the condition and, for the then-branch
@@ -1901,16 +1921,29 @@ impl<'a> Engine<'a> {
             self.region(data.regions[branch], s);
             self.conds.truncate(pushed);
         }
-        // A result implies a phase observed when each branch's yield does.
-        let facts: Vec<Option<(Sym, bool)>> = {
+        // A result implies a phase observed when each branch's yield does;
+        // on some paths, when one branch's does and the other's is a
+        // constant that claims it.
+        let (facts, peeks): (Vec<Option<(Sym, bool)>>, Vec<Option<(Sym, bool)>>) = {
             let (t, e) = (
                 cpflow_ir::facts::yield_args(self.k, data.regions[0]),
                 cpflow_ir::facts::yield_args(self.k, data.regions[1]),
             );
             t.iter()
                 .zip(&e)
-                .map(|(a, b)| agree_pred(self.pred_of(&then_s, *a), self.pred_of(&else_s, *b)))
-                .collect()
+                .map(|(a, b)| {
+                    let (x, y) = (self.pred_of(&then_s, *a), self.pred_of(&else_s, *b));
+                    let peek = match (&x, &y) {
+                        (Pred::Fact(f), Pred::Const(c)) | (Pred::Const(c), Pred::Fact(f))
+                            if *c == f.1 =>
+                        {
+                            Some(f.clone())
+                        }
+                        _ => None,
+                    };
+                    (agree_pred(x, y), peek)
+                })
+                .unzip()
         };
         // An `if` on `%tid.x` whose sides both have threads: each side is
         // a role that runs while the other does, so what either observed
@@ -1935,6 +1968,11 @@ impl<'a> Engine<'a> {
         for (&res, fact) in data.results.iter().zip(facts) {
             if let Some(f) = fact {
                 st.preds.insert(res, f);
+            }
+        }
+        for (&res, peek) in data.results.iter().zip(peeks) {
+            if let Some(f) = peek {
+                st.peeks.insert(res, f);
             }
         }
     }

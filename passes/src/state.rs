@@ -263,6 +263,16 @@ pub struct State {
     pub remote_access: BTreeSet<Inst>,
     /// Predicates that imply an observed phase: value -> (phase, polarity).
     pub preds: BTreeMap<Value, (Sym, bool)>,
+    /// Predicates that imply an observed phase on some paths only: an `if`
+    /// result that one branch takes from a poll and the other gives as a
+    /// constant claiming the phase (`peek = if more { try_wait } else {
+    /// true }`), whose condition this analysis does not relate to the ops
+    /// in flight.
+    pub peeks: BTreeMap<Value, (Sym, bool)>,
+    /// Ops (by instruction) whose phase a branch on a [`State::peeks`]
+    /// predicate took as observed: whether it was, on the paths where the
+    /// op is in flight, is the cross-thread analysis's to decide.
+    pub maybe_seen: BTreeSet<Inst>,
     /// `i1` values known to be this constant on this path (a loop-carried
     /// flag in its first iteration, the result of a decided `if`).
     pub known: BTreeMap<Value, bool>,
@@ -370,6 +380,12 @@ impl State {
                 out.preds.insert(*v, f.clone());
             }
         }
+        for (v, f) in &then.peeks {
+            if els.peeks.get(v) == Some(f) {
+                out.peeks.insert(*v, f.clone());
+            }
+        }
+        out.maybe_seen = then.maybe_seen.union(&els.maybe_seen).copied().collect();
         for (v, b) in &then.known {
             if els.known.get(v) == Some(b) {
                 out.known.insert(*v, *b);
