@@ -1924,7 +1924,7 @@ impl<'a> Engine<'a> {
         // A result implies a phase observed when each branch's yield does;
         // on some paths, when one branch's does and the other's is a
         // constant that claims it.
-        let (facts, peeks): (Vec<Option<(Sym, bool)>>, Vec<Option<(Sym, bool)>>) = {
+        let (facts, peeks): (Vec<Option<PhaseFact>>, Vec<Option<PhaseFact>>) = {
             let (t, e) = (
                 cpflow_ir::facts::yield_args(self.k, data.regions[0]),
                 cpflow_ir::facts::yield_args(self.k, data.regions[1]),
@@ -3849,6 +3849,10 @@ fn own_rank_mapa(k: &Kernel, a: Arg) -> bool {
 }
 
 /// What an `i1` value says about an mbarrier phase.
+/// `(phase, polarity)`: a value equal to the polarity means the phase has
+/// been observed.
+type PhaseFact = (Sym, bool);
+
 enum Pred {
     /// `(phase, polarity)`: when the value equals the polarity, the phase
     /// has been observed.
