@@ -434,10 +434,6 @@ impl<'a> Engine<'a> {
             .any(|s| matches!(s, Sym::Phase { .. }) && is_remote(&s))
     }
 
-    /// A completed record standing for instruction `at` (a generic access,
-    /// or an async op whose bytes are tracked outside `ops`), under the
-    /// conditions of the `if`s around it: a record and an access both under
-    /// one `tid == C` are the same thread's.
     /// [`Engine::dummy`] for an access at `at` still unordered here: where
     /// `at` is before a loop around here whose every iteration passes a
     /// CTA barrier, only that loop's first iteration meets it (the
@@ -455,6 +451,10 @@ impl<'a> Engine<'a> {
         }
     }
 
+    /// A completed record standing for instruction `at` (a generic access,
+    /// or an async op whose bytes are tracked outside `ops`), under the
+    /// conditions of the `if`s around it: a record and an access both under
+    /// one `tid == C` are the same thread's.
     fn dummy(&self, at: Inst) -> OpRec {
         OpRec {
             inst: at,
