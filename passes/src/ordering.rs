@@ -830,13 +830,33 @@ fn short_trip_hazards(
     if period > 2 {
         shorts.push(period - 1);
     }
+    // Where parameters bound only the loops around a ring's loops (a
+    // persistent tile loop), short inner loops are also run under enough
+    // outer iterations for the ring to come round: each stage is then
+    // reused by a later tile (a release the last k tile of each tile
+    // makes, checked against the refill some tiles later).
+    let around: BTreeMap<Value, i64> = outer_only_params(k)
+        .into_iter()
+        .map(|p| (p, (period + 1).saturating_mul(grid_x.max(1))))
+        .collect();
+    let none = BTreeMap::new();
+    let runs: Vec<(i64, &BTreeMap<Value, i64>)> = shorts
+        .iter()
+        .map(|&s| (s, &none))
+        .chain(
+            shorts
+                .iter()
+                .filter(|_| !around.is_empty())
+                .map(|&s| (s, &around)),
+        )
+        .collect();
     let mut hazards: Vec<(i64, Diagnostic)> = Vec::new();
-    for short in shorts {
+    for (short, scaled) in runs {
         // A run that cannot be followed or passes the budget proves
         // nothing more, and the run at full length already said so.
         let params = Params {
             base: short,
-            scaled: &BTreeMap::new(),
+            scaled,
         };
         let grid = Grid {
             x: grid_x,

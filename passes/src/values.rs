@@ -543,8 +543,8 @@ impl Syms {
     /// Iteration `k + S` of such a ring names the barrier iteration `k`
     /// names, one phase later.
     pub fn ring_period(&self, k: &Kernel) -> i64 {
-        let mut period = 1;
-        let mut scan = |e: &Affine| period = period.max(e.period());
+        let period = std::cell::Cell::new(1);
+        let scan = |e: &Affine| period.set(period.get().max(e.period()));
         k.walk(k.body, &mut |inst| {
             let data = &k.insts[inst];
             let Op::Ptx(p) = &data.op else { return };
@@ -563,8 +563,17 @@ impl Syms {
                 match self.arg(*a) {
                     Sym::Phase { bar, idx } => {
                         scan(&idx);
-                        if let Sym::Ptr(_, off) = *bar {
+                        if let Sym::Ptr(base, off) = *bar {
                             scan(&off);
+                            // A barrier of an array picked by an index of no
+                            // closed form: a ring of up to the array's
+                            // length (the ring state as a kernel hands it
+                            // from tile to tile).
+                            if let (Base::Shared(id), None) = (base, off.as_const()) {
+                                if let SharedKind::Mbarriers(n) = k.shared[id].kind {
+                                    period.set(period.get().max(i64::from(n)));
+                                }
+                            }
                         }
                     }
                     Sym::Ptr(_, off) => scan(&off),
@@ -572,7 +581,7 @@ impl Syms {
                 }
             }
         });
-        period
+        period.get()
     }
 
     /// The symbolic value of `v`.
