@@ -2940,13 +2940,14 @@ impl<'a> Engine<'a> {
                 // lo`. A loop that may not run leaves from its head, which
                 // joins the entry with the back edge: what was there at
                 // the entry and no iteration leaves is there after the
-                // loop only where it ran none. So is an op issued before
-                // a loop around no other loop that is still pending after
-                // it, where the two paths leave it in different states (a
-                // ring state handed to a second loop as `(j + trips) mod
-                // S`: on the path with no trip, the op is read at slot
-                // `j`). Inside another loop such records would each go
-                // round that loop too, and are left joined.
+                // loop only where it ran none. So is a `cp.async` issued
+                // before a loop around no other loop that is still pending
+                // after it, where the two paths leave its group at
+                // different depths (a ring state handed to a second loop
+                // as `(j + trips) mod S`: on the path with no trip, the op
+                // is read at slot `j`). Other records, and those inside
+                // another loop, would each go round the loops after it and
+                // are left joined.
                 let trips = self.launch_wide_trips(inst);
                 let top = self.loops.len() == 1;
                 if let Some((t, Some(n))) = &trips {
@@ -2963,7 +2964,7 @@ impl<'a> Engine<'a> {
                                 &Affine::constant(0),
                                 &|r| {
                                     !out.ops.iter().any(|o| o.inst == r.inst)
-                                        || (top && !out.ops.contains(r))
+                                        || (top && r.kind == Kind::NonBulk && !out.ops.contains(r))
                                 },
                                 &|i| !out.reads.iter().any(|r| r.1 == i),
                             );
