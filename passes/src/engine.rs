@@ -1529,6 +1529,14 @@ impl<'a> Engine<'a> {
         false
     }
 
+    /// The records not yet seen complete whose phase observing `w` (as
+    /// [`Engine::pinned_phase`] gives it) completes.
+    fn landing<'s>(&'s self, st: &'s State, w: &'s Sym) -> impl Iterator<Item = &'s OpRec> + 's {
+        st.ops
+            .iter()
+            .filter(move |r| !r.seen && self.covers_op(w, r).is_some())
+    }
+
     /// Does observing `w` complete the phase `r` completes on? A record
     /// present in one iteration of an enclosing loop only (its guard) is
     /// matched with `w` as it is in that iteration (a prologue's phase 0
@@ -1569,12 +1577,7 @@ impl<'a> Engine<'a> {
         // reader of those bytes still in flight here was read-complete
         // for the issuing thread before the copy, which this observation
         // now orders before us.
-        let landed: Vec<OpRec> = st
-            .ops
-            .iter()
-            .filter(|r| !r.seen && self.covers_op(w, r).is_some())
-            .cloned()
-            .collect();
+        let landed: Vec<OpRec> = self.landing(st, w).cloned().collect();
         let read_done: Vec<OpRec> = st
             .ops
             .iter()
@@ -1857,12 +1860,7 @@ impl<'a> Engine<'a> {
             if let Some((ph, p)) = &peek {
                 if *p == pol {
                     let ph = self.pinned_phase(ph);
-                    let covered: Vec<Inst> = s
-                        .ops
-                        .iter()
-                        .filter(|r| !r.seen && self.covers_op(&ph, r).is_some())
-                        .map(|r| r.inst)
-                        .collect();
+                    let covered: Vec<Inst> = self.landing(s, &ph).map(|r| r.inst).collect();
                     s.maybe_seen.extend(covered);
                 }
             }
@@ -3849,11 +3847,11 @@ fn own_rank_mapa(k: &Kernel, a: Arg) -> bool {
         .is_some_and(|r| is_sreg(k, *r, SpecialReg::ClusterCtaRank))
 }
 
-/// What an `i1` value says about an mbarrier phase.
 /// `(phase, polarity)`: a value equal to the polarity means the phase has
 /// been observed.
 type PhaseFact = (Sym, bool);
 
+/// What an `i1` value says about an mbarrier phase.
 enum Pred {
     /// `(phase, polarity)`: when the value equals the polarity, the phase
     /// has been observed.
