@@ -104,3 +104,16 @@ pub fn next_index(k: &Kernel, r: Region, i: Inst) -> usize {
         .position(|&x| x == i)
         .map_or(usize::MAX, |x| x + 1)
 }
+
+/// A shared allocation name starting with `base` that the kernel does not
+/// have yet.
+pub fn fresh_shared(k: &Kernel, base: &str) -> String {
+    let taken = |n: &str| k.shared.iter().any(|(_, s)| s.name == n);
+    let mut name = base.to_string();
+    let mut n = 1;
+    while taken(&name) {
+        name = format!("{base}{n}");
+        n += 1;
+    }
+    name
+}

@@ -34,6 +34,7 @@ mod commits;
 pub mod desc;
 mod edit;
 pub mod fence;
+mod own_buffer;
 pub mod pipeline;
 pub mod select;
 pub mod stages;

@@ -51,7 +51,7 @@ use cpflow_ir::types::{Scalar, Space, Type};
 use cpflow_ir::{Diagnostic, Module};
 
 use super::edit::{self, cta_barrier, family, pure};
-use super::{stages, warpspec};
+use super::{own_buffer, stages, warpspec};
 
 /// The output a loop is rewritten into.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -372,12 +372,19 @@ pub fn pipeline(
             };
             let trips = constant_trips(k, lp);
             // A loop of another constant step is planned as the step-1
-            // loop it is rewritten to, kept only if it is pipelined.
+            // loop it is rewritten to, and a loop staging through a buffer
+            // other loops use too with a buffer of its own; either is kept
+            // only if the loop is pipelined.
             let unit = unit_step(k, region, lp);
+            let mut prepared = unit;
             let planned = match skip.iter().find(|(at, _)| *at == span) {
                 Some((_, reason)) => Err(reason.clone()),
                 None => asked.and_then(|own| {
-                    let k = unit.as_ref().unwrap_or(k);
+                    let base = prepared.as_ref().unwrap_or(k);
+                    if let Some(split) = own_buffer::split(base, region, lp)? {
+                        prepared = Some(split);
+                    }
+                    let k = prepared.as_ref().unwrap_or(k);
                     let form = own.form.or(ask.form).unwrap_or_default();
                     let stages = match (own.stages, ask.stages) {
                         (Some(n), _) => Asked::Loop(n),
@@ -407,8 +414,8 @@ pub fn pipeline(
             };
             match planned {
                 Ok((p, ws, s, why, model, fallback)) => {
-                    if let Some(unit) = unit {
-                        *k = unit;
+                    if let Some(prepared) = prepared {
+                        *k = prepared;
                     }
                     if let Some(reason) = fallback {
                         out.refused.push(Refusal {

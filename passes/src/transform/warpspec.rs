@@ -257,19 +257,6 @@ pub(super) fn check(k: &Kernel, p: &Plan, sm: u32) -> Result<Ws, String> {
     })
 }
 
-/// A shared allocation name starting with `base` that the kernel does not
-/// have yet.
-fn fresh_shared(k: &Kernel, base: &str) -> String {
-    let taken = |n: &str| k.shared.iter().any(|(_, s)| s.name == n);
-    let mut name = base.to_string();
-    let mut n = 1;
-    while taken(&name) {
-        name = format!("{base}{n}");
-        n += 1;
-    }
-    name
-}
-
 /// `const 0` of `ty` (a scalar: [`check`] refused the rest).
 fn zero(b: &mut Builder, ty: Type) -> Value {
     match ty.scalar() {
@@ -566,9 +553,9 @@ pub(super) fn rewrite(k: &mut Kernel, p: &Plan, ws: &Ws, s: u32, why: String) ->
 
     let mut b = Builder::new(k);
     b.span = span;
-    let full_name = fresh_shared(b.k, "ws_full");
+    let full_name = edit::fresh_shared(b.k, "ws_full");
     let full = b.shared_mbarriers(&full_name, s);
-    let empty_name = fresh_shared(b.k, "ws_empty");
+    let empty_name = edit::fresh_shared(b.k, "ws_empty");
     let empty = b.shared_mbarriers(&empty_name, s);
 
     // Roles, at the kernel's top.
