@@ -565,6 +565,42 @@ impl<'a> Engine<'a> {
             .is_empty()
     }
 
+    /// Whether the path that left `r` cannot reach the current program
+    /// point: on it a loop ran no iteration, and a condition here holds
+    /// only where that loop runs (`if %n > 0` after `for %k = 0 to %n`).
+    fn trips_exclude(&self, r: &OpRec) -> bool {
+        r.trips.iter().any(|(t, n)| {
+            let Atom::Trips(lo, hi, _) = t else {
+                return false;
+            };
+            n.as_const() == Some(0)
+                && self
+                    .conds
+                    .iter()
+                    .any(|&(c, pol)| self.needs_a_trip(c, pol, &hi.sub(lo)))
+        })
+    }
+
+    /// Whether condition `c` taken `pol` holds only where `span > 0`: `c`
+    /// a signed comparison (or equality) of `span + d` with a constant,
+    /// `d` a constant, false for every `span <= 0`.
+    fn needs_a_trip(&self, c: Value, pol: bool, span: &Affine) -> bool {
+        let Some((pred, _, x, bound)) = self.syms.int_compared(self.k, c) else {
+            return false;
+        };
+        let Some(d) = x.sub(span).as_const() else {
+            return false;
+        };
+        // The comparison is `x pred bound` with `x <= d` where the loop
+        // runs no iteration: it must fail (`pol`) or hold (`!pol`) for
+        // every such `x`.
+        match (pred, pol) {
+            (CmpPred::Sgt, true) | (CmpPred::Sle, false) => d <= bound,
+            (CmpPred::Sge | CmpPred::Eq, true) | (CmpPred::Slt | CmpPred::Ne, false) => d < bound,
+            _ => false,
+        }
+    }
+
     /// Whether phase `p` is one this analysis cannot name: unknown, or its
     /// barrier or index is loop-carried ring state with no closed form.
     fn unnamed(&self, p: &Sym) -> bool {
@@ -837,6 +873,9 @@ impl<'a> Engine<'a> {
             // Another role's op that completes on an mbarrier phase (a bulk
             // copy, or a `cp.async` its `cp.async.mbarrier.arrive` tracks).
             if (r.kind == Kind::Mbar || r.phase.is_some()) && self.other_role(r) {
+                continue;
+            }
+            if self.trips_exclude(r) {
                 continue;
             }
             let issued = self.span(r.inst);

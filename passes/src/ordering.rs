@@ -954,6 +954,15 @@ fn analyse(
     if ctas > MAX_CTAS {
         return Err(GiveUp::Unknown(BIG_CLUSTER, None));
     }
+    let followed = Launch {
+        cluster: dims,
+        grid,
+        params,
+    }
+    .ctas();
+    if forced_params(k, syms, forced, followed, params).is_none() {
+        return Ok(Vec::new());
+    }
     let tids = representative_tids(k, syms);
     let max_tid = syms.bounds.max_tid.unwrap_or(MAX_TID);
     let width = k.block.map_or(MAX_TID + 1, |[x, _, _]| i64::from(x));
@@ -1260,6 +1269,29 @@ fn representative_tids(k: &Kernel, syms: &Syms) -> Vec<i64> {
             }
         }
     });
+    // An `if` on a combination of such conditions (CUTLASS's
+    // `spread_arrivals_to_warpgroup`: `thread % 8 == 0`, a swizzled
+    // destination rank below the cluster size, in the same row or column
+    // as this CTA): wherever the whole condition changes, in each CTA of
+    // the cluster, so that the few threads it picks are roles of their own.
+    let ranks = k
+        .cluster
+        .map_or(1, |[x, y, z]| i64::from(x * y * z))
+        .min(MAX_CTAS);
+    k.walk(k.body, &mut |i| {
+        let data = &k.insts[i];
+        let Some(c) = data
+            .args
+            .first()
+            .and_then(|c| c.value())
+            .filter(|_| data.op == Op::If)
+        else {
+            return;
+        };
+        for rank in 0..ranks {
+            tids.extend(changes(|t| thread_bool(k, syms, c, t, rank, 0), last));
+        }
+    });
     for &(base, width) in &warps {
         tids.extend([base, base.saturating_add(width - 1)]);
         for &lane in lanes.iter().filter(|l| (0..width).contains(*l)) {
@@ -1291,6 +1323,48 @@ fn thread_cond<'a>(
     };
     let (a, b) = (syms.int(*d.args.first()?)?, syms.int(*d.args.get(1)?)?);
     Some(move |t: i64| compare(pred, ty, thread_value(&a, t), thread_value(&b, t)))
+}
+
+/// The value of the `i1` `c` in thread `%tid.x = t` of the CTA of rank
+/// `rank` in its cluster: comparisons of functions of the thread and the
+/// rank, and `and`, `or`, `xor` of such conditions (`false and x` is false
+/// whatever `x`). None where it depends on more.
+fn thread_bool(k: &Kernel, syms: &Syms, c: Value, t: i64, rank: i64, depth: u32) -> Option<bool> {
+    /// Conditions nested in one another followed.
+    const MAX_DEPTH: u32 = 8;
+    let d = &k.insts[k.def_inst(c)?];
+    let side = |i: usize| -> Option<bool> {
+        (depth < MAX_DEPTH)
+            .then(|| thread_bool(k, syms, d.args.get(i)?.value()?, t, rank, depth + 1))
+            .flatten()
+    };
+    match d.op {
+        Op::Cmp(pred, ty) => {
+            let at = |i: usize| {
+                syms.int(*d.args.get(i)?)?.eval(&|a| match a {
+                    Atom::Tid(0) => Some(t),
+                    Atom::Tid(3) => Some(t % 32),
+                    Atom::Opaque(v) => (k.def_inst(*v).map(|i| &k.insts[i].op)
+                        == Some(&Op::Sreg(SpecialReg::ClusterCtaRank)))
+                    .then_some(rank),
+                    _ => None,
+                })
+            };
+            compare(pred, ty, at(0), at(1))
+        }
+        Op::Binary(BinaryOp::And) => match (side(0), side(1)) {
+            (Some(false), _) | (_, Some(false)) => Some(false),
+            (Some(true), Some(true)) => Some(true),
+            _ => None,
+        },
+        Op::Binary(BinaryOp::Or) => match (side(0), side(1)) {
+            (Some(true), _) | (_, Some(true)) => Some(true),
+            (Some(false), Some(false)) => Some(false),
+            _ => None,
+        },
+        Op::Binary(BinaryOp::Xor) => Some(side(0)? != side(1)?),
+        _ => None,
+    }
 }
 
 fn thread_value(e: &Affine, t: i64) -> Option<i64> {
@@ -1435,13 +1509,10 @@ impl<'a> Tracer<'a> {
         // (plus a constant) with a constant gives that parameter a value
         // that takes it so, which the loops it bounds then run by too
         // (`if %n >= 1` taken false: no iteration of `for ... to %n`).
-        let mut chosen: BTreeSet<Value> = BTreeSet::new();
-        for (&inst, &want) in forced {
-            if let Some((p, v)) = param_taking(k, syms, inst, want, launch.ctas(), launch.params) {
-                if chosen.insert(p) {
-                    vals[p.index()] = Some(v);
-                }
-            }
+        for (p, v) in
+            forced_params(k, syms, forced, launch.ctas(), launch.params).unwrap_or_default()
+        {
+            vals[p.index()] = Some(v);
         }
         Tracer {
             k,
@@ -2254,6 +2325,90 @@ fn param_taking(
         .filter(|v| *v >= 0)
         .find(|v| compare(pred, ty, v.checked_add(off), Some(bound)) == Some(want))
         .map(|v| (p, v))
+}
+
+/// The value of each parameter that forced branches decide ([`param_taking`]),
+/// one that takes every such branch the way it is forced; `None` where no
+/// value of some parameter does (`if 0 < %n` taken true and `if 1 < %n`
+/// taken true beside `if %n > 0` taken false): no launch runs those
+/// outcomes together, and the run is not analysed.
+fn forced_params(
+    k: &Kernel,
+    syms: &Syms,
+    forced: &BTreeMap<Inst, bool>,
+    ctas: std::ops::Range<i64>,
+    params: Params,
+) -> Option<BTreeMap<Value, i64>> {
+    // Each parameter's branches, and the values that take one of them.
+    let mut branches: BTreeMap<Value, Vec<(Inst, bool)>> = BTreeMap::new();
+    let mut candidates: BTreeMap<Value, Vec<i64>> = BTreeMap::new();
+    for (&inst, &want) in forced {
+        if let Some((p, v)) = param_taking(k, syms, inst, want, ctas.clone(), params) {
+            branches.entry(p).or_default().push((inst, want));
+            candidates.entry(p).or_default().push(v);
+        }
+    }
+    candidates
+        .into_iter()
+        .map(|(p, values)| {
+            let branches = &branches[&p];
+            let takes_all = |v: i64| {
+                branches
+                    .iter()
+                    .all(|&(i, want)| param_takes(k, syms, i, want, ctas.clone(), p, v))
+            };
+            values.into_iter().find(|&v| takes_all(v)).map(|v| (p, v))
+        })
+        .collect()
+}
+
+/// Whether parameter `p` at `v` takes branch `inst` (an `if` on a
+/// comparison) `want` in every CTA of `ctas`, where the comparison's
+/// operands are affine in `p` and `%ctaid.x` alone; true where they are
+/// not (the branch does not decide `p`).
+fn param_takes(
+    k: &Kernel,
+    syms: &Syms,
+    inst: Inst,
+    want: bool,
+    ctas: std::ops::Range<i64>,
+    p: Value,
+    v: i64,
+) -> bool {
+    let Some(d) = k.insts[inst]
+        .args
+        .first()
+        .and_then(|c| c.value())
+        .and_then(|c| k.def_inst(c))
+        .map(|i| &k.insts[i])
+    else {
+        return true;
+    };
+    let (Op::Cmp(pred, ty), Some(a), Some(b)) = (
+        &d.op,
+        d.args.first().and_then(|x| syms.int(*x)),
+        d.args.get(1).and_then(|x| syms.int(*x)),
+    ) else {
+        return true;
+    };
+    let is_cta = |q: &Value| {
+        k.def_inst(*q)
+            .is_some_and(|i| k.insts[i].op == Op::Sreg(SpecialReg::CtaidX))
+    };
+    ctas.into_iter().all(|cta| {
+        let at = |e: &Affine| {
+            e.eval(&|x| match x {
+                Atom::Opaque(q) if *q == p => Some(v),
+                Atom::Opaque(q) if is_cta(q) => Some(cta),
+                _ => None,
+            })
+            .map(|x| wrap(x, *ty))
+        };
+        match (at(&a), at(&b)) {
+            (Some(x), Some(y)) => compare(*pred, *ty, Some(x), Some(y)) == Some(want),
+            _ => true,
+        }
+    })
 }
 
 /// [`param_taking`] for `c` = `cmp pred, a, b` with `a` and `b` affine in
@@ -3484,6 +3639,10 @@ impl Report<'_> {
             for &(c, pol) in conds.get(&i).map_or(&[][..], |v| &v[..]) {
                 if let Some(l) = elect_lane(k, c).filter(|_| pol && lane_is_tid_x_mod_32(k)) {
                     tests.push((None, Some(i64::from(l)), pol));
+                } else if !syms.tid_dependent[c.index()] {
+                    // The same in every thread of the CTA (`if k + 1 < n`):
+                    // the event's own thread took it, so did the others.
+                    continue;
                 } else {
                     tests.push((Some(thread_cond(k, syms, c)?), None, pol));
                 }

@@ -108,6 +108,10 @@ pub struct Syms {
     /// `init` whose back edge flips bit `shift` (`w xor (1 << shift)`),
     /// with `n` the loop's iterations before the current one.
     slot_bits: HashMap<Value, SlotBits>,
+    /// The advance a loop-carried parity bit flipped on a counter's wrap
+    /// yields (its value in the next iteration, which Triton's waits read
+    /// after advancing both), as `(r, c)` of [`Syms::parity_round`].
+    advanced_bits: HashMap<Value, (Affine, i64)>,
     /// Phase values that only phase waits use: a parity wait returns once
     /// the latest phase of that parity completed, so a bit counting rounds
     /// names, for a wait, the round before the current one where its value
@@ -619,6 +623,7 @@ impl Syms {
             parity_index: vec![None; n],
             parity_round: vec![None; n],
             slot_bits: HashMap::new(),
+            advanced_bits: HashMap::new(),
             wait_bits: wait_parities(k, &waited),
             waited_only: waited,
             tid_conds: HashMap::new(),
@@ -1009,6 +1014,9 @@ impl Syms {
         // of slots taken before this iteration.
         let mut advanced: Vec<(Value, Affine, i64)> = Vec::new();
         let mut found = false;
+        // Counters from -1 read as from `S - 1` (see below): their first
+        // wrap comes `S` iterations late.
+        let mut early: Vec<Value> = Vec::new();
         // What each carried value gets from the back edge (index i - 1 for
         // region argument i).
         let carried: Vec<Option<Value>> = args
@@ -1072,14 +1080,14 @@ impl Syms {
             // advance (Triton's extract index, advanced before its first
             // use) holds the same slots as one from `S - 1`: the wrap takes
             // `S` to 0 as the advance takes -1 to 0.
-            let c = if c == -1 && self.read_only_advanced(k, l, a, y) {
-                size - 1
-            } else {
-                c
-            };
+            let from_minus_one = c == -1 && self.read_only_advanced(k, l, a, y, size, &carried);
+            let c = if from_minus_one { size - 1 } else { c };
             if (0..size).contains(&c) {
                 self.vals[a.index()] = Sym::Int(n.add(&Affine::constant(c)).modulo(size));
                 counters.push((a, c, size));
+                if from_minus_one {
+                    early.push(a);
+                }
                 // It leaves the loop at slot `(trips + c) mod S`.
                 if let (Some(&res), Some(trips)) = (data.results.get(i - 1), self.trips(k, l)) {
                     self.vals[res.index()] = Sym::Int(trips.add(&Affine::constant(c)).modulo(size));
@@ -1108,7 +1116,10 @@ impl Syms {
             };
             let &(_, cb, size, step) = all.iter().find(|x| x.0 == b).expect("a counter");
             let c = (cb - step + j).rem_euclid(size);
-            if c == c0 {
+            // Its value in the first iteration does not matter where no
+            // read of it runs then (the slot of the previous iteration's
+            // work, read under `if k > 0`).
+            if c == c0 || self.unread_in_first(k, l, a) {
                 self.vals[a.index()] =
                     Sym::Int(n.scale(step).add(&Affine::constant(c)).modulo(size));
                 found = true;
@@ -1127,14 +1138,26 @@ impl Syms {
             };
             let flips = self.flips_through_loops(k, y, a, 0);
             // The slot counter whose wrap flips the bit, if that is how.
-            let wrap = counters
+            let wrapped_by = counters
                 .iter()
-                .find(|&&(s, _, size)| flips.is_none() && self.flip_on_wrap(k, y, a, s, size))
-                .map(|&(_, c, size)| (c, size));
+                .find(|&&(s, _, size)| flips.is_none() && self.flip_on_wrap(k, y, a, s, size));
+            let wrap = wrapped_by.map(|&(_, c, size)| (c, size));
+            // A counter from -1, read as one from `S - 1`, wraps in its
+            // first iteration where the real one does not: the bit, read
+            // only through its advance, is then one flip behind the
+            // reading, as if it started at `p0 + 1`. Its value after the
+            // loop differs when the loop does not run, so it is left
+            // unknown.
+            let late = wrapped_by.is_some_and(|w| early.contains(&w.0));
+            let p0 = if late { p0 + 1 } else { p0 };
+            if let Some((c, size)) = wrap {
+                let next = n.add(&Affine::constant(1 + c)).div(size);
+                self.advanced_bits.insert(y, (next, p0));
+            }
             // Such a bit leaves the loop flipped once per wrap in the trips
             // that ran: it names phase `(trips + c) div S - p0` after it.
-            if let (Some((c, size)), Some(&res), Some(trips)) =
-                (wrap, data.results.get(i - 1), self.trips(k, l))
+            if let (Some((c, size)), Some(&res), Some(trips), false) =
+                (wrap, data.results.get(i - 1), self.trips(k, l), late)
             {
                 let left = trips.add(&Affine::constant(c)).div(size);
                 self.vals[res.index()] = Sym::Int(left.add(&Affine::constant(p0)).modulo(2));
@@ -1373,8 +1396,19 @@ impl Syms {
 
     /// Whether loop `l`'s body reads carried `a` only as `a + 1`, and that
     /// only in `y` (the wrapped value it yields) and in the comparison `y`
-    /// selects on, which nothing else reads.
-    fn read_only_advanced(&self, k: &Kernel, l: Inst, a: Value, y: Value) -> bool {
+    /// selects on, which nothing else reads but the advances of parity
+    /// bits flipped on that wrap (Triton's phase, `select wrapped, phase
+    /// xor 1, phase`), each bit itself read only through its advance
+    /// (`carried` holds what each carried value gets from the back edge).
+    fn read_only_advanced(
+        &self,
+        k: &Kernel,
+        l: Inst,
+        a: Value,
+        y: Value,
+        size: i64,
+        carried: &[Option<Value>],
+    ) -> bool {
         let Some(wrap) = k.def_inst(y) else {
             return false;
         };
@@ -1383,29 +1417,121 @@ impl Syms {
             .first()
             .and_then(|c| c.value())
             .filter(|_| k.insts[wrap].op == Op::Select);
+        let body = k.insts[l].regions[0];
+        let reads = |i: Inst, v: Value| k.insts[i].args.iter().any(|x| x.value() == Some(v));
+        let readers = |v: Value| {
+            let mut out = Vec::new();
+            k.walk(body, &mut |i| {
+                if reads(i, v) {
+                    out.push(i);
+                }
+            });
+            out
+        };
         let mut nexts = BTreeSet::new();
         let mut ok = true;
-        let reads = |i: Inst, v: Value| k.insts[i].args.iter().any(|x| x.value() == Some(v));
-        k.walk(k.insts[l].regions[0], &mut |i| {
-            if reads(i, a) {
-                match k.insts[i].results.first() {
-                    Some(&r) if self.is_next(val(r), a) => {
-                        nexts.insert(r);
-                    }
-                    _ => ok = false,
+        for i in readers(a) {
+            match k.insts[i].results.first() {
+                Some(&r) if self.is_next(val(r), a) => {
+                    nexts.insert(r);
                 }
+                _ => ok = false,
             }
-        });
-        k.walk(k.insts[l].regions[0], &mut |i| {
+        }
+        // The advances of the bits flipped on this wrap.
+        let mut advances: BTreeSet<Inst> = BTreeSet::new();
+        for (j, &b) in k.regions[body].args.iter().enumerate().skip(1) {
+            let Some(yb) = carried.get(j - 1).copied().flatten() else {
+                continue;
+            };
+            if b == a || !self.flip_on_wrap(k, yb, b, a, size) {
+                continue;
+            }
+            let Some(adv) = k.def_inst(yb) else { continue };
+            let through_advance = readers(b).into_iter().all(|i| {
+                i == adv
+                    || k.insts[i].results.first().is_some_and(|&f| {
+                        self.flip_of(k, f, b) && readers(f).iter().all(|&x| x == adv)
+                    })
+            });
+            if !through_advance {
+                return false;
+            }
+            advances.insert(adv);
+        }
+        // Readers of the wrap test: the wrap, those advances, and values
+        // widened or selected from it (`zext`, `select t, 1, 0`) that only
+        // those read.
+        fn feeds(
+            k: &Kernel,
+            i: Inst,
+            advances: &BTreeSet<Inst>,
+            readers: &dyn Fn(Value) -> Vec<Inst>,
+            depth: u32,
+        ) -> bool {
+            advances.contains(&i)
+                || depth < 4
+                    && matches!(k.insts[i].op, Op::Cast(..) | Op::Select)
+                    && k.insts[i].results.first().is_some_and(|&r| {
+                        readers(r)
+                            .into_iter()
+                            .all(|x| feeds(k, x, advances, readers, depth + 1))
+                    })
+        }
+        k.walk(body, &mut |i| {
             let own = i == wrap || test.is_some_and(|t| k.def_inst(t) == Some(i));
             if !own && nexts.iter().any(|&x| reads(i, x)) {
                 ok = false;
             }
-            if test.is_some_and(|t| reads(i, t)) && i != wrap {
+            if test.is_some_and(|t| reads(i, t))
+                && i != wrap
+                && !feeds(k, i, &advances, &readers, 0)
+            {
                 ok = false;
             }
         });
         ok && !nexts.is_empty()
+    }
+
+    /// Whether every read of `a` in loop `l`'s body sits in an `if` whose
+    /// condition is false in the loop's first iteration (`if %k > 0`).
+    fn unread_in_first(&self, k: &Kernel, l: Inst, a: Value) -> bool {
+        let first = if self.iv_counts.contains(&l) {
+            Some(0)
+        } else {
+            k.insts[l].args.first().and_then(|x| k.const_int(*x))
+        };
+        let Some(first) = first.filter(|f| (0..i64::from(i32::MAX)).contains(f)) else {
+            return false;
+        };
+        let iv = Affine::atom(Atom::Iv(l));
+        let skips_first = |(c, pol): (Value, bool)| {
+            self.int_compared(k, c).is_some_and(|(pred, _, x, bound)| {
+                x == iv && small_holds(pred, first, bound) != pol
+            })
+        };
+        fn walk(
+            k: &Kernel,
+            r: Region,
+            a: Value,
+            guarded: bool,
+            skips: &dyn Fn((Value, bool)) -> bool,
+        ) -> bool {
+            k.regions[r].insts.iter().all(|&i| {
+                let d = &k.insts[i];
+                if !guarded && d.args.iter().any(|x| x.value() == Some(a)) {
+                    return false;
+                }
+                let cond = (d.op == Op::If)
+                    .then(|| d.args.first().and_then(|c| c.value()))
+                    .flatten();
+                d.regions.iter().enumerate().all(|(b, &sub)| {
+                    let here = cond.is_some_and(|c| conjuncts(k, c, b == 0).into_iter().any(skips));
+                    walk(k, sub, a, guarded || here, skips)
+                })
+            })
+        }
+        walk(k, k.insts[l].regions[0], a, false, &skips_first)
     }
 
     /// `S` when `y` (the yield of carried `a`) is `(a + 1) mod S`, written
@@ -2127,7 +2253,14 @@ impl Syms {
                 self.opaque(k, res)
             }
         };
-        self.vals[res.index()] = sym;
+        self.vals[res.index()] = match self.advanced_bits.get(&res) {
+            Some((rounds, p0)) => {
+                self.parity_index[res.index()] = Some(rounds.sub(&Affine::constant(*p0)));
+                self.parity_round[res.index()] = Some((rounds.clone(), *p0));
+                Sym::Int(rounds.add(&Affine::constant(*p0)).modulo(2))
+            }
+            None => sym,
+        };
     }
 
     /// The round an arrival's or copy's parity names, of the two its
