@@ -1274,10 +1274,13 @@ fn representative_tids(k: &Kernel, syms: &Syms) -> Vec<i64> {
     // destination rank below the cluster size, in the same row or column
     // as this CTA): wherever the whole condition changes, in each CTA of
     // the cluster, so that the few threads it picks are roles of their own.
+    // (A single comparison has its points above: only conditions that
+    // join several and differ between threads, each once.)
     let ranks = k
         .cluster
         .map_or(1, |[x, y, z]| i64::from(x * y * z))
         .min(MAX_CTAS);
+    let mut joined: BTreeSet<Value> = BTreeSet::new();
     k.walk(k.body, &mut |i| {
         let data = &k.insts[i];
         let Some(c) = data
@@ -1288,10 +1291,21 @@ fn representative_tids(k: &Kernel, syms: &Syms) -> Vec<i64> {
         else {
             return;
         };
+        let joins = k.def_inst(c).is_some_and(|d| {
+            matches!(
+                k.insts[d].op,
+                Op::Binary(BinaryOp::And | BinaryOp::Or | BinaryOp::Xor)
+            )
+        });
+        if joins && syms.tid_dependent[c.index()] {
+            joined.insert(c);
+        }
+    });
+    for c in joined {
         for rank in 0..ranks {
             tids.extend(changes(|t| thread_bool(k, syms, c, t, rank, 0), last));
         }
-    });
+    }
     for &(base, width) in &warps {
         tids.extend([base, base.saturating_add(width - 1)]);
         for &lane in lanes.iter().filter(|l| (0..width).contains(*l)) {
