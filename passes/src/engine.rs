@@ -1908,10 +1908,14 @@ impl<'a> Engine<'a> {
             let pushed = self.conds.len();
             // In the first iteration of a loop, nothing issued in an
             // earlier one is pending (`if k > 0 { wait }` skips the wait
-            // only there).
-            if let Some((l, first)) = cond.and_then(|c| self.first_iteration_branch(c)) {
-                if pol == first {
-                    s.ops.retain(|r| !r.earlier.contains(&l));
+            // only there; so does the then-branch of `k == 0 and b`, a
+            // first tile's residue cleared by stores).
+            let branch_conds = cond.map_or_else(Vec::new, |c| conjuncts(self.k, c, pol));
+            for (x, p) in branch_conds {
+                if let Some((l, first)) = self.first_iteration_branch(x) {
+                    if p == first {
+                        s.ops.retain(|r| !r.earlier.contains(&l));
+                    }
                 }
             }
             // Where the branch runs only if an earlier loop ran no

@@ -2160,8 +2160,17 @@ impl Syms {
                     // In a cluster of one CTA, rank 0 is the CTA itself
                     // (CUTLASS's `ClusterBarrier::arrive(cta_id)` on a 1 x 1
                     // cluster): the address is its own.
+                    // So is the rank `%cluster_ctarank` itself, in any
+                    // cluster (CUTLASS's `PipelineAsync` releasing through
+                    // `mapa` to its own rank).
                     let one_cta = k.cluster.is_none_or(|c| c == [1, 1, 1]);
-                    let base = if one_cta && rank.as_ref().and_then(Affine::as_const) == Some(0) {
+                    let own_rank = data.args.get(1).and_then(|a| a.value()).is_some_and(|v| {
+                        k.def_inst(v).map(|i| &k.insts[i].op)
+                            == Some(&Op::Sreg(SpecialReg::ClusterCtaRank))
+                    });
+                    let base = if own_rank
+                        || one_cta && rank.as_ref().and_then(Affine::as_const) == Some(0)
+                    {
                         Base::Shared(id)
                     } else if rank.is_some_and(|r| self.never_own_rank(k, &r)) {
                         Base::Peer(id)
