@@ -72,7 +72,7 @@ use crate::engine::Deferred;
 use cpflow_ir::diag::{Diagnostic, Span};
 use cpflow_ir::ir::*;
 use cpflow_ir::sem::{self, Scope};
-use cpflow_ir::spec::{Completion, GroupKind, Proxy, Qual, SyncEffect, Variant, WaitKind};
+use cpflow_ir::spec::{Completion, Family, GroupKind, Proxy, Qual, SyncEffect, Variant, WaitKind};
 use cpflow_ir::types::{Scalar, Type};
 
 use crate::affine::{disjoint, Affine, Atom, Bounds};
@@ -1379,6 +1379,30 @@ fn thread_bool(k: &Kernel, syms: &Syms, c: Value, t: i64, rank: i64, depth: u32)
         Op::Binary(BinaryOp::Xor) => Some(side(0)? != side(1)?),
         _ => None,
     }
+}
+
+/// The rank operand of the `mapa` that arriving instruction `i`'s phase
+/// names a barrier through (`mbarrier.arrive` on `mbarrier.phase.parity
+/// (mapa %bar, %rank), ...`), as an affine value.
+fn mapa_rank(k: &Kernel, syms: &Syms, i: Inst) -> Option<Affine> {
+    let def = |a: Option<&Arg>| a.and_then(|a| k.def_inst(a.value()?)).map(|j| &k.insts[j]);
+    let phase = def(k.insts[i].args.first())?;
+    let mapa = def(phase.args.first())
+        .filter(|d| matches!(&d.op, Op::Ptx(p) if p.family == Family::Mapa))?;
+    syms.int(*mapa.args.get(1)?)
+}
+
+/// The value of `rank`, a function of `%tid.x` and `%cluster_ctarank`, in
+/// thread `t` of the CTA of rank `from`; None where it depends on more.
+fn thread_rank(k: &Kernel, rank: &Affine, t: i64, from: i64) -> Option<i64> {
+    rank.eval(&|a| match a {
+        Atom::Tid(0) => Some(t),
+        Atom::Tid(3) => Some(t % 32),
+        Atom::Opaque(v) => (k.def_inst(*v).map(|i| &k.insts[i].op)
+            == Some(&Op::Sreg(SpecialReg::ClusterCtaRank)))
+        .then_some(from),
+        _ => None,
+    })
 }
 
 fn thread_value(e: &Affine, t: i64) -> Option<i64> {
@@ -3613,7 +3637,11 @@ impl Report<'_> {
         // %g == 0` for a group's first thread) and, under `elect.sync`
         // (where lanes are `%tid.x` mod 32), the elected lane of each warp.
         // At least as many as run it.
-        let threads = |i: Inst| {
+        // In a CTA of rank `from`, where known, the `if`s on `%tid.x` and
+        // the rank are decided together, and an arrival through `mapa`
+        // counts toward CTA `to` only in the threads whose rank operand
+        // names it (CUTLASS's releases, each signalling thread to one CTA).
+        let members = |i: Inst, from: Option<i64>| {
             let (lo, hi) = syms
                 .tid_hull
                 .get(&i)
@@ -3623,11 +3651,25 @@ impl Report<'_> {
             for &(c, pol) in conds.get(&i).map_or(&[][..], |v| &v[..]) {
                 if let Some(l) = elect_lane(k, c).filter(|_| pol && lane_is_tid_x_mod_32(k)) {
                     members.retain(|t| t % 32 == i64::from(l));
+                } else if let Some(rank) = from {
+                    members
+                        .retain(|&t| thread_bool(k, syms, c, t, rank, 0).is_none_or(|h| h == pol));
                 } else if let Some(holds) = thread_cond(k, syms, c) {
                     members.retain(|&t| holds(t).is_none_or(|h| h == pol));
                 }
             }
-            (members.len() as i64).saturating_mul(rows)
+            members
+        };
+        let threads = |i: Inst| (members(i, None).len() as i64).saturating_mul(rows);
+        let threads_to = |i: Inst, from: i64, to: i64| {
+            let Some(rank) = mapa_rank(k, syms, i) else {
+                return threads(i);
+            };
+            let named = members(i, Some(from))
+                .into_iter()
+                .filter(|&t| thread_rank(k, &rank, t, from).is_none_or(|r| r == to))
+                .count();
+            (named as i64).saturating_mul(rows)
         };
         let count = |e: &Event, default: Option<i64>| match k.ptx_operand(e.inst, "count") {
             Some(a) => k.const_int(a),
@@ -3749,8 +3791,10 @@ impl Report<'_> {
                 continue;
             };
             let most_of = |inst: Inst, (n, ranks): &ArrivalSite| {
-                let per_thread = ranks.values().fold(0i64, |s, t| s.saturating_add(*t));
-                threads(inst).saturating_mul(*n).saturating_mul(per_thread)
+                ranks.iter().fold(0i64, |s, (&from, &times)| {
+                    let each = threads_to(inst, from, bar.cta);
+                    s.saturating_add(each.saturating_mul(*n).saturating_mul(times))
+                })
             };
             let got = sites.iter().fold(0i64, |sum, (&inst, site)| {
                 sum.saturating_add(most_of(inst, site))
