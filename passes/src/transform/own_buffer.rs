@@ -26,10 +26,14 @@ use crate::affine::Atom;
 use crate::values::{Base, Sym, Syms};
 
 /// Loop `lp` of `k` given fresh copies of the shared allocations it copies
-/// into that other loops touch too: `Ok(None)` when no other code touches
-/// them, `Err` (the reason) when some code does and the split would not
-/// keep the program's meaning.
-pub(super) fn split(k: &Kernel, region: Region, lp: Inst) -> Result<Option<Kernel>, String> {
+/// into that other loops touch too, with a line for each saying so:
+/// `Ok(None)` when no other code touches them, `Err` (the reason) when
+/// some code does and the split would not keep the program's meaning.
+pub(super) fn split(
+    k: &Kernel,
+    region: Region,
+    lp: Inst,
+) -> Result<Option<(Kernel, Vec<String>)>, String> {
     let derived = derived(k);
     let body = k.insts[lp].regions[0];
     let inside = nested(k, body);
@@ -85,10 +89,15 @@ pub(super) fn split(k: &Kernel, region: Region, lp: Inst) -> Result<Option<Kerne
         return Ok(None);
     }
     let mut out = k.clone();
+    let mut notes = Vec::new();
     for a in shared_with {
-        give_own(&mut out, region, lp, a);
+        let own = give_own(&mut out, region, lp, a);
+        notes.push(format!(
+            "@{} is this loop's own copy of @{}, which other loops stage through too",
+            out.shared[own].name, k.shared[a].name
+        ));
     }
-    Ok(Some(out))
+    Ok(Some((out, notes)))
 }
 
 /// The allocations a plain `copy` at the top level of `body` writes.
@@ -288,8 +297,8 @@ fn self_filling(
 /// Moves loop `lp`'s every use of allocation `a` to a fresh allocation of
 /// the same kind: `addr @a` inside the loop names the new one, and pointers
 /// into `a` derived outside the loop and used in it are derived again from
-/// the new one, right before the loop.
-fn give_own(k: &mut Kernel, region: Region, lp: Inst, a: SharedId) {
+/// the new one, right before the loop. Returns the new allocation.
+fn give_own(k: &mut Kernel, region: Region, lp: Inst, a: SharedId) -> SharedId {
     let derived = derived(k);
     let body = k.insts[lp].regions[0];
     let inside = nested(k, body);
@@ -353,4 +362,5 @@ fn give_own(k: &mut Kernel, region: Region, lp: Inst, a: SharedId) {
     k.regions[region].insts.splice(at..at, made);
     let insts: Vec<Inst> = k.regions[body].insts.clone();
     super::pipeline::substitute(k, &insts, &map);
+    own
 }

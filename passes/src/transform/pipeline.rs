@@ -377,12 +377,14 @@ pub fn pipeline(
             // only if the loop is pipelined.
             let unit = unit_step(k, region, lp);
             let mut prepared = unit;
+            let mut own_buffers = Vec::new();
             let planned = match skip.iter().find(|(at, _)| *at == span) {
                 Some((_, reason)) => Err(reason.clone()),
                 None => asked.and_then(|own| {
                     let base = prepared.as_ref().unwrap_or(k);
-                    if let Some(split) = own_buffer::split(base, region, lp)? {
+                    if let Some((split, notes)) = own_buffer::split(base, region, lp)? {
                         prepared = Some(split);
+                        own_buffers = notes;
                     }
                     let k = prepared.as_ref().unwrap_or(k);
                     let form = own.form.or(ask.form).unwrap_or_default();
@@ -430,6 +432,7 @@ pub fn pipeline(
                         Some(ws) => warpspec::rewrite(k, &p, &ws, s, why),
                     };
                     schedule.model = model;
+                    schedule.copies.extend(own_buffers);
                     out.schedules.push(schedule);
                 }
                 Err(reason) => {
