@@ -21,7 +21,7 @@ use cpflow_ir::ir::{Inst, Kernel, Op, Region, SharedId, Value};
 use cpflow_ir::spec::Family;
 
 use super::edit::{self, cta_barrier};
-use super::pipeline::{derived, nested};
+use super::pipeline::{derived, nested, USED_OUTSIDE};
 use crate::affine::Atom;
 use crate::values::{Base, Sym, Syms};
 
@@ -57,12 +57,12 @@ pub(super) fn split(
             } else {
                 "outside the loop"
             };
-            return Err(format!("@{name} is used outside the loop, and a pointer into it is handed on as a value {what}: give the loop a buffer of its own"));
+            return Err(format!("@{name} {USED_OUTSIDE}, and a pointer into it is handed on as a value {what}: give the loop a buffer of its own"));
         }
         let mut loops = vec![lp];
         for &j in &outside {
             let Some(l) = owner(k, &parents, &derived, j, a) else {
-                return Err(format!("@{name} is used outside the loop, where a ring's slots would not hold what that code expects: give the loop a buffer of its own"));
+                return Err(format!("@{name} {USED_OUTSIDE}, where a ring's slots would not hold what that code expects: give the loop a buffer of its own"));
             };
             if !loops.contains(&l) {
                 loops.push(l);

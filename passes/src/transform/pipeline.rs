@@ -382,18 +382,32 @@ pub fn pipeline(
                 Some((_, reason)) => Err(reason.clone()),
                 None => asked.and_then(|own| {
                     let base = prepared.as_ref().unwrap_or(k);
-                    if let Some((split, notes)) = own_buffer::split(base, region, lp)? {
-                        prepared = Some(split);
-                        own_buffers = notes;
-                    }
+                    // Why the buffer cannot be the loop's own, given in
+                    // place of the shape check's "used outside the loop"
+                    // (the other reasons that check finds come first).
+                    let no_split = match own_buffer::split(base, region, lp) {
+                        Ok(Some((split, notes))) => {
+                            prepared = Some(split);
+                            own_buffers = notes;
+                            None
+                        }
+                        Ok(None) => None,
+                        Err(why) => Some(why),
+                    };
                     let k = prepared.as_ref().unwrap_or(k);
+                    let plan = |k: &Kernel| {
+                        plan(k, region, lp).map_err(|e| match &no_split {
+                            Some(why) if e.contains(USED_OUTSIDE) => why.clone(),
+                            _ => e,
+                        })
+                    };
                     let form = own.form.or(ask.form).unwrap_or_default();
                     let stages = match (own.stages, ask.stages) {
                         (Some(n), _) => Asked::Loop(n),
                         (None, Some(n)) => Asked::Pass(n),
                         (None, None) => Asked::Model(own.ctas_per_sm, own.trips),
                     };
-                    let p = plan(k, region, lp)?;
+                    let p = plan(k)?;
                     // Of the input shape, but with nothing to overlap.
                     if let Some(t) = trips.filter(|&t| t < 2) {
                         let runs = if t == 0 { "never run it" } else { "run it once" };
@@ -878,7 +892,7 @@ fn plan(k: &Kernel, region: Region, lp: Inst) -> Result<Plan, String> {
         if let Some(a) = touched.filter(|_| !matches!(jd.op, Op::PtrAdd | Op::Addr(_))) {
             if j != lp && !inside.contains(&j) {
                 return Err(format!(
-                    "@{} is used outside the loop, where a ring's slots would not hold what that code expects: give the loop a buffer of its own",
+                    "@{} {USED_OUTSIDE}, where a ring's slots would not hold what that code expects: give the loop a buffer of its own",
                     k.shared[a].name
                 ));
             }
@@ -894,6 +908,9 @@ fn plan(k: &Kernel, region: Region, lp: Inst) -> Result<Plan, String> {
         strides,
     })
 }
+
+/// What [`plan`] says of a tile that code outside the loop uses.
+pub(super) const USED_OUTSIDE: &str = "is used outside the loop";
 
 /// Where a loop's stage count comes from.
 #[derive(Clone, Copy)]
