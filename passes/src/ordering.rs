@@ -1354,16 +1354,7 @@ fn thread_bool(k: &Kernel, syms: &Syms, c: Value, t: i64, rank: i64, depth: u32)
     };
     match d.op {
         Op::Cmp(pred, ty) => {
-            let at = |i: usize| {
-                syms.int(*d.args.get(i)?)?.eval(&|a| match a {
-                    Atom::Tid(0) => Some(t),
-                    Atom::Tid(3) => Some(t % 32),
-                    Atom::Opaque(v) => (k.def_inst(*v).map(|i| &k.insts[i].op)
-                        == Some(&Op::Sreg(SpecialReg::ClusterCtaRank)))
-                    .then_some(rank),
-                    _ => None,
-                })
-            };
+            let at = |i: usize| value_in(k, &syms.int(*d.args.get(i)?)?, t, rank);
             compare(pred, ty, at(0), at(1))
         }
         Op::Binary(BinaryOp::And) => match (side(0), side(1)) {
@@ -1392,15 +1383,15 @@ fn mapa_rank(k: &Kernel, syms: &Syms, i: Inst) -> Option<Affine> {
     syms.int(*mapa.args.get(1)?)
 }
 
-/// The value of `rank`, a function of `%tid.x` and `%cluster_ctarank`, in
-/// thread `t` of the CTA of rank `from`; None where it depends on more.
-fn thread_rank(k: &Kernel, rank: &Affine, t: i64, from: i64) -> Option<i64> {
-    rank.eval(&|a| match a {
+/// The value of `e`, a function of `%tid.x` and `%cluster_ctarank`, in
+/// thread `t` of the CTA of rank `rank`; None where it depends on more.
+fn value_in(k: &Kernel, e: &Affine, t: i64, rank: i64) -> Option<i64> {
+    e.eval(&|a| match a {
         Atom::Tid(0) => Some(t),
         Atom::Tid(3) => Some(t % 32),
         Atom::Opaque(v) => (k.def_inst(*v).map(|i| &k.insts[i].op)
             == Some(&Op::Sreg(SpecialReg::ClusterCtaRank)))
-        .then_some(from),
+        .then_some(rank),
         _ => None,
     })
 }
@@ -3667,7 +3658,7 @@ impl Report<'_> {
             };
             let named = members(i, Some(from))
                 .into_iter()
-                .filter(|&t| thread_rank(k, &rank, t, from).is_none_or(|r| r == to))
+                .filter(|&t| value_in(k, &rank, t, from).is_none_or(|r| r == to))
                 .count();
             (named as i64).saturating_mul(rows)
         };
