@@ -53,7 +53,8 @@ pub fn check_kernel(k: &Kernel) -> Vec<Diagnostic> {
         .map(|d| d.span.start)
         .collect();
     // A wait on the wrong phase (E1010, at the wait) is why the read it
-    // labels sees the copy unobserved: that read's E1001 is the same bug.
+    // labels sees the copy unobserved: that read's E1001 is the same bug;
+    // so is the hang of a wait it labels as waiting for it (E1010).
     let misread: BTreeSet<u32> = cross
         .iter()
         .filter(|d| d.code == "E1010")
@@ -61,7 +62,7 @@ pub fn check_kernel(k: &Kernel) -> Vec<Diagnostic> {
         .collect();
     out.retain(|d| {
         !(d.code == "E1007" && unordered.contains(&d.span.start)
-            || d.code == "E1001" && misread.contains(&d.span.start))
+            || matches!(d.code, "E1001" | "E1010") && misread.contains(&d.span.start))
     });
     // So is a surplus of arrivals on the phases the IR names (E1011) that
     // such a wait takes part in: the phases named are off, not the counts.

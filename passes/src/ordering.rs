@@ -3480,9 +3480,14 @@ impl Report<'_> {
     fn deadlocks(&self) -> Vec<Diagnostic> {
         let blocking = EdgeFiltered::from_fn(&self.g.g, |e| e.weight().blocks);
         let mut out: BTreeMap<Inst, (usize, Diagnostic)> = BTreeMap::new();
-        // Kosaraju's search is iterative: a long cycle does not deepen the stack.
-        for scc in kosaraju_scc(&blocking) {
-            if scc.len() < 2 {
+        // What can only come after a cycle reported: it never happens, and a
+        // cycle there is not another deadlock.
+        let mut after = vec![0u64; self.g.g.node_count().div_ceil(64)];
+        let has = |set: &[u64], n: NodeIndex| set[n.index() / 64] >> (n.index() % 64) & 1 == 1;
+        // Kosaraju's search is iterative: a long cycle does not deepen the
+        // stack. It lists the cycles latest first.
+        for scc in kosaraju_scc(&blocking).into_iter().rev() {
+            if scc.len() < 2 || scc.iter().any(|&n| has(&after, n)) {
                 continue;
             }
             let in_cycle: BTreeSet<NodeIndex> = scc.iter().copied().collect();
@@ -3504,9 +3509,21 @@ impl Report<'_> {
                 out.entry(d.0).or_insert((0, d.1));
                 continue;
             }
-            let Some(&(wr, wi)) = events.iter().find(|&&(r, i)| {
-                matches!(self.event(r, i).step, Step::Wait { blocking: true, .. })
-            }) else {
+            // The wait on the wrong phase is the one that waits for a
+            // buffer nothing has read yet, where the cycle has one; else
+            // the first in the program.
+            let waits: Vec<(usize, usize)> = events
+                .iter()
+                .copied()
+                .filter(|&(r, i)| {
+                    matches!(self.event(r, i).step, Step::Wait { blocking: true, .. })
+                })
+                .collect();
+            let Some(&(wr, wi)) = waits
+                .iter()
+                .find(|&&(r, i)| self.waits_for_unread_buffer(r, i))
+                .or(waits.first())
+            else {
                 continue;
             };
             let Step::Wait { bar, phase, .. } = self.event(wr, wi).step else {
@@ -3549,8 +3566,108 @@ impl Report<'_> {
                 .with_note(format!("for example {}", self.instance(wr, wi)))
                 .with_help("wait for a phase the other threads complete without waiting for this thread first: a producer waiting for a slot to be freed waits on the previous round's phase (`round - 1`, complete at init in round 0)");
             out.insert(self.event(wr, wi).inst, (wi, d));
+            for (w, x) in after.iter_mut().zip(self.g.reach(self.g.at[wr][wi], true)) {
+                *w |= x;
+            }
         }
         out.into_values().map(|(_, d)| d).collect()
+    }
+
+    /// The nodes that act on phase `phase` of `bar`: arrivals and async
+    /// completions, of this CTA and of peers.
+    fn feeders(&self, bar: Bar, phase: i64) -> Vec<NodeIndex> {
+        [
+            self.g.phases.get(&(bar, phase)),
+            self.g.remote.get(&(bar, phase)),
+        ]
+        .into_iter()
+        .flatten()
+        .flat_map(|&ph| self.g.g.neighbors_directed(ph, Direction::Incoming))
+        .filter(|&n| !matches!(self.g.g[n], Node::Phase))
+        .collect()
+    }
+
+    /// For an arrival `n` (not an async completion): the allocations its
+    /// thread read since its previous wait or arrival on the same barrier,
+    /// the buffers the arrival hands back.
+    fn released(&self, n: NodeIndex) -> Option<BTreeSet<(i64, SharedId)>> {
+        let Node::Event(r, i) = self.g.g[n] else {
+            return None;
+        };
+        let events = &self.roles[r].1;
+        let Step::Arrive { bar, .. } = events[i].step else {
+            return None;
+        };
+        let since = events[..i]
+            .iter()
+            .rposition(|e| match e.step {
+                Step::Wait { .. } => true,
+                Step::Arrive { bar: b, .. } => b.place() == bar.place(),
+                _ => false,
+            })
+            .map_or(0, |p| p + 1);
+        Some(
+            events[since..i]
+                .iter()
+                .flat_map(|e| match &e.step {
+                    Step::Access {
+                        bytes,
+                        write: false,
+                    } => vec![(bytes.cta, bytes.alloc)],
+                    Step::Async { reads, .. } => reads.iter().map(|b| (b.cta, b.alloc)).collect(),
+                    _ => Vec::new(),
+                })
+                .collect(),
+        )
+    }
+
+    /// Whether the wait of event `i` of role `r` waits for a buffer to be
+    /// freed before anything has read it: it is the role's first wait on
+    /// its barrier (a ring slot's first), and every arrival on its phase
+    /// hands back an allocation the role writes after the wait (before the
+    /// wait's next instance, and not behind a later wait that hands that
+    /// allocation back itself). Such a wait (a producer's first wait for
+    /// an empty slot) must pass at once, on phase -1 (docs/readings.md
+    /// #15); where it blocks in a deadlock, its phase is the wrong one, not
+    /// the phase of the waits for the data.
+    fn waits_for_unread_buffer(&self, r: usize, i: usize) -> bool {
+        let events = &self.roles[r].1;
+        let Step::Wait { bar, phase, .. } = events[i].step else {
+            return false;
+        };
+        let on_same_slot =
+            |e: &Event| matches!(e.step, Step::Wait { bar: b, .. } if b.place() == bar.place());
+        if events[..i].iter().any(on_same_slot) {
+            return false;
+        }
+        let inst = events[i].inst;
+        let mut guarded = BTreeSet::new();
+        let mut written = BTreeSet::new();
+        for e in events[i + 1..].iter().take_while(|e| e.inst != inst) {
+            let writes: Vec<&Bytes> = match &e.step {
+                Step::Wait { bar, phase, .. } => {
+                    for f in self.feeders(*bar, *phase) {
+                        guarded.extend(self.released(f).unwrap_or_default());
+                    }
+                    Vec::new()
+                }
+                Step::Access { bytes, write: true } => vec![bytes],
+                Step::Async { writes, .. } => writes.iter().collect(),
+                _ => Vec::new(),
+            };
+            written.extend(
+                writes
+                    .into_iter()
+                    .map(|b| (b.cta, b.alloc))
+                    .filter(|a| !guarded.contains(a)),
+            );
+        }
+        let feeders = self.feeders(bar, phase);
+        !feeders.is_empty()
+            && feeders.into_iter().all(|f| {
+                self.released(f)
+                    .is_some_and(|reads| !reads.is_disjoint(&written))
+            })
     }
 
     /// E1010 for each blocking wait on a phase (at or after the first)
@@ -3571,30 +3688,136 @@ impl Report<'_> {
                     .any(|m| !matches!(self.g.g[m], Node::Phase))
             })
         };
-        for (r, i, e, bar, phase) in self.blocking_waits() {
-            if phase < 0
-                || fed(self.g.phases.get(&(bar, phase)))
-                || fed(self.g.remote.get(&(bar, phase)))
-            {
-                continue;
-            }
-            for (w, x) in never.iter_mut().zip(self.g.reach(self.g.at[r][i], true)) {
+        let starved: Vec<(usize, usize, Bar, i64)> = self
+            .blocking_waits()
+            .filter(|&(_, _, _, bar, phase)| {
+                phase >= 0
+                    && !fed(self.g.phases.get(&(bar, phase)))
+                    && !fed(self.g.remote.get(&(bar, phase)))
+            })
+            .map(|(r, i, _, bar, phase)| (r, i, bar, phase))
+            .collect();
+        let reach: Vec<Vec<u64>> = starved
+            .iter()
+            .map(|&(r, i, ..)| self.g.reach(self.g.at[r][i], true))
+            .collect();
+        for row in &reach {
+            for (w, x) in never.iter_mut().zip(row) {
                 *w |= x;
             }
-            if out.contains_key(&e.inst) || self.known.contains(&self.span(r, i).start) {
+        }
+        let has = |set: &[u64], n: NodeIndex| set[n.index() / 64] >> (n.index() % 64) & 1 == 1;
+        // The waits a starved wait's hang explains, by the wait that hangs
+        // first: the role that would arrive on the starved phase blocks
+        // before it does, on a wait for a buffer nothing has read yet (its
+        // phase the wrong one: a producer starting on phase 0 of its empty
+        // barriers, with its arrivals' phases off by the same one).
+        let mut explained: BTreeMap<(usize, usize), Vec<(usize, usize)>> = BTreeMap::new();
+        for (k, &(r, i, bar, phase)) in starved.iter().enumerate() {
+            let node = self.g.at[r][i];
+            // Another starved wait this analysis reports hangs first: this
+            // one never runs.
+            let first = |j: usize| {
+                let (q, w, ..) = starved[j];
+                j != k
+                    && has(&reach[j], node)
+                    && !has(&reach[k], self.g.at[q][w])
+                    && !self.known.contains(&self.span(q, w).start)
+            };
+            if (0..starved.len()).any(first) {
                 continue;
             }
-            let d = Diagnostic::error(
-                    "E1010",
-                    format!("waits on phase {phase}, which no arrival or copy names: a deadlock"),
-                    self.span(r, i),
-                )
-                .with_label(format!("phase {phase} of this barrier never completes"))
-                .with_help("wait on a phase the other threads arrive on: check the phase (or parity bit) each side starts from and how it advances")
-                .with_note(format!("for example {}", self.instance(r, i)));
-            out.insert(e.inst, d);
+            let root = self
+                .blocked_before_arriving(bar, &never)
+                .filter(|&(q, j)| q != r && !self.known.contains(&self.span(q, j).start));
+            match root {
+                Some(w) => explained.entry(w).or_default().push((r, i)),
+                None => {
+                    let inst = self.event(r, i).inst;
+                    if out.contains_key(&inst) || self.known.contains(&self.span(r, i).start) {
+                        continue;
+                    }
+                    let d = Diagnostic::error(
+                        "E1010",
+                        format!("waits on phase {phase}, which no arrival or copy names: a deadlock"),
+                        self.span(r, i),
+                    )
+                    .with_label(format!("phase {phase} of this barrier never completes"))
+                    .with_help("wait on a phase the other threads arrive on: check the phase (or parity bit) each side starts from and how it advances")
+                    .with_note(format!("for example {}", self.instance(r, i)));
+                    out.insert(inst, d);
+                }
+            }
+        }
+        for ((q, j), waits) in explained {
+            let Step::Wait { phase, .. } = self.event(q, j).step else {
+                continue;
+            };
+            let inst = self.event(q, j).inst;
+            if out.contains_key(&inst) {
+                continue;
+            }
+            let mut d = Diagnostic::error(
+                "E1010",
+                "waits for a buffer to be freed before anything has read it: a deadlock",
+                self.span(q, j),
+            )
+            .with_label(format!(
+                "phase {phase} completes only when other threads hand the buffer back, after waits for this thread's later arrivals"
+            ));
+            let mut seen = BTreeSet::new();
+            for (r, i) in waits {
+                let Step::Wait { bar, phase, .. } = self.event(r, i).step else {
+                    continue;
+                };
+                // With the polls of the same phase before the wait.
+                for (j, e) in self.roles[r].1[..=i].iter().enumerate() {
+                    let same = matches!(e.step, Step::Wait { bar: b, phase: p, .. } if b == bar && p == phase);
+                    if same && seen.insert(e.inst) {
+                        d = d.with_secondary(
+                            self.span(r, j),
+                            "waits for this thread's arrivals, which never come",
+                        );
+                    }
+                }
+            }
+            d = d
+                .with_note(format!("for example {}", self.instance(q, j)))
+                .with_help("a thread's first wait for a free buffer must pass: start its phase one back (parity 1 on a fresh barrier names phase -1, complete at init), and its arrivals' phases with it");
+            out.insert(inst, d);
         }
         (out.into_values().collect(), never)
+    }
+
+    /// The wait that keeps the arrivals on barrier `bar` from happening,
+    /// where one role holds them all: its last blocking wait before its
+    /// first act on `bar`, when that wait never returns (`never`) and waits
+    /// for a buffer nothing has read yet.
+    fn blocked_before_arriving(&self, bar: Bar, never: &[u64]) -> Option<(usize, usize)> {
+        let acts = |e: &Event| {
+            e.step.bars().iter().any(|b| b.place() == bar.place())
+                && !matches!(e.step, Step::Wait { .. } | Step::Init(_) | Step::Inval(_))
+        };
+        let mut roles = self
+            .roles
+            .iter()
+            .enumerate()
+            .filter_map(|(q, (_, events))| Some((q, events.iter().position(acts)?)));
+        let (q, first) = roles.next()?;
+        let events = &self.roles[q].1;
+        let j = events[..first]
+            .iter()
+            .rposition(|e| matches!(e.step, Step::Wait { blocking: true, .. }))?;
+        let n = self.g.at[q][j];
+        let blocked = never[n.index() / 64] >> (n.index() % 64) & 1 == 1;
+        (blocked
+            && self.waits_for_unread_buffer(q, j)
+            && roles.all(|(q2, f2)| {
+                self.roles[q2].1[..f2]
+                    .iter()
+                    .any(|e| e.inst == events[j].inst)
+            }))
+        .then_some((q, j))
     }
 
     /// E1011 for each blocking wait on a phase that fewer arrivals reach
