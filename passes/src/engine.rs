@@ -1494,6 +1494,16 @@ impl<'a> Engine<'a> {
             let exited_here = !self.loops.contains(&a) && !self.syms.iv_counts.contains(&a);
             if let (Some(hi), true, true, true) = (bound(1), by_one, no_steps, exited_here) {
                 let exist = Atom::Exist(a);
+                // The loop ran, as the instance exists: its trip count (a
+                // bit flipped once per trip names its last phase after
+                // it) is `hi - lo`.
+                let wi = match bound(0) {
+                    Some(lo) => wi.subst(
+                        &Atom::Trips(Box::new(lo.clone()), Box::new(hi.clone()), 1),
+                        &hi.sub(&lo),
+                    ),
+                    None => wi.clone(),
+                };
                 for c in 1..=16 {
                     let at = |e: &Affine| e.subst(&exist, &hi.sub(&Affine::constant(c)));
                     let pb2 = match pb.as_ref() {
@@ -1683,8 +1693,11 @@ impl<'a> Engine<'a> {
         let mut atoms = Vec::new();
         lo.atoms(&mut atoms);
         hi.atoms(&mut atoms);
+        // Values from outside every loop, and quotients and remainders of
+        // them (`(n + 7) div 8` tiles), whose atoms are listed too.
         let outside = atoms.iter().all(|x| match x {
             Atom::Opaque(v) => self.syms.loops[v.index()].is_empty(),
+            Atom::Mod(..) | Atom::Div(..) => true,
             _ => false,
         });
         (t.c == 0 && outside).then(|| (a.clone(), (*step == 1).then(|| hi.sub(lo))))

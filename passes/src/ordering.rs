@@ -1786,8 +1786,8 @@ impl<'a> Tracer<'a> {
             Op::Load(s) | Op::Store(s) => {
                 let write = matches!(data.op, Op::Store(_));
                 let size = i64::from(s.bits().max(8) / 8);
-                if let Some(mut bytes) = data.args.first().and_then(|a| self.bytes(*a, Some(size)))
-                {
+                let each = data.args.first().map(|a| self.bytes(*a, Some(size)));
+                for mut bytes in each.unwrap_or_default() {
                     // Under `if %tid.x < X`, only the threads below X.
                     let below = self.syms.tid_below.get(&inst);
                     if let Some(x) = below.and_then(|x| self.pin(x, false)?.as_const()) {
@@ -1947,22 +1947,38 @@ impl<'a> Tracer<'a> {
             .and_then(|r| self.val(*r))
     }
 
-    fn bytes(&self, a: Arg, size: Option<i64>) -> Option<Bytes> {
+    /// The shared bytes operand `a` names, in each CTA it may name: the
+    /// thread's own, a `mapa`'s rank, or (a rank the analysis cannot
+    /// follow, such as one computed from loaded data) every CTA of the
+    /// cluster. Empty for memory that is not shared.
+    fn bytes(&self, a: Arg, size: Option<i64>) -> Vec<Bytes> {
         let Sym::Ptr(base, off) = self.syms.arg(a) else {
-            return None;
+            return Vec::new();
         };
         let (alloc, remote) = match base {
             Base::Shared(id) => (id, false),
             Base::Remote(id) | Base::Peer(id) => (id, true),
-            _ => return None,
+            _ => return Vec::new(),
         };
-        Some(Bytes {
-            cta: self.cta(a, remote)?,
-            alloc,
-            off: self.pin(&off, false),
-            size: size.unwrap_or(HUGE),
-            tid_cap: self.strided_tid_cap(),
-        })
+        let ctas: Vec<i64> = match self.cta(a, remote) {
+            Some(cta) => vec![cta],
+            None => (0..self
+                .k
+                .cluster
+                .map_or(1, |c| c.iter().map(|&n| i64::from(n)).product()))
+                .collect(),
+        };
+        let off = self.pin(&off, false);
+        let tid_cap = self.strided_tid_cap();
+        ctas.into_iter()
+            .map(|cta| Bytes {
+                cta,
+                alloc,
+                off: off.clone(),
+                size: size.unwrap_or(HUGE),
+                tid_cap,
+            })
+            .collect()
     }
 
     /// The largest `%tid.x` that runs the current iteration of every
@@ -2084,13 +2100,12 @@ impl<'a> Tracer<'a> {
                         Group::NonBulk
                     };
                     Step::Async {
-                        writes: self.bytes(first()?, n).into_iter().collect(),
+                        writes: self.bytes(first()?, n),
                         reads: data
                             .args
                             .get(1)
-                            .and_then(|a| self.bytes(*a, n))
-                            .into_iter()
-                            .collect(),
+                            .map(|a| self.bytes(*a, n))
+                            .unwrap_or_default(),
                         reduce: p.variant().is_some_and(Variant::reduces),
                         async_proxy: p.variant().is_some_and(|v| v.reads_through(Proxy::Async)),
                         async_write: p.variant().is_some_and(|v| v.writes_through(Proxy::Async)),
@@ -2250,7 +2265,7 @@ impl<'a> Tracer<'a> {
             data.args.get(2).and_then(|a| self.val(*a))
         };
         let dst = data.args.first().ok_or(GiveUp::Unknown(OPERAND, None))?;
-        let mut writes: Vec<Bytes> = self.bytes(*dst, size).into_iter().collect();
+        let mut writes: Vec<Bytes> = self.bytes(*dst, size);
         let ranks: Option<Vec<i64>> = if p.has(Qual::MulticastCluster) {
             let mask = operand("ctaMask")
                 .and_then(|a| self.val(a))
@@ -2270,9 +2285,8 @@ impl<'a> Tracer<'a> {
         } else {
             data.args
                 .get(1)
-                .and_then(|a| self.bytes(*a, size))
-                .into_iter()
-                .collect()
+                .map(|a| self.bytes(*a, size))
+                .unwrap_or_default()
         };
         let done = match variant.completion {
             Completion::Mbarrier => {

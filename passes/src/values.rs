@@ -1345,10 +1345,17 @@ impl Syms {
         let bound = |i: usize| {
             let a = *data.args.get(i)?;
             let e = self.int(a)?;
+            // Quotients and remainders of such values (`(n + 7) div 8`
+            // tiles) too: `atoms` lists what they are of.
+            let mut atoms = Vec::new();
+            e.atoms(&mut atoms);
             let same = !a.value().is_some_and(|v| self.tid_dependent[v.index()])
-                && e.terms
-                    .keys()
-                    .all(|x| matches!(x, Atom::Opaque(_) | Atom::Trips(..)));
+                && atoms.iter().all(|x| {
+                    matches!(
+                        x,
+                        Atom::Opaque(_) | Atom::Trips(..) | Atom::Mod(..) | Atom::Div(..)
+                    )
+                });
             same.then_some(e)
         };
         let (lo, hi) = (bound(0)?, bound(1)?);
