@@ -1094,6 +1094,37 @@ impl Syms {
                 }
             }
         }
+        // Two constants the back edge swaps (ThunderKittens' `tic`/`toc`
+        // stage pair): `c + (c' - c)·(n mod 2)`, and after the loop the
+        // same at its trip count.
+        for (i, &a) in args.iter().enumerate().skip(1) {
+            let (Some(y), Some(c)) = (carried[i - 1], init(i)) else {
+                continue;
+            };
+            let Some(j) = args
+                .iter()
+                .position(|&b| b == y)
+                .filter(|&j| j > 0 && j != i)
+            else {
+                continue;
+            };
+            let (Some(other), true) = (init(j), carried[j - 1] == Some(a)) else {
+                continue;
+            };
+            // A 0/1 pair as a parity bit is written: `(n + c) mod 2`.
+            let at = |count: &Affine| {
+                Sym::Int(if (c, other) == (1, 0) {
+                    count.add(&Affine::constant(1)).modulo(2)
+                } else {
+                    Affine::constant(c).add(&count.modulo(2).scale(other - c))
+                })
+            };
+            self.vals[a.index()] = at(&n);
+            if let (Some(&res), Some(trips)) = (data.results.get(i - 1), self.trips(k, l)) {
+                self.vals[res.index()] = at(&trips);
+            }
+            found = true;
+        }
         found |= !counters.is_empty() || !stepped.is_empty();
         // A value each iteration hands on from a counter's advance (the
         // write stage a `PipeIter` takes from its read stage): `j` wraps
