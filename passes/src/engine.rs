@@ -26,7 +26,7 @@ use crate::sites::Sites;
 use crate::state::{at_trips, Init, Issuer, Kind, Mem, OpRec, State, TripFacts};
 use crate::values::{
     and_operands, complement, conjuncts, elect_lane, intersect, is_sreg, lane_is_tid_x_mod_32,
-    mapa_of, upper_bound, Base, Runners, Sym, Syms,
+    mapa_of, same_election, upper_bound, Base, Runners, Sym, Syms,
 };
 
 const HUGE: i64 = 1 << 40;
@@ -249,12 +249,14 @@ impl<'a> Engine<'a> {
             .iter()
             .map(|(_, v)| matches!(v.def, ValueDef::RegionArg(..)))
             .collect();
+        // An `elect.sync` of a constant mask names the same lane wherever
+        // it runs (its lane is the mask's, `elect_lane`): once per thread.
         k.walk(k.body, &mut |i| {
             if matches!(k.insts[i].op, Op::For) {
                 for &r in &k.insts[i].regions {
                     k.walk(r, &mut |j| {
-                        for v in &k.insts[j].results {
-                            in_loop[v.index()] = true;
+                        for &v in &k.insts[j].results {
+                            in_loop[v.index()] = elect_lane(k, v).is_none();
                         }
                     });
                 }
@@ -2017,7 +2019,7 @@ impl<'a> Engine<'a> {
         } else {
             BTreeSet::new()
         };
-        *st = State::join_if(then_s, else_s, cond);
+        *st = State::join_if(then_s, else_s, cond.map(|c| same_election(self.k, c)));
         st.role_seen.extend(by_roles);
         for (&res, fact) in data.results.iter().zip(facts) {
             if let Some(f) = fact {
@@ -2333,7 +2335,7 @@ impl<'a> Engine<'a> {
             self.pinned.push((inst, lo + i * step));
             self.region(body, &mut s);
             self.pinned.pop();
-            s.forget_conditions(&|v: Value| self.syms.loops[v.index()].contains(&inst));
+            s.forget_conditions(&|v: Value| varies_in(self.k, self.syms, v, inst));
             rename(&mut s, &yielded, &args[1.min(args.len())..]);
             s.exit_after(inst, &Affine::constant(lo + i * step), &Affine::constant(i));
         }
@@ -2767,7 +2769,7 @@ impl<'a> Engine<'a> {
         let body = k.insts[inst].regions[0];
         let args = &k.regions[body].args;
         let syms = self.syms;
-        let inside = |v: Value| syms.loops[v.index()].contains(&inst);
+        let inside = |v: Value| varies_in(k, syms, v, inst);
         let mut issued_here = BTreeSet::new();
         k.walk(body, &mut |i| {
             issued_here.insert(i);
@@ -3978,4 +3980,11 @@ fn known_trips(m: &Mem, trips: &TripFacts) -> Mem {
         m.map(&|e: &Affine| Some(at_trips(e, trips)));
     }
     m
+}
+
+/// Whether value `v` may differ between iterations of loop `l`: it is
+/// defined inside `l`, and is not an `elect.sync` of a constant mask (which
+/// names the same lane wherever it runs, [`elect_lane`]).
+fn varies_in(k: &Kernel, syms: &Syms, v: Value, l: Inst) -> bool {
+    syms.loops[v.index()].contains(&l) && elect_lane(k, v).is_none()
 }

@@ -256,8 +256,23 @@ pub fn conjuncts(k: &Kernel, c: Value, pol: bool) -> Vec<(Value, bool)> {
             out.extend(conjuncts(k, b, true));
             out
         }
-        None => vec![(c, pol)],
+        None => vec![(same_election(k, c), pol)],
     }
+}
+
+/// The first `elect.sync` of the kernel that elects the lane `c` elects,
+/// where `c` is one: every `elect.sync` of a mask elects the same lane of
+/// it (docs/readings.md #24), so one value stands for them all in the
+/// conditions of branches. Else `c`.
+pub fn same_election(k: &Kernel, c: Value) -> Value {
+    let Some(lane) = elect_lane(k, c) else {
+        return c;
+    };
+    k.values
+        .iter()
+        .map(|(v, _)| v)
+        .find(|&v| elect_lane(k, v) == Some(lane))
+        .unwrap_or(c)
 }
 
 /// Whether `%laneid` is `%tid.x mod 32`: the block is 1-D (or undeclared,
