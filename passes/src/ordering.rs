@@ -1484,6 +1484,12 @@ struct Tracer<'a> {
     launch: Launch<'a>,
     /// The value of each SSA value in the current iteration, when known.
     vals: Vec<Option<i64>>,
+    /// For a phase bit computed from a count (`q & 1`, and bits xor-ed
+    /// with such: CUTLASS's `PipelineState::advance(n)`, a read state
+    /// started `g·k` tiles on), the count: the phase the bit names.
+    rounds: Vec<Option<i64>>,
+    /// The rounds of the values the last `yield` run passed out.
+    yielded_rounds: Vec<Option<i64>>,
     /// Values computed from a kernel parameter (whose value is assumed)
     /// and from no loop variable: a branch on one is not taken blindly.
     assumed: Vec<bool>,
@@ -1549,6 +1555,8 @@ impl<'a> Tracer<'a> {
             th,
             launch,
             vals,
+            rounds: vec![None; k.values.len()],
+            yielded_rounds: Vec::new(),
             assumed,
             varying: vec![false; k.values.len()],
             from_load: vec![false; k.values.len()],
@@ -1612,7 +1620,10 @@ impl<'a> Tracer<'a> {
             self.budget = self.budget.checked_sub(1).ok_or(GiveUp::Budget)?;
             let data = &k.insts[inst];
             match &data.op {
-                Op::Yield => return Ok(data.args.iter().map(|a| self.val(*a)).collect()),
+                Op::Yield => {
+                    self.yielded_rounds = data.args.iter().map(|a| self.round(*a)).collect();
+                    return Ok(data.args.iter().map(|a| self.val(*a)).collect());
+                }
                 Op::If => {
                     let cond = data.args.first().ok_or(GiveUp::Unknown(BRANCH, None))?;
                     let on_assumed = cond.value().is_some_and(|v| self.assumed[v.index()]);
@@ -1652,8 +1663,10 @@ impl<'a> Tracer<'a> {
                         Some(&branch) => self.region(branch)?,
                         None => Vec::new(),
                     };
+                    let rounds = std::mem::take(&mut self.yielded_rounds);
                     for (i, &res) in data.results.iter().enumerate() {
                         self.vals[res.index()] = out.get(i).copied().flatten();
+                        self.rounds[res.index()] = rounds.get(i).copied().flatten();
                         self.varying[res.index()] = true;
                     }
                 }
@@ -1723,6 +1736,8 @@ impl<'a> Tracer<'a> {
         }
         let mut carried: Vec<Option<i64>> =
             data.args.iter().skip(3).map(|a| self.val(*a)).collect();
+        let mut carried_rounds: Vec<Option<i64>> =
+            data.args.iter().skip(3).map(|a| self.round(*a)).collect();
         for t in 0..trips as i64 {
             // An iteration costs a step even when its body is empty.
             self.budget = self.budget.checked_sub(1).ok_or(GiveUp::Budget)?;
@@ -1731,17 +1746,20 @@ impl<'a> Tracer<'a> {
                 .and_then(|x| x.checked_add(lo))
                 .ok_or(GiveUp::Unknown(LOOP_BOUND, Some(inst)))?;
             self.vals[args[0].index()] = Some(iv);
-            for (a, v) in args.iter().skip(1).zip(&carried) {
+            for ((a, v), q) in args.iter().skip(1).zip(&carried).zip(&carried_rounds) {
                 self.vals[a.index()] = *v;
+                self.rounds[a.index()] = *q;
             }
             self.iters.push((inst, iv));
             self.counts.push(t);
             carried = self.region(body)?;
+            carried_rounds = std::mem::take(&mut self.yielded_rounds);
             self.iters.pop();
             self.counts.pop();
         }
-        for (res, v) in data.results.iter().zip(&carried) {
+        for ((res, v), q) in data.results.iter().zip(&carried).zip(&carried_rounds) {
             self.vals[res.index()] = *v;
+            self.rounds[res.index()] = *q;
             self.varying[res.index()] = true;
         }
         Ok(())
@@ -1822,6 +1840,7 @@ impl<'a> Tracer<'a> {
             _ => None,
         };
         if let Some(&r) = data.results.first() {
+            self.rounds[r.index()] = self.round_of(data).filter(|q| out == Some(q.rem_euclid(2)));
             self.vals[r.index()] = out;
             let any = |f: &[bool]| {
                 data.args
@@ -2052,13 +2071,53 @@ impl<'a> Tracer<'a> {
             .and_then(|q| q.as_const())
             .or_else(|| {
                 let d = &self.k.insts[self.k.def_inst(a.value()?)?];
-                let bit = self.parity_named(a).then(|| self.val(*d.args.get(1)?))??;
+                let bit = *d.args.get(1).filter(|_| self.parity_named(a))?;
+                // A bit computed from a count names that count's phase.
+                if let Some(q) = self.round(bit) {
+                    return Some(q);
+                }
+                let bit = self.val(bit)?;
                 let floor = floor.unwrap_or(-1);
                 floor.checked_add((bit.rem_euclid(2) - floor.rem_euclid(2)).rem_euclid(2))
             })
             .ok_or(GiveUp::Unknown(BARRIER, None))?;
         self.named.insert(bar, floor.map_or(q, |f| f.max(q)));
         Ok((bar, q))
+    }
+
+    /// The count a phase bit operand was computed from ([`Self::rounds`]).
+    fn round(&self, a: Arg) -> Option<i64> {
+        a.value().and_then(|v| self.rounds[v.index()])
+    }
+
+    /// The count of the bit instruction `d` computes: `q` for the low bit
+    /// (`& 1`, `rem 2`) of a count of ring wraps `q = c div S` (`q >= 0`:
+    /// CUTLASS's `(count / Stages) & 1`, the phase the count is in), the
+    /// sum for an xor of two counted bits (a state advanced by `q` wraps),
+    /// the chosen side's for a `select`, the operand's for a cast. (A bit
+    /// of another count, or flipped by a constant, names a phase only with
+    /// the latest phase the thread named: [`Self::phase`].)
+    fn round_of(&self, d: &InstData) -> Option<i64> {
+        let arg = |i: usize| d.args.get(i).copied();
+        let konst = |i: usize| arg(i).and_then(|a| self.k.const_int(a));
+        let wraps = |a: Arg| {
+            let c = &self.k.insts[self.k.def_inst(a.value()?)?];
+            let by = c.args.get(1).and_then(|x| self.k.const_int(*x))?;
+            let quotient = matches!(c.op, Op::Binary(BinaryOp::DivU)) && by > 1
+                || matches!(c.op, Op::Binary(BinaryOp::ShrU)) && by > 0;
+            quotient.then(|| self.val(a))?.filter(|q| *q >= 0)
+        };
+        match &d.op {
+            Op::Binary(BinaryOp::And) if konst(1) == Some(1) => wraps(arg(0)?),
+            Op::Binary(BinaryOp::RemU) if konst(1) == Some(2) => wraps(arg(0)?),
+            Op::Binary(BinaryOp::Xor) => Some(self.round(arg(0)?)? + self.round(arg(1)?)?),
+            Op::Select => {
+                let c = self.val(arg(0)?)?;
+                self.round(arg(if c != 0 { 1 } else { 2 })?)
+            }
+            Op::Cast(..) => self.round(arg(0)?),
+            _ => None,
+        }
     }
 
     /// Whether phase operand `a` is named by a parity bit
@@ -2778,6 +2837,23 @@ fn simulate_generations(
     ranges: &[Vec<(i64, i64)>],
     block: Option<[u32; 3]>,
 ) -> Option<(Assignment, Vec<Miscount>)> {
+    // Where holding roles at their mbarrier waits overfills a generation
+    // or stalls (a wait on a phase the run never completes: a hang the
+    // happens-before graph reports), the roles run as if those waits
+    // passed.
+    simulate_generations_with(roles, ranges, block, true)
+        .filter(|(_, stalls)| stalls.is_empty())
+        .or_else(|| simulate_generations_with(roles, ranges, block, false))
+}
+
+/// [`simulate_generations`], with blocking mbarrier waits holding their
+/// roles (`through_mbarriers`) or not.
+fn simulate_generations_with(
+    roles: &[(Thread, Vec<Event>)],
+    ranges: &[Vec<(i64, i64)>],
+    block: Option<[u32; 3]>,
+    through_mbarriers: bool,
+) -> Option<(Assignment, Vec<Miscount>)> {
     let block = block?;
     let cta_threads = block_threads(block);
     let weight = |r: usize| role_threads(&ranges[r], block);
@@ -2790,9 +2866,41 @@ fn simulate_generations(
     let mut exited = vec![false; roles.len()];
     let mut cursor = vec![0usize; roles.len()];
     let mut held: Vec<Option<((i64, i64), usize)>> = vec![None; roles.len()];
+    // The arrivals and async completions on each mbarrier phase: a
+    // blocking wait holds its role until every one has run (a completion
+    // once its op is issued), so roles that take turns through mbarriers
+    // (a ping-pong's ordered epilogues on one named barrier) meet the CTA
+    // barriers in that order. Where that stalls every role, the waits are
+    // let through, as without them.
+    let mut acts: HashMap<(Bar, i64), Vec<(usize, usize)>> = HashMap::new();
+    for (r, (_, events)) in roles.iter().enumerate() {
+        for (i, e) in events.iter().enumerate() {
+            match &e.step {
+                Step::Arrive { bar, phase, .. } | Step::AsyncArrive { bar, phase } => {
+                    acts.entry((*bar, *phase)).or_default().push((r, i));
+                }
+                Step::Async {
+                    done: Done::Phase(on, phase),
+                    ..
+                } => {
+                    for bar in on {
+                        acts.entry((*bar, *phase)).or_default().push((r, i));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut waiting: Vec<Option<(Bar, i64)>> = vec![None; roles.len()];
     let mut out = HashMap::new();
     let mut progress = true;
-    while progress {
+    loop {
+        if !progress {
+            if waiting.iter().all(Option::is_none) {
+                break;
+            }
+            waiting.iter_mut().for_each(|w| *w = None);
+        }
         progress = false;
         for (r, (th, events)) in roles.iter().enumerate() {
             if let Some((key, gen)) = held[r] {
@@ -2800,6 +2908,13 @@ fn simulate_generations(
                     continue;
                 }
                 held[r] = None;
+            }
+            if let Some(phase) = waiting[r] {
+                let ran = |&(q, j): &(usize, usize)| cursor[q] > j;
+                if !acts.get(&phase).is_some_and(|a| a.iter().all(ran)) {
+                    continue;
+                }
+                waiting[r] = None;
             }
             let Some(e) = events.get(cursor[r]) else {
                 if !exited[r] {
@@ -2818,6 +2933,17 @@ fn simulate_generations(
             let i = cursor[r];
             cursor[r] += 1;
             progress = true;
+            if let Step::Wait {
+                bar,
+                phase,
+                blocking: true,
+                ..
+            } = e.step
+            {
+                if phase >= 0 && through_mbarriers {
+                    waiting[r] = Some((bar, phase));
+                }
+            }
             if let Step::CtaBarrier { id, count, wait } = e.step {
                 let key = (th.rank, id);
                 let bar = bars.entry(key).or_insert((1, 0, None));
