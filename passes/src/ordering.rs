@@ -2842,18 +2842,20 @@ fn simulate_generations(
     // happens-before graph reports), the roles run as if those waits
     // passed.
     simulate_generations_with(roles, ranges, block, true)
-        .filter(|(_, stalls)| stalls.is_empty())
+        .filter(|(_, stalls, let_through)| stalls.is_empty() || !let_through)
         .or_else(|| simulate_generations_with(roles, ranges, block, false))
+        .map(|(assigned, stalls, _)| (assigned, stalls))
 }
 
 /// [`simulate_generations`], with blocking mbarrier waits holding their
-/// roles (`through_mbarriers`) or not.
+/// roles (`through_mbarriers`) or not; and whether the run had to let
+/// waits through to go on.
 fn simulate_generations_with(
     roles: &[(Thread, Vec<Event>)],
     ranges: &[Vec<(i64, i64)>],
     block: Option<[u32; 3]>,
     through_mbarriers: bool,
-) -> Option<(Assignment, Vec<Miscount>)> {
+) -> Option<(Assignment, Vec<Miscount>, bool)> {
     let block = block?;
     let cta_threads = block_threads(block);
     let weight = |r: usize| role_threads(&ranges[r], block);
@@ -2892,6 +2894,7 @@ fn simulate_generations_with(
         }
     }
     let mut waiting: Vec<Option<(Bar, i64)>> = vec![None; roles.len()];
+    let mut let_through = false;
     let mut out = HashMap::new();
     let mut progress = true;
     loop {
@@ -2900,6 +2903,7 @@ fn simulate_generations_with(
                 break;
             }
             waiting.iter_mut().for_each(|w| *w = None);
+            let_through = true;
         }
         progress = false;
         for (r, (th, events)) in roles.iter().enumerate() {
@@ -3007,7 +3011,7 @@ fn simulate_generations_with(
     if stalls.iter().any(|m| m.ahead.is_some()) {
         stalls.retain(|m| m.ahead.is_some());
     }
-    Some((out, stalls))
+    Some((out, stalls, let_through))
 }
 
 /// A generation of a CTA barrier (in a kernel with a declared block) at
@@ -3651,12 +3655,13 @@ impl Report<'_> {
             }
             // The wait on the wrong phase is the one that waits for a
             // buffer nothing has read yet, where the cycle has one; else
-            // the first in the program.
+            // the first in the program. A wait on phase -1 (complete at
+            // init) holds nothing up.
             let waits: Vec<(usize, usize)> = events
                 .iter()
                 .copied()
                 .filter(|&(r, i)| {
-                    matches!(self.event(r, i).step, Step::Wait { blocking: true, .. })
+                    matches!(self.event(r, i).step, Step::Wait { blocking: true, phase, .. } if phase >= 0)
                 })
                 .collect();
             let Some(&(wr, wi)) = waits
