@@ -4475,10 +4475,24 @@ impl Report<'_> {
             if out.contains_key(&e.inst) || self.known.contains(&self.span(r, i).start) {
                 continue;
             }
-            let Some((fr, fi)) = feeder(bar, phase + 1) else {
-                continue;
+            // Else the thread's own arrival on the phase after it saw the
+            // phase complete: an arming labelled by the same unflipped bit
+            // (it lands in a later phase than it names).
+            let rearmed = || {
+                let on = |e: &Event| matches!(e.step, Step::Arrive { bar: b, phase: q, .. } if b == bar && q == phase);
+                (earlier + 1..i)
+                    .find(|&j| on(&self.roles[r].1[j]))
+                    .map(|j| (r, j))
             };
             let next = phase + 1;
+            let (Some((fr, fi)), what) = feeder(bar, next)
+                .map(|f| (Some(f), format!("completes phase {next}")))
+                .unwrap_or_else(|| {
+                    (rearmed(), format!("arms phase {phase} again, after this thread saw it complete: it acts on a later phase"))
+                })
+            else {
+                continue;
+            };
             let d = Diagnostic::error(
                     "E1010",
                     format!("waits on phase {phase} again, which this wait saw complete before: it returns at once, ahead of phase {next}"),
@@ -4489,7 +4503,7 @@ impl Report<'_> {
                     phase & 1,
                     next & 1
                 ))
-                .with_secondary(self.span(fr, fi), format!("completes phase {next}"))
+                .with_secondary(self.span(fr, fi), what)
                 .with_help("advance the phase with the slot: flip the parity bit each time the slot index wraps to 0, and wrap the index at the stage count")
                 .with_note(format!(
                     "for example {}, after {}",
