@@ -2837,10 +2837,10 @@ fn simulate_generations(
     ranges: &[Vec<(i64, i64)>],
     block: Option<[u32; 3]>,
 ) -> Option<(Assignment, Vec<Miscount>)> {
-    // Where holding roles at their mbarrier waits overfills a generation
-    // or stalls (a wait on a phase the run never completes: a hang the
-    // happens-before graph reports), the roles run as if those waits
-    // passed.
+    // Where holding roles at their mbarrier waits overfills a generation,
+    // or stalls at a CTA barrier after the run had to let waits through (a
+    // wait on a phase it never completes: a hang the happens-before graph
+    // reports), the roles run as if every mbarrier wait passed.
     simulate_generations_with(roles, ranges, block, true)
         .filter(|(_, stalls, let_through)| stalls.is_empty() || !let_through)
         .or_else(|| simulate_generations_with(roles, ranges, block, false))
