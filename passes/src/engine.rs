@@ -1696,11 +1696,14 @@ impl<'a> Engine<'a> {
         let mut atoms = Vec::new();
         lo.atoms(&mut atoms);
         hi.atoms(&mut atoms);
-        // Values from outside every loop, and quotients and remainders of
-        // them (`(n + 7) div 8` tiles), whose atoms are listed too.
+        // Values from outside every loop, and, for a loop in no other
+        // (where the records it tells apart do not go round an outer
+        // loop's fixed point), quotients and remainders of them (`(n + 7)
+        // div 8` tiles), whose atoms are listed too.
+        let top = self.loops.len() == 1;
         let outside = atoms.iter().all(|x| match x {
             Atom::Opaque(v) => self.syms.loops[v.index()].is_empty(),
-            Atom::Mod(..) | Atom::Div(..) => true,
+            Atom::Mod(..) | Atom::Div(..) => top,
             _ => false,
         });
         (t.c == 0 && outside).then(|| (a.clone(), (*step == 1).then(|| hi.sub(lo))))
