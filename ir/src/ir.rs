@@ -682,6 +682,37 @@ impl Kernel {
         }
     }
 
+    /// The `mapa` an address or phase operand comes from, through
+    /// `ptr.add` and `mbarrier.phase{.parity}`.
+    pub fn mapa_of(&self, a: Arg) -> Option<&InstData> {
+        let mut v = a.value()?;
+        loop {
+            let data = &self.insts[self.def_inst(v)?];
+            match &data.op {
+                Op::Ptx(p) if p.family == Family::Mapa => return Some(data),
+                Op::Ptx(p)
+                    if matches!(
+                        p.family,
+                        Family::MbarrierPhase | Family::MbarrierPhaseParity
+                    ) =>
+                {
+                    v = data.args.first()?.value()?
+                }
+                Op::PtrAdd => v = data.args.first()?.value()?,
+                _ => return None,
+            }
+        }
+    }
+
+    /// Whether an address or phase operand comes from a `mapa` to the
+    /// thread's own `%cluster_ctarank`: its own CTA's shared memory.
+    pub fn own_rank_mapa(&self, a: Arg) -> bool {
+        self.mapa_of(a)
+            .and_then(|m| m.args.get(1)?.value())
+            .and_then(|r| self.def_inst(r))
+            .is_some_and(|i| self.insts[i].op == Op::Sreg(SpecialReg::ClusterCtaRank))
+    }
+
     /// The integer an operand is known to equal: an immediate or the result
     /// of an integer `const`.
     pub fn const_int(&self, a: Arg) -> Option<i64> {

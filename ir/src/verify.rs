@@ -227,23 +227,6 @@ fn is_pow2(x: u32) -> bool {
 }
 
 impl Verifier<'_> {
-    /// Whether phase `a` is one of an mbarrier that `mapa` maps to the
-    /// CTA's own rank (`mapa p, %cluster_ctarank`): not a peer's.
-    fn own_rank_phase(&self, a: Arg) -> bool {
-        let k = self.k;
-        let def = |v: Option<Value>| v.and_then(|v| k.def_inst(v)).map(|i| &k.insts[i]);
-        let Some(phase) = def(a.value()) else {
-            return false;
-        };
-        let Some(mapa) = def(phase.args.first().and_then(|x| x.value()))
-            .filter(|d| matches!(&d.op, Op::Ptx(p) if p.family == Family::Mapa))
-        else {
-            return false;
-        };
-        def(mapa.args.get(1).and_then(|x| x.value()))
-            .is_some_and(|d| d.op == Op::Sreg(SpecialReg::ClusterCtaRank))
-    }
-
     fn push(&mut self, d: Diagnostic) {
         self.diags.push(d);
     }
@@ -1009,7 +992,7 @@ impl Verifier<'_> {
             .first()
             .filter(|a| self.k.arg_ty(**a) == Some(Type::Phase(Space::Cluster)));
         if let (true, Some(a)) = (is_arrive, remote_phase) {
-            if p.qual(Role::Scope) != Some(Qual::Cluster) && !self.own_rank_phase(*a) {
+            if p.qual(Role::Scope) != Some(Qual::Cluster) && !self.k.own_rank_mapa(*a) {
                 self.push(
                     Diagnostic::warning("W0701", "arrive on a peer CTA's mbarrier at `.cta` scope", data.op_span)
                         .with_label("orders nothing for threads of the peer CTA")

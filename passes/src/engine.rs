@@ -26,7 +26,7 @@ use crate::sites::Sites;
 use crate::state::{at_trips, Init, Issuer, Kind, Mem, OpRec, State, TripFacts};
 use crate::values::{
     and_operands, complement, conjuncts, elect_lane, intersect, is_sreg, lane_is_tid_x_mod_32,
-    mapa_of, same_election, upper_bound, Base, Runners, Sym, Syms,
+    same_election, upper_bound, Base, Runners, Sym, Syms,
 };
 
 const HUGE: i64 = 1 << 40;
@@ -2478,7 +2478,7 @@ impl<'a> Engine<'a> {
     fn mem_at(&self, a: Arg, size: Option<i64>) -> Option<Mem> {
         let mut m = Mem::of(&self.syms.arg(a), size)?;
         if let Base::Remote(id) = m.base {
-            let rank = mapa_of(self.k, a).and_then(|d| d.args.get(1).copied());
+            let rank = self.k.mapa_of(a).and_then(|d| d.args.get(1).copied());
             let elsewhere = rank.is_some_and(|r| {
                 self.conds
                     .iter()
@@ -3092,7 +3092,7 @@ impl<'a> Engine<'a> {
                 SyncEffect::Issue,
                 Completion::BulkGroup | Completion::Mbarrier | Completion::EndOfCta,
             ) => {
-                if let Some(a) = data.args.first().filter(|a| own_rank_mapa(k, **a)) {
+                if let Some(a) = data.args.first().filter(|a| k.own_rank_mapa(**a)) {
                     let what = cpflow_ir::spec::peer_destination_rule(p.family);
                     self.emit(
                         Diagnostic::error(
@@ -3888,8 +3888,6 @@ fn data_results(k: &Kernel, at: Inst, kind: Kind) -> BTreeSet<Value> {
     }
 }
 
-/// Adds `to[i]` as a name of every group `from[i]` names.
-/// Is `a` a `mapa` of this thread's own `%cluster_ctarank` (its own CTA)?
 /// Whether `c` is `x == %cluster_ctarank` (either order).
 fn equals_own_rank(k: &Kernel, c: Value, x: Arg) -> bool {
     let Some(d) = k.def_inst(c).map(|i| &k.insts[i]) else {
@@ -3901,12 +3899,6 @@ fn equals_own_rank(k: &Kernel, c: Value, x: Arg) -> bool {
     let own = |a: Arg| is_sreg(k, a, SpecialReg::ClusterCtaRank);
     let same = |a: Arg| a.operand == x.operand;
     (same(d.args[0]) && own(d.args[1])) || (own(d.args[0]) && same(d.args[1]))
-}
-
-fn own_rank_mapa(k: &Kernel, a: Arg) -> bool {
-    mapa_of(k, a)
-        .and_then(|m| m.args.get(1))
-        .is_some_and(|r| is_sreg(k, *r, SpecialReg::ClusterCtaRank))
 }
 
 /// `(phase, polarity)`: a value equal to the polarity means the phase has

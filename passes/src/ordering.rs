@@ -77,7 +77,7 @@ use cpflow_ir::types::{Scalar, Type};
 
 use crate::affine::{disjoint, Affine, Atom, Bounds};
 use crate::sites::Sites;
-use crate::values::{elect_lane, elected_lane, lane_is_tid_x_mod_32, mapa_of, Base, Sym, Syms};
+use crate::values::{elect_lane, elected_lane, lane_is_tid_x_mod_32, Base, Sym, Syms};
 
 /// The launches the analysis assumes for a kernel whose mbarrier rings go
 /// round every `period` iterations ([`Syms::ring_period`]), tried in turn
@@ -1961,7 +1961,8 @@ impl<'a> Tracer<'a> {
         if !remote {
             return Some(self.th.rank);
         }
-        mapa_of(self.k, a)
+        self.k
+            .mapa_of(a)
             .and_then(|m| m.args.get(1))
             .and_then(|r| self.val(*r))
     }

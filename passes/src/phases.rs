@@ -30,8 +30,8 @@ use cpflow_ir::types::Type;
 
 use crate::affine::{Affine, Atom, Bounds};
 use crate::values::{
-    complement, conjuncts, elect_lane, intersect, lane_is_tid_x_mod_32, mapa_of, sreg_equals,
-    trip_count, upper_bound, Base, Sym, Syms, TidSet,
+    complement, conjuncts, elect_lane, intersect, lane_is_tid_x_mod_32, sreg_equals, trip_count,
+    upper_bound, Base, Sym, Syms, TidSet,
 };
 
 /// Of the sites that bring arrivals to a phase with more than `need`, the
@@ -322,7 +322,7 @@ const ITERATIONS_TRIED: i64 = 16;
 
 /// The constant rank of the `mapa` behind a barrier or phase operand.
 fn mapa_rank(k: &Kernel, a: Arg) -> Option<i64> {
-    k.const_int(*mapa_of(k, a)?.args.get(1)?)
+    k.const_int(*k.mapa_of(a)?.args.get(1)?)
 }
 
 /// `cmp.eq %rank, r` with `%rank = sreg cluster_ctarank`: `Some(r)`.
@@ -1921,7 +1921,7 @@ impl Walk<'_> {
             .args
             .iter()
             .filter(|a| matches!(self.syms.arg(**a), Sym::Phase { .. }))
-            .find_map(|a| mapa_of(k, *a))?;
+            .find_map(|a| k.mapa_of(*a))?;
         let own_rank = |v: &Value| {
             k.def_inst(*v)
                 .is_some_and(|d| k.insts[d].op == Op::Sreg(SpecialReg::ClusterCtaRank))

@@ -300,28 +300,6 @@ pub fn elect_lane(k: &Kernel, c: Value) -> Option<u32> {
     }
 }
 
-/// The `mapa` an address or phase operand comes from, through `ptr.add`
-/// and `mbarrier.phase`.
-pub fn mapa_of(k: &Kernel, a: Arg) -> Option<&InstData> {
-    let mut v = a.value()?;
-    loop {
-        let data = &k.insts[k.def_inst(v)?];
-        match &data.op {
-            Op::Ptx(p) if p.family == Family::Mapa => return Some(data),
-            Op::Ptx(p)
-                if matches!(
-                    p.family,
-                    Family::MbarrierPhase | Family::MbarrierPhaseParity
-                ) =>
-            {
-                v = data.args.first()?.value()?
-            }
-            Op::PtrAdd => v = data.args.first()?.value()?,
-            _ => return None,
-        }
-    }
-}
-
 /// The operand `x` of `x xor 1` (in either order).
 fn xor_one(k: &Kernel, d: &InstData) -> Option<Arg> {
     if d.op != Op::Binary(BinaryOp::Xor) {
