@@ -55,22 +55,19 @@ pub fn check_kernel(k: &Kernel) -> Vec<Diagnostic> {
     // A wait on the wrong phase (E1010, at the wait) is why the read it
     // labels sees the copy unobserved: that read's E1001 is the same bug;
     // so is the hang of a wait it labels as waiting for it (E1010).
-    let misread: BTreeSet<u32> = cross
-        .iter()
-        .filter(|d| d.code == "E1010")
-        .flat_map(|d| d.secondary.iter().map(|l| l.span.start))
-        .collect();
+    let mut misread: BTreeSet<u32> = BTreeSet::new();
+    let mut misnamed: BTreeSet<u32> = BTreeSet::new();
+    for d in cross.iter().filter(|d| d.code == "E1010") {
+        misnamed.insert(d.span.start);
+        misread.extend(d.secondary.iter().map(|l| l.span.start));
+    }
     out.retain(|d| {
         !(d.code == "E1007" && unordered.contains(&d.span.start)
             || matches!(d.code, "E1001" | "E1010") && misread.contains(&d.span.start))
     });
     // So is a surplus of arrivals on the phases the IR names (E1011) that
-    // such a wait takes part in: the phases named are off, not the counts.
-    let misnamed: BTreeSet<u32> = cross
-        .iter()
-        .filter(|d| d.code == "E1010")
-        .map(|d| d.span.start)
-        .collect();
+    // such a wait takes part in (`misnamed`, the waits): the phases named
+    // are off, not the counts.
     let cross = cross.into_iter().filter(|d| {
         d.code != "E1011" || !d.secondary.iter().any(|l| misnamed.contains(&l.span.start))
     });
