@@ -243,25 +243,18 @@ impl<'a> Engine<'a> {
         let waited_bars = waits_on.keys().copied().collect();
         let inst_conds = crate::values::inst_conds(k);
         // Region arguments are loop-carried; results count once per loop
-        // around their instruction.
-        let mut in_loop: Vec<bool> = k
+        // around their instruction, but for those the same in every
+        // iteration (`varies_in`).
+        let in_loop: Vec<bool> = k
             .values
             .iter()
-            .map(|(_, v)| matches!(v.def, ValueDef::RegionArg(..)))
+            .map(|(v, d)| {
+                matches!(d.def, ValueDef::RegionArg(..))
+                    || syms.loops[v.index()]
+                        .iter()
+                        .any(|&l| varies_in(k, syms, v, l))
+            })
             .collect();
-        // An `elect.sync` of a constant mask names the same lane wherever
-        // it runs (its lane is the mask's, `elect_lane`): once per thread.
-        k.walk(k.body, &mut |i| {
-            if matches!(k.insts[i].op, Op::For) {
-                for &r in &k.insts[i].regions {
-                    k.walk(r, &mut |j| {
-                        for &v in &k.insts[j].results {
-                            in_loop[v.index()] = elect_lane(k, v).is_none();
-                        }
-                    });
-                }
-            }
-        });
         let mut barrier_loops = BTreeMap::new();
         k.walk(k.body, &mut |l| {
             let Some(&body) = k.insts[l]

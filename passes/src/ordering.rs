@@ -2876,7 +2876,7 @@ fn simulate_generations_with(
     // barriers in that order. Where that stalls every role, the waits are
     // let through, as without them.
     let mut acts: HashMap<(Bar, i64), Vec<(usize, usize)>> = HashMap::new();
-    for (r, (_, events)) in roles.iter().enumerate() {
+    for (r, (_, events)) in roles.iter().enumerate().filter(|_| through_mbarriers) {
         for (i, e) in events.iter().enumerate() {
             match &e.step {
                 Step::Arrive { bar, phase, .. } | Step::AsyncArrive { bar, phase } => {
@@ -3435,6 +3435,20 @@ impl Graph {
     }
 }
 
+/// Whether node `n` is in the node set `set` (a bitset as
+/// [`Graph::reach`] returns).
+fn holds(set: &[u64], n: NodeIndex) -> bool {
+    set.get(n.index() / 64)
+        .is_some_and(|w| w >> (n.index() % 64) & 1 == 1)
+}
+
+/// Adds the node set `from` to `into` (bitsets of one graph).
+fn add_all(into: &mut [u64], from: &[u64]) {
+    for (w, x) in into.iter_mut().zip(from) {
+        *w |= x;
+    }
+}
+
 impl Graph {
     /// Every node's reachable set, row by row in reverse topological order
     /// (a row is the union of its successors' rows and bits): linear in
@@ -3580,9 +3594,7 @@ impl Report<'_> {
 
     /// Whether `node` never happens (see [`Report::never`]).
     fn never_happens(&self, node: NodeIndex) -> bool {
-        self.never
-            .get(node.index() / 64)
-            .is_some_and(|w| w >> (node.index() % 64) & 1 == 1)
+        holds(&self.never, node)
     }
 
     fn span(&self, role: usize, i: usize) -> Span {
@@ -3628,11 +3640,10 @@ impl Report<'_> {
         // What can only come after a cycle reported: it never happens, and a
         // cycle there is not another deadlock.
         let mut after = vec![0u64; self.g.g.node_count().div_ceil(64)];
-        let has = |set: &[u64], n: NodeIndex| set[n.index() / 64] >> (n.index() % 64) & 1 == 1;
         // Kosaraju's search is iterative: a long cycle does not deepen the
         // stack. It lists the cycles latest first.
         for scc in kosaraju_scc(&blocking).into_iter().rev() {
-            if scc.len() < 2 || scc.iter().any(|&n| has(&after, n)) {
+            if scc.len() < 2 || scc.iter().any(|&n| holds(&after, n)) {
                 continue;
             }
             let in_cycle: BTreeSet<NodeIndex> = scc.iter().copied().collect();
@@ -3712,15 +3723,14 @@ impl Report<'_> {
                 .with_note(format!("for example {}", self.instance(wr, wi)))
                 .with_help("wait for a phase the other threads complete without waiting for this thread first: a producer waiting for a slot to be freed waits on the previous round's phase (`round - 1`, complete at init in round 0)");
             out.insert(self.event(wr, wi).inst, (wi, d));
-            for (w, x) in after.iter_mut().zip(self.g.reach(self.g.at[wr][wi], true)) {
-                *w |= x;
-            }
+            add_all(&mut after, &self.g.reach(self.g.at[wr][wi], true));
         }
         out.into_values().map(|(_, d)| d).collect()
     }
 
     /// The nodes that act on phase `phase` of `bar`: arrivals and async
-    /// completions, of this CTA and of peers.
+    /// completions, of this CTA and of peers (phases are chained, each
+    /// completing after the one before, but only these feed one).
     fn feeders(&self, bar: Bar, phase: i64) -> Vec<NodeIndex> {
         [
             self.g.phases.get(&(bar, phase)),
@@ -3824,23 +3834,9 @@ impl Report<'_> {
     fn starved_waits(&self) -> (Vec<Diagnostic>, Vec<u64>) {
         let mut out: BTreeMap<Inst, Diagnostic> = BTreeMap::new();
         let mut never = vec![0u64; self.g.g.node_count().div_ceil(64)];
-        // Phases are chained (each completes after the one before): only
-        // an arrival or a completion feeds one.
-        let fed = |n: Option<&NodeIndex>| {
-            n.is_some_and(|&n| {
-                self.g
-                    .g
-                    .neighbors_directed(n, Direction::Incoming)
-                    .any(|m| !matches!(self.g.g[m], Node::Phase))
-            })
-        };
         let starved: Vec<(usize, usize, Bar, i64)> = self
             .blocking_waits()
-            .filter(|&(_, _, _, bar, phase)| {
-                phase >= 0
-                    && !fed(self.g.phases.get(&(bar, phase)))
-                    && !fed(self.g.remote.get(&(bar, phase)))
-            })
+            .filter(|&(_, _, _, bar, phase)| phase >= 0 && self.feeders(bar, phase).is_empty())
             .map(|(r, i, _, bar, phase)| (r, i, bar, phase))
             .collect();
         let reach: Vec<Vec<u64>> = starved
@@ -3848,11 +3844,8 @@ impl Report<'_> {
             .map(|&(r, i, ..)| self.g.reach(self.g.at[r][i], true))
             .collect();
         for row in &reach {
-            for (w, x) in never.iter_mut().zip(row) {
-                *w |= x;
-            }
+            add_all(&mut never, row);
         }
-        let has = |set: &[u64], n: NodeIndex| set[n.index() / 64] >> (n.index() % 64) & 1 == 1;
         // The waits a starved wait's hang explains, by the wait that hangs
         // first: the role that would arrive on the starved phase blocks
         // before it does, on a wait for a buffer nothing has read yet (its
@@ -3866,8 +3859,8 @@ impl Report<'_> {
             let first = |j: usize| {
                 let (q, w, ..) = starved[j];
                 j != k
-                    && has(&reach[j], node)
-                    && !has(&reach[k], self.g.at[q][w])
+                    && holds(&reach[j], node)
+                    && !holds(&reach[k], self.g.at[q][w])
                     && !self.known.contains(&self.span(q, w).start)
             };
             if (0..starved.len()).any(first) {
@@ -3954,9 +3947,7 @@ impl Report<'_> {
         let j = events[..first]
             .iter()
             .rposition(|e| matches!(e.step, Step::Wait { blocking: true, .. }))?;
-        let n = self.g.at[q][j];
-        let blocked = never[n.index() / 64] >> (n.index() % 64) & 1 == 1;
-        (blocked
+        (holds(never, self.g.at[q][j])
             && self.waits_for_unread_buffer(q, j)
             && roles.all(|(q2, f2)| {
                 self.roles[q2].1[..f2]
@@ -4358,7 +4349,6 @@ impl Report<'_> {
         };
         let mut out: BTreeMap<Inst, Diagnostic> = BTreeMap::new();
         let mut before: HashMap<NodeIndex, Vec<u64>> = HashMap::new();
-        let has = |set: &[u64], n: NodeIndex| set[n.index() / 64] >> (n.index() % 64) & 1 == 1;
         for (r, (_, events)) in self.roles.iter().enumerate() {
             for (i, e) in events.iter().enumerate() {
                 let Step::Wait { bar, phase: q, .. } = e.step else {
@@ -4403,7 +4393,7 @@ impl Report<'_> {
                     let fed = fed_by.peek().is_some()
                         && fed_by.all(|(n, q)| {
                             single(q)
-                                && has(
+                                && holds(
                                     before.entry(n).or_insert_with(|| self.g.reach(n, true)),
                                     last,
                                 )
@@ -4411,9 +4401,9 @@ impl Report<'_> {
                     let set = before
                         .entry(prev)
                         .or_insert_with(|| self.g.reach(prev, true));
-                    !has(set, last) && !fed
+                    !holds(set, last) && !fed
                 });
-                let late = phase(q + 1).filter(|&next| !has(&self.g.reach(node, true), next));
+                let late = phase(q + 1).filter(|&next| !holds(&self.g.reach(node, true), next));
                 let (label, other) = match (early, late) {
                     (Some(_), _) => (
                         format!("nothing orders this wait after phase {} completes: by parity it may observe phase {}, complete, and return at once", q - 1, q - 2),
@@ -4665,9 +4655,7 @@ impl Report<'_> {
                     (true, Some(j)) => Some(self.g.at[r][j]),
                     (true, None) => None,
                 };
-                let ordered = from.is_some_and(|n| {
-                    n == *prev || after[n.index() / 64] >> (n.index() % 64) & 1 == 1
-                });
+                let ordered = from.is_some_and(|n| n == *prev || holds(after, n));
                 if ordered
                     || self.never_happens(self.g.at[r][i])
                     || out.contains_key(&e.inst)
@@ -4919,10 +4907,7 @@ impl Report<'_> {
     fn held(&self, node: NodeIndex, cta: i64) -> bool {
         let after = self.g.reach(node, true);
         self.roles.iter().enumerate().any(|(q, (peer, _))| {
-            peer.rank == cta
-                && self.g.at[q]
-                    .last()
-                    .is_some_and(|n| after[n.index() / 64] >> (n.index() % 64) & 1 == 1)
+            peer.rank == cta && self.g.at[q].last().is_some_and(|n| holds(&after, *n))
         })
     }
 
@@ -5191,7 +5176,7 @@ impl Report<'_> {
             let set = after
                 .entry(from)
                 .or_insert_with(|| self.g.reach(from, true));
-            set[to.index() / 64] >> (to.index() % 64) & 1 == 1
+            holds(set, to)
         };
         for (r, i, acts) in acting {
             let e = self.event(r, i);
@@ -5351,7 +5336,7 @@ impl Report<'_> {
         let mut reach: HashMap<NodeIndex, Vec<u64>> = HashMap::new();
         let mut before = |a: NodeIndex, b: NodeIndex| {
             let set = reach.entry(a).or_insert_with(|| self.g.reach(a, false));
-            a == b || set[b.index() / 64] >> (b.index() % 64) & 1 == 1
+            a == b || holds(set, b)
         };
         // The same offsets meet again in every unrolled iteration: each
         // question is answered once (the per-thread proofs count against
