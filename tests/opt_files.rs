@@ -336,11 +336,11 @@ fn zero_fill_per_thread_needs_late_loads_and_whole_shares() {
 /// The fence pass alone turns the checker's proxy-fence examples into
 /// their fixed versions: a writers' fence before the barrier that publishes
 /// generic writes to a bulk copy (E1006), and a fence after the wait that
-/// ends a bulk copy's read of a tile every thread then rewrites (E1007).
+/// ends a bulk copy's read of a tile every thread then rewrites (W1010).
 #[test]
 fn fence_pass_fixes_the_checkers_proxy_examples() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/check");
-    for name in ["E1006-missing-proxy-fence", "E1007-reuse-without-fence"] {
+    for name in ["E1006-missing-proxy-fence", "W1010-reuse-without-fence"] {
         let read =
             |suffix: &str| std::fs::read_to_string(dir.join(format!("{name}{suffix}"))).unwrap();
         let (fixed, _) = optimized_with(&read(".cpf"), &[transform::Pass::Fence]);

@@ -1712,7 +1712,7 @@ const UB_TO_ERRORS: &[(&str, &[&str])] = &[
         ],
     ),
     // A write to an in-flight op's source or destination.
-    ("U0102", &["E1003", "E1007"]),
+    ("U0102", &["E1003"]),
     // Two in-flight ops on the same bytes: one writing what the other
     // reads is E1003 at the writer, or E1001 at the reader where the
     // bytes land from another CTA on the reader's barrier.
@@ -1720,13 +1720,11 @@ const UB_TO_ERRORS: &[(&str, &[&str])] = &[
     // A generic write the async proxy reads without a proxy fence.
     ("U0104", &["E1006"]),
     // An access to bytes an async op wrote, completion not observed: as
-    // U0101, and a write over them (E1003; E1007 when the async proxy
-    // read them last).
+    // U0101, and a write over them (E1003).
     (
         "U0105",
         &[
-            "E1001", "E1002", "E1003", "E1004", "E1007", "E1008", "E1009", "E1010", "E1011",
-            "E1014",
+            "E1001", "E1002", "E1003", "E1004", "E1008", "E1009", "E1010", "E1011", "E1014",
         ],
     ),
     // Two threads' accesses unordered. An async op accesses on its

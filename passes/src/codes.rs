@@ -27,10 +27,6 @@ pub const CODES: &[(&str, &str)] = &[
         "generic writes reach an async-proxy read without `fence.proxy.async`",
     ),
     (
-        "E1007",
-        "reuses a buffer the async proxy read without `fence.proxy.async`",
-    ),
-    (
         "E1008",
         "an async copy may overwrite bytes other threads still read (no barrier)",
     ),
@@ -95,5 +91,9 @@ pub const CODES: &[(&str, &str)] = &[
     (
         "W1009",
         "hazards only if loops bound by kernel parameters run fewer iterations than a ring has stages",
+    ),
+    (
+        "W1010",
+        "reuses a buffer the async proxy read without `fence.proxy.async` (the ISA leaves open whether it must)",
     ),
 ];

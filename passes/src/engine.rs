@@ -933,11 +933,11 @@ impl<'a> Engine<'a> {
                     cross && !self.single_thread_here() && !(fenced && self.observed_here(st, op));
                 if cross || (!fenced && same) {
                     self.emit(
-                        Diagnostic::error("E1007", "reuses a buffer the async proxy read, with no `fence.proxy.async` ordering the reuse", self.span(at))
+                        Diagnostic::warning("W1010", "reuses a buffer the async proxy read, with no `fence.proxy.async` ordering the reuse", self.span(at))
                             .with_label(if fenced { "the fence is not followed by a barrier before other threads write" } else { "generic write after an async-proxy read" })
                             .with_secondary(self.span(op), "the async proxy read this buffer")
                             .with_help("after the wait, run `fence.proxy.async.shared::cta` in the waiting thread, then `barrier.cta`, before rewriting the buffer")
-                            .with_note(format!("{}: the ISA does not say whether a write after an async-proxy read needs the fence; cpflow takes the safe reading", cpflow_ir::cite::reading(28))),
+                            .with_note(format!("{}: the ISA does not say whether a write after an async-proxy read needs the fence, so this is a warning; the fence is the safe reading", cpflow_ir::cite::reading(28))),
                     );
                 }
             }

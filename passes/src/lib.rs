@@ -38,12 +38,12 @@ pub fn check_kernel(k: &Kernel) -> Vec<Diagnostic> {
     out.extend(phases::check(k, &syms));
     out.extend(srcsize::check(k));
     // The cross-thread analysis adds the hazards at instructions where the
-    // others report no error, but for a reuse short of a proxy fence
-    // (E1007): a write it finds unordered with the async read itself is
-    // that (E1003), which stands in its place.
+    // others report no error. A reuse short of a proxy fence (W1010) that
+    // it finds unordered with the async read itself is a race (E1003),
+    // which stands in its place.
     let reported = out
         .iter()
-        .filter(|d| d.is_error() && d.code != "E1007")
+        .filter(|d| d.is_error())
         .map(|d| d.span.start)
         .collect();
     let cross = ordering::check(k, &syms, &reported, deferred);
@@ -62,7 +62,7 @@ pub fn check_kernel(k: &Kernel) -> Vec<Diagnostic> {
         misread.extend(d.secondary.iter().map(|l| l.span.start));
     }
     out.retain(|d| {
-        !(d.code == "E1007" && unordered.contains(&d.span.start)
+        !(d.code == "W1010" && unordered.contains(&d.span.start)
             || matches!(d.code, "E1001" | "E1010") && misread.contains(&d.span.start))
     });
     // So is a surplus of arrivals on the phases the IR names (E1011) that

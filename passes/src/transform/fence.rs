@@ -16,8 +16,9 @@
 //!   after that barrier (or there is no barrier), a fence directly precedes
 //!   the copy.
 //!
-//! Reuse after an async-proxy read (E1007): after a bulk `wait_group`
-//! from which a generic write of a shared buffer some bulk operation reads
+//! Reuse after an async-proxy read (W1010, the safe reading of
+//! `docs/readings.md` #28): after a bulk `wait_group` from which a generic
+//! write of a shared buffer some bulk operation reads
 //! is reachable (later, or in the next iteration of an enclosing loop), a
 //! fence directly follows the block of waits, in the waiting thread
 //! (`reuse_fences`); the input's barrier between the wait and other
@@ -400,8 +401,9 @@ fn fence_kernel(k: &mut Kernel) -> usize {
 /// The reader side: a bulk copy or reduction reads shared memory through
 /// the async proxy; a later generic write of those bytes (the next
 /// iteration's `st` into the same tile) must be ordered after that read
-/// (E1007). Its completion wait (`cp.async.bulk.wait_group`, `.read` or
-/// not) orders it only for the generic proxy's view of the waiting thread,
+/// (W1010, the safe reading). Its completion wait
+/// (`cp.async.bulk.wait_group`, `.read` or not) orders it only for the
+/// generic proxy's view of the waiting thread,
 /// so `fence.proxy.async.shared::cta` goes directly after the block of
 /// waits, in the waiting thread; the barrier that the input already has
 /// between the wait and other threads' rewrite (the abstract semantics
