@@ -58,7 +58,10 @@
 //! the path that wait must cover.
 //! Where it cannot tell which wait completes an async-group (a wait on a
 //! group value), it assumes the wait completes every group, which only
-//! adds ordering.
+//! adds ordering. A branch or loop bound on an integer loaded in an
+//! earlier iteration (a tile index a scheduler warp hands on) is followed
+//! for one content of memory, and W1006 says that other
+//! contents are not.
 
 use std::cell::{Cell, OnceCell, RefCell};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -313,7 +316,15 @@ fn outer_only_params(k: &Kernel) -> Vec<Value> {
         .collect()
 }
 
-fn nested_parameter_loops(k: &Kernel, syms: &Syms) -> bool {
+/// Whether a loop inside another is bound by a kernel parameter: through
+/// its affine bound, or, `through_data`, through any value computed from
+/// one (a k-tile count loaded for the tile's group).
+fn nested_parameter_loops(k: &Kernel, syms: &Syms, through_data: bool) -> bool {
+    let mut ints = vec![false; k.values.len()];
+    for &p in &k.params {
+        ints[p.index()] = through_data && matches!(k.ty(p), Type::Scalar(s) if s.is_int());
+    }
+    let from_params = crate::values::dependents(k, ints);
     let mut found = false;
     k.walk(k.body, &mut |i| {
         let data = &k.insts[i];
@@ -321,9 +332,10 @@ fn nested_parameter_loops(k: &Kernel, syms: &Syms) -> bool {
             return;
         }
         let by_param = data.args.iter().take(2).any(|a| {
-            syms.int(*a).is_some_and(|e| {
-                e.mentions(&|x| matches!(x, Atom::Opaque(v) if k.params.contains(v)))
-            })
+            a.value().is_some_and(|v| from_params[v.index()])
+                || syms.int(*a).is_some_and(|e| {
+                    e.mentions(&|x| matches!(x, Atom::Opaque(v) if k.params.contains(v)))
+                })
         });
         // The induction variable's loops: this one and those around it.
         let nested = k.regions[data.regions[0]]
@@ -349,6 +361,9 @@ const MAX_CTAS: i64 = 16;
 /// computed from kernel parameters or the grid's shape alone (each such
 /// branch is followed both ways).
 pub const MAX_BRANCH_RUNS: usize = 16;
+/// Most runs of the roles before their loads read what they store
+/// ([`Memory`]).
+const MEMORY_RUNS: usize = 3;
 const HUGE: i64 = 1 << 40;
 
 /// Why the analysis stops for a kernel.
@@ -618,7 +633,11 @@ pub fn check(
     };
     let prior = &prior;
     let mut result = Err(GiveUp::Budget);
-    let nested = nested_parameter_loops(k, syms);
+    let nested = nested_parameter_loops(k, syms, false);
+    // Loops whose bounds parameters reach only through data are tried
+    // with smaller parameters too, but keep the grid of 2 first (a ring
+    // of tiles handed on by a scheduler goes round with the tiles).
+    let nested_by_data = nested || nested_parameter_loops(k, syms, true);
     // A larger grid changes only what reads the grid's shape.
     let mut reads_grid = false;
     k.walk(k.body, &mut |i| {
@@ -645,7 +664,7 @@ pub fn check(
     let mut trips = launches[0].1;
     let mut chosen = None;
     for (at, &(grid_x, param)) in launches.iter().enumerate() {
-        if (param != launches[0].1 && !nested) || (grid_x != launches[0].0 && !reads_grid) {
+        if (param != launches[0].1 && !nested_by_data) || (grid_x != launches[0].0 && !reads_grid) {
             continue;
         }
         trips = param;
@@ -954,81 +973,72 @@ fn analyse(
     if ctas > MAX_CTAS {
         return Err(GiveUp::Unknown(BIG_CLUSTER, None));
     }
-    let followed = Launch {
+    let empty = Memory::default();
+    let launch = Launch {
         cluster: dims,
         grid,
         params,
-    }
-    .ctas();
+        memory: &empty,
+    };
+    let followed = launch.ctas();
     if forced_params(k, syms, forced, followed, params).is_none() {
         return Ok(Vec::new());
     }
-    let tids = representative_tids(k, syms);
-    let max_tid = syms.bounds.max_tid.unwrap_or(MAX_TID);
-    let width = k.block.map_or(MAX_TID + 1, |[x, _, _]| i64::from(x));
-    let (rows, height) = match enumerated_rows(k.block) {
-        Some((rows, height)) => (rows, Some(height)),
-        None => (1, None),
-    };
-    let mut budget = MAX_STEPS;
-    let mut roles: Vec<(Thread, Vec<Event>)> = Vec::new();
-    // The `%tid.x` ranges each role stands for: between two neighbouring
-    // representatives with different runs lies a boundary of a comparison.
-    let mut ranges: Vec<Vec<(i64, i64)>> = Vec::new();
-    let mut total = 0;
-    let mut unfollowed = BTreeSet::new();
-    for (rank, row) in (0..ctas).flat_map(|r| (0..rows).map(move |w| (r, w))) {
-        for (n, &x) in tids.iter().enumerate() {
-            let tid = row * width + x;
-            let th = Thread {
-                rank,
-                tid,
-                width,
-                height,
-            };
-            let (events, left, empty) = Tracer::new(
-                k,
-                syms,
-                th,
-                Launch {
-                    cluster: dims,
-                    grid,
-                    params,
-                },
-                budget,
-                forced,
-                met,
-            )
-            .run()?;
-            budget = left;
-            unfollowed.extend(empty);
-            let range = (
-                tid,
-                row * width + tids.get(n + 1).map_or(max_tid.max(x), |next| next - 1),
-            );
-            match roles
-                .iter()
-                .position(|(t, e)| t.rank == rank && *e == events)
-            {
-                Some(r) => ranges[r].push(range),
-                None => {
-                    // The graph holds each role's events once; threads that
-                    // join a role cost only their run, in `budget`.
-                    total += events.len();
-                    if total > MAX_NODES {
-                        return Err(GiveUp::Budget);
-                    }
-                    roles.push((th, events));
-                    ranges.push(vec![range]);
-                }
-            }
+    // Loads follow one memory: every global integer the parameters'
+    // value, shared memory what the kernel's stores put there. Where a
+    // branch or loop bound depends on a loaded value that changes between
+    // iterations, the roles run again with the stores the run before saw,
+    // until a run loads what it stores.
+    let mut memory = Memory::default();
+    let mut traced = trace_roles(k, syms, launch, forced, met)?;
+    let mut runs = 1;
+    while !traced.data_branches.is_empty() && traced.stored != memory {
+        if runs == MEMORY_RUNS {
+            let at = traced.data_branches.first().copied();
+            return Err(GiveUp::Unknown(LOADED_BRANCH, at));
         }
+        memory = std::mem::take(&mut traced.stored);
+        met.clear();
+        let reading = Launch {
+            memory: &memory,
+            ..launch
+        };
+        traced = trace_roles(k, syms, reading, forced, met)?;
+        runs += 1;
     }
-    let g = Graph::build(&roles, &ranges, k.block)?;
+    let Traced {
+        roles,
+        ranges,
+        unfollowed,
+        data_branches,
+        ..
+    } = traced;
+    let found = report_run(k, syms, prior, &roles, &ranges, unfollowed);
+    let Some(&at) = data_branches.first() else {
+        return found;
+    };
+    // A run that follows one memory decides nothing the per-thread
+    // analysis left to it for the others: its errors stand.
+    let mut found = found?;
+    add_unseen(&mut found, prior.undecided(Vec::new()));
+    found.push(one_memory(k, at, params.base));
+    Ok(found)
+}
+
+/// The diagnostics of one analysis run over the roles' events.
+fn report_run(
+    k: &Kernel,
+    syms: &Syms,
+    prior: &Prior,
+    roles: &[(Thread, Vec<Event>)],
+    ranges: &[Vec<(i64, i64)>],
+    unfollowed: BTreeSet<Inst>,
+) -> Result<Vec<Diagnostic>, GiveUp> {
+    let g = Graph::build(roles, ranges, k.block)?;
     let mut report = Report {
         k,
-        roles: &roles,
-        ranges: &ranges,
+        roles,
+        ranges,
         g: &g,
         known: prior.known,
         deferred: &prior.pairs,
@@ -1094,6 +1104,105 @@ fn analyse(
         out = report.unwindowed_waits();
     }
     Ok(out)
+}
+
+/// W1006 where the analysis followed a branch or loop bound on a value
+/// loaded in an earlier iteration, for one memory only.
+fn one_memory(k: &Kernel, at: Inst, base: i64) -> Diagnostic {
+    Diagnostic::warning(
+        "W1006",
+        "the cross-thread analysis followed this kernel for one content of memory: races between threads are not proved absent for others",
+        k.insts[at].span,
+    )
+    .with_label("a branch or loop bound on a value loaded from memory that changes between iterations (a tile index a scheduler passes on): followed as that memory gives it")
+    .with_note(format!("followed with every integer in global memory {base} and shared memory holding what the kernel's stores put there, in their order; the errors reported happen with that memory"))
+    .with_help("to have its cross-thread ordering checked for every input, compute the kernel's branches, loop bounds, barriers and phases from thread and CTA indices, constants and loop counters")
+    .with_note(NOT_PROVED)
+}
+
+/// The roles' runs of one analysis run, and what they found on the way.
+struct Traced {
+    roles: Vec<(Thread, Vec<Event>)>,
+    /// The `%tid.x` ranges each role stands for.
+    ranges: Vec<Vec<(i64, i64)>>,
+    unfollowed: BTreeSet<Inst>,
+    /// Branches and loop bounds on values loaded in an earlier iteration,
+    /// taken as [`Memory`] gives them.
+    data_branches: BTreeSet<Inst>,
+    /// What the roles stored, in the memory's form.
+    stored: Memory,
+}
+
+/// Runs every representative thread of the followed CTAs; threads with
+/// the same events form one role.
+fn trace_roles(
+    k: &Kernel,
+    syms: &Syms,
+    launch: Launch,
+    forced: &BTreeMap<Inst, bool>,
+    met: &mut BTreeMap<Inst, bool>,
+) -> Result<Traced, GiveUp> {
+    let ctas = launch.cluster.iter().product::<i64>();
+    let tids = representative_tids(k, syms);
+    let max_tid = syms.bounds.max_tid.unwrap_or(MAX_TID);
+    let width = k.block.map_or(MAX_TID + 1, |[x, _, _]| i64::from(x));
+    let (rows, height) = match enumerated_rows(k.block) {
+        Some((rows, height)) => (rows, Some(height)),
+        None => (1, None),
+    };
+    let mut budget = MAX_STEPS;
+    let mut roles: Vec<(Thread, Vec<Event>)> = Vec::new();
+    // The `%tid.x` ranges each role stands for: between two neighbouring
+    // representatives with different runs lies a boundary of a comparison.
+    let mut ranges: Vec<Vec<(i64, i64)>> = Vec::new();
+    let mut total = 0;
+    let mut unfollowed = BTreeSet::new();
+    let mut data_branches = BTreeSet::new();
+    let mut stored = Memory::default();
+    for (rank, row) in (0..ctas).flat_map(|r| (0..rows).map(move |w| (r, w))) {
+        for (n, &x) in tids.iter().enumerate() {
+            let tid = row * width + x;
+            let th = Thread {
+                rank,
+                tid,
+                width,
+                height,
+            };
+            let run = Tracer::new(k, syms, th, launch, budget, forced, met).run()?;
+            budget = run.budget;
+            unfollowed.extend(run.unfollowed);
+            data_branches.extend(run.data_branches);
+            stored.add(run.stores);
+            let events = run.events;
+            let range = (
+                tid,
+                row * width + tids.get(n + 1).map_or(max_tid.max(x), |next| next - 1),
+            );
+            match roles
+                .iter()
+                .position(|(t, e)| t.rank == rank && *e == events)
+            {
+                Some(r) => ranges[r].push(range),
+                None => {
+                    // The graph holds each role's events once; threads that
+                    // join a role cost only their run, in `budget`.
+                    total += events.len();
+                    if total > MAX_NODES {
+                        return Err(GiveUp::Budget);
+                    }
+                    roles.push((th, events));
+                    ranges.push(vec![range]);
+                }
+            }
+        }
+    }
+    Ok(Traced {
+        roles,
+        ranges,
+        unfollowed,
+        data_branches,
+        stored,
+    })
 }
 
 /// W1006 at a loop the analysis ran no iteration of because its bounds
@@ -1467,6 +1576,8 @@ struct Launch<'a> {
     grid: Grid,
     /// The values of the integer kernel parameters.
     params: Params<'a>,
+    /// What loads read where no one assumed value stands for them.
+    memory: &'a Memory,
 }
 
 impl Launch<'_> {
@@ -1474,6 +1585,69 @@ impl Launch<'_> {
     fn ctas(&self) -> std::ops::Range<i64> {
         self.grid.first_cta..self.grid.first_cta + self.cluster[0]
     }
+}
+
+/// A shared-memory location: CTA rank, allocation, byte offset.
+type Place = (i64, SharedId, i64);
+
+/// One content of memory for the loads of values that change between
+/// iterations (a tile index a scheduler warp hands on through a slot of
+/// shared memory). Every global integer is the parameters' value; a
+/// shared location into which one thread's stores put known values holds
+/// them in their order, and the `n`th load of it by a thread reads the
+/// `n`th (or the last): a slot of a ring read once per round by each
+/// thread that reads it. A location threads store different sequences
+/// into holds nothing known; one no thread stores into, the parameters'
+/// value.
+#[derive(Default, PartialEq)]
+struct Memory {
+    cells: HashMap<Place, Vec<i64>>,
+    mixed: BTreeSet<Place>,
+}
+
+impl Memory {
+    /// Adds one thread's stores, in its program order.
+    fn add(&mut self, stores: Vec<(Place, i64)>) {
+        let mut mine: BTreeMap<Place, Vec<i64>> = BTreeMap::new();
+        for (place, v) in stores {
+            mine.entry(place).or_default().push(v);
+        }
+        for (place, seq) in mine {
+            if self.mixed.contains(&place) {
+                continue;
+            }
+            if self.cells.get(&place).is_some_and(|s| *s != seq) {
+                self.cells.remove(&place);
+                self.mixed.insert(place);
+            } else {
+                self.cells.insert(place, seq);
+            }
+        }
+    }
+
+    /// What the `n`th load of `place` reads, `base` where nothing is
+    /// stored there; None where threads store differently.
+    fn load(&self, place: Place, n: usize, base: i64) -> Option<i64> {
+        if self.mixed.contains(&place) {
+            return None;
+        }
+        Some(
+            self.cells
+                .get(&place)
+                .map_or(base, |seq| seq[n.min(seq.len() - 1)]),
+        )
+    }
+}
+
+/// One thread's run: its events, and what it found on the way.
+struct Run {
+    events: Vec<Event>,
+    /// The budget left.
+    budget: usize,
+    unfollowed: BTreeSet<Inst>,
+    data_branches: BTreeSet<Inst>,
+    /// Its stores of known values to known shared locations, in order.
+    stores: Vec<(Place, i64)>,
 }
 
 /// Unrolls one thread's run into its events.
@@ -1503,6 +1677,16 @@ struct Tracer<'a> {
     /// Loops with events in their body that ran no iteration only because
     /// their bounds are integers loaded from memory ([`Self::from_load`]).
     unfollowed: BTreeSet<Inst>,
+    /// Values computed from a load [`Launch::memory`] gives that is not
+    /// taken as a parameter is (one of a location that changes between
+    /// iterations).
+    from_memory: Vec<bool>,
+    /// How many times the thread loaded each shared location.
+    loads: HashMap<Place, usize>,
+    /// Branches and loop bounds on values loaded in an earlier iteration,
+    /// taken as [`Launch::memory`] gives them.
+    data_branches: BTreeSet<Inst>,
+    stores: Vec<(Place, i64)>,
     /// Instructions left to run.
     budget: usize,
     /// Outcomes given to branches on assumed values.
@@ -1561,6 +1745,10 @@ impl<'a> Tracer<'a> {
             varying: vec![false; k.values.len()],
             from_load: vec![false; k.values.len()],
             unfollowed: BTreeSet::new(),
+            from_memory: vec![false; k.values.len()],
+            loads: HashMap::new(),
+            data_branches: BTreeSet::new(),
+            stores: Vec::new(),
             budget,
             forced,
             met,
@@ -1573,18 +1761,27 @@ impl<'a> Tracer<'a> {
         }
     }
 
-    /// The events of the thread's run, and the budget left.
-    fn run(mut self) -> Result<(Vec<Event>, usize, BTreeSet<Inst>), GiveUp> {
+    /// The thread's run.
+    fn run(mut self) -> Result<Run, GiveUp> {
         self.region(self.k.body)?;
-        Ok((self.events, self.budget, self.unfollowed))
+        Ok(Run {
+            events: self.events,
+            budget: self.budget,
+            unfollowed: self.unfollowed,
+            data_branches: self.data_branches,
+            stores: self.stores,
+        })
     }
 
-    /// Whether `a`'s value is a guess: loaded from memory (taken as a
-    /// parameter is) in an earlier iteration, where no one assumed value
-    /// stands for what each iteration loads.
+    /// Whether `a`'s value is loaded from memory in an earlier iteration,
+    /// where no one assumed value stands for what each iteration loads, or
+    /// computed from a load of shared memory that differs between
+    /// iterations: [`Launch::memory`] gives it.
     fn guessed(&self, a: Arg) -> bool {
-        a.value()
-            .is_some_and(|v| self.syms.loaded_across[v.index()] && !self.assumed[v.index()])
+        a.value().is_some_and(|v| {
+            (self.syms.loaded_across[v.index()] && !self.assumed[v.index()])
+                || self.from_memory[v.index()]
+        })
     }
 
     fn val(&self, a: Arg) -> Option<i64> {
@@ -1638,7 +1835,7 @@ impl<'a> Tracer<'a> {
                     }
                     let mut c = self.val(*cond).ok_or(GiveUp::Unknown(BRANCH, Some(inst)))?;
                     if !on_assumed && self.guessed(*cond) {
-                        return Err(GiveUp::Unknown(LOADED_BRANCH, Some(inst)));
+                        self.data_branches.insert(inst);
                     }
                     if on_assumed {
                         // Branches on one condition take one outcome in a
@@ -1701,7 +1898,7 @@ impl<'a> Tracer<'a> {
         };
         let (lo, hi, step) = (bound(0)?, bound(1)?, bound(2)?);
         if data.args.iter().take(3).any(|a| self.guessed(*a)) {
-            return Err(GiveUp::Unknown(LOADED_BRANCH, Some(inst)));
+            self.data_branches.insert(inst);
         }
         if step <= 0 {
             return Err(GiveUp::Unknown(LOOP_BOUND, Some(inst)));
@@ -1788,6 +1985,8 @@ impl<'a> Tracer<'a> {
         });
         // A load taken as a parameter is.
         let mut broadcast = false;
+        // A load the launch's memory gives.
+        let mut modelled = false;
         let out = match &data.op {
             Op::Const(Constant::Int(c)) => Some(*c),
             Op::Sreg(r) => self.sreg(*r),
@@ -1834,7 +2033,23 @@ impl<'a> Tracer<'a> {
                     })
                 };
                 broadcast = !write && (uniform(false) || uniform(true));
-                (broadcast && result_ty.is_some()).then_some(self.launch.params.base)
+                if write {
+                    let value = data.args.get(1).and_then(|a| self.val(*a));
+                    if let (Some(place), Some(value)) = (self.place(data), value) {
+                        self.stores.push((place, value));
+                    }
+                    None
+                } else if result_ty.is_some() {
+                    let loaded = self.load(data);
+                    if broadcast {
+                        Some(loaded.unwrap_or(self.launch.params.base))
+                    } else {
+                        modelled = loaded.is_some();
+                        loaded
+                    }
+                } else {
+                    None
+                }
             }
             Op::Ptx(p) => self.ptx(inst, p)?,
             _ => None,
@@ -1848,7 +2063,8 @@ impl<'a> Tracer<'a> {
                     .any(|a| a.value().is_some_and(|v| f[v.index()]))
             };
             self.varying[r.index()] = any(&self.varying);
-            self.from_load[r.index()] = broadcast || any(&self.from_load);
+            self.from_load[r.index()] = broadcast || modelled || any(&self.from_load);
+            self.from_memory[r.index()] = modelled || any(&self.from_memory);
             // The grid's shape and the CTA's place in it are assumed like
             // kernel parameters: they bound loops, but no branch is taken
             // on them. What also depends on the thread is not assumed: a
@@ -1862,6 +2078,39 @@ impl<'a> Tracer<'a> {
                     && !self.syms.tid_dependent[r.index()]);
         }
         Ok(())
+    }
+
+    /// The one shared location a load or store at the same address in
+    /// every thread of the role accesses, where the analysis knows it.
+    fn place(&self, data: &InstData) -> Option<Place> {
+        let a = *data.args.first()?;
+        if a.value().is_some_and(|v| self.syms.tid_indexed[v.index()]) {
+            return None;
+        }
+        match self.bytes(a, None).as_slice() {
+            [b] => Some((b.cta, b.alloc, b.off.as_ref()?.as_const()?)),
+            _ => None,
+        }
+    }
+
+    /// What an integer load reads in [`Launch::memory`]: the parameters'
+    /// value from global memory, and from a shared location the store its
+    /// thread's loads of it have come to; None at an address that differs
+    /// between the role's threads or that the analysis does not know.
+    fn load(&mut self, data: &InstData) -> Option<i64> {
+        let a = *data.args.first()?;
+        let base = self.launch.params.base;
+        match self.syms.arg(a) {
+            Sym::Ptr(Base::Global(_), _) => {
+                (!a.value().is_some_and(|v| self.syms.tid_indexed[v.index()])).then_some(base)
+            }
+            _ => {
+                let place = self.place(data)?;
+                let n = self.loads.entry(place).or_insert(0);
+                *n += 1;
+                self.launch.memory.load(place, *n - 1, base)
+            }
+        }
     }
 
     fn sreg(&self, r: SpecialReg) -> Option<i64> {

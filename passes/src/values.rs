@@ -86,6 +86,11 @@ pub struct Syms {
     /// Values that may differ between the threads of one CTA: as
     /// `thread_dependent`, less what depends only on the CTA's rank.
     pub tid_dependent: Vec<bool>,
+    /// Values computed from the thread's index within its CTA other than
+    /// through loaded data: as `tid_dependent`, less what depends on a
+    /// load only through the value it reads (a tile index every thread
+    /// reads from one slot).
+    pub tid_indexed: Vec<bool>,
     /// Values computed from an integer loaded from memory in an earlier
     /// iteration of a loop and carried into a later one (a tile index a
     /// scheduler passes on), through operations, loop-carried values and
@@ -612,6 +617,7 @@ impl Syms {
             loops: vec![Vec::new(); n],
             thread_dependent: vec![false; n],
             tid_dependent: vec![false; n],
+            tid_indexed: vec![false; n],
             bounds: Bounds::default(),
             parity_index: vec![None; n],
             parity_round: vec![None; n],
@@ -853,6 +859,7 @@ impl Syms {
                         init.is_none_or(|v| self.thread_dependent[v.index()]);
                     self.tid_dependent[a.index()] =
                         init.is_none_or(|v| self.tid_dependent[v.index()]);
+                    self.tid_indexed[a.index()] = init.is_none_or(|v| self.tid_indexed[v.index()]);
                 }
                 loops.push(inst);
                 for &a in args {
@@ -1999,7 +2006,11 @@ impl Syms {
             let Some(next) = yields.get(i - 1).and_then(|y| y.value()) else {
                 continue;
             };
-            for of in [&mut self.tid_dependent, &mut self.thread_dependent] {
+            for of in [
+                &mut self.tid_dependent,
+                &mut self.thread_dependent,
+                &mut self.tid_indexed,
+            ] {
                 if of[next.index()] && !of[a.index()] {
                     of[a.index()] = true;
                     changed = true;
@@ -2017,7 +2028,11 @@ impl Syms {
         let data = &k.insts[inst];
         let dep =
             |of: &[bool], a: Option<&Arg>| a.and_then(|a| a.value()).is_some_and(|v| of[v.index()]);
-        for of in [&mut self.tid_dependent, &mut self.thread_dependent] {
+        for of in [
+            &mut self.tid_dependent,
+            &mut self.thread_dependent,
+            &mut self.tid_indexed,
+        ] {
             let marks: Vec<bool> = match data.op {
                 Op::For => {
                     let body = data.regions[0];
@@ -2067,20 +2082,18 @@ impl Syms {
                 .iter()
                 .any(|a| a.value().is_some_and(|v| of[v.index()]))
         };
-        let tid = dep(&self.tid_dependent)
-            || matches!(
-                data.op,
-                Op::Load(_)
-                    | Op::Sreg(
-                        SpecialReg::TidX | SpecialReg::TidY | SpecialReg::TidZ | SpecialReg::LaneId
-                    )
-            )
-            || matches!(&data.op, Op::Ptx(p) if matches!(p.family, Family::MbarrierTestWaitParity | Family::MbarrierTryWaitParity | Family::ElectSync));
+        let indexed = matches!(
+            data.op,
+            Op::Sreg(SpecialReg::TidX | SpecialReg::TidY | SpecialReg::TidZ | SpecialReg::LaneId)
+        ) || matches!(&data.op, Op::Ptx(p) if matches!(p.family, Family::MbarrierTestWaitParity | Family::MbarrierTryWaitParity | Family::ElectSync));
+        let tid = dep(&self.tid_dependent) || indexed || matches!(data.op, Op::Load(_));
+        let indexed = indexed || dep(&self.tid_indexed);
         let td =
             tid || dep(&self.thread_dependent) || data.op == Op::Sreg(SpecialReg::ClusterCtaRank);
         for &r in &data.results {
             self.thread_dependent[r.index()] = td;
             self.tid_dependent[r.index()] = tid;
+            self.tid_indexed[r.index()] = indexed;
         }
         if let (Op::Sreg(SpecialReg::ClusterCtaRank), Some([x, y, z])) = (&data.op, k.cluster) {
             let ctas = i64::from(x)
@@ -3215,7 +3228,7 @@ fn loaded_across_iterations(k: &Kernel) -> Vec<bool> {
 /// `marked` and every value computed from a marked one: through
 /// operations, loop-carried values (from their initial or next value) and
 /// `if` results (from a branch's yield, or a marked condition).
-fn dependents(k: &Kernel, mut marked: Vec<bool>) -> Vec<bool> {
+pub(crate) fn dependents(k: &Kernel, mut marked: Vec<bool>) -> Vec<bool> {
     let mut changed = true;
     while changed {
         changed = false;
