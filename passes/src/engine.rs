@@ -145,6 +145,10 @@ pub struct Engine<'a> {
     waited_bars: BTreeSet<SharedId>,
     /// The waits and polls on each barrier allocation.
     waits_on: BTreeMap<SharedId, Vec<Inst>>,
+    /// Whether a `cp.async.mbarrier.arrive` tracks the kernel's non-bulk
+    /// copies: a reuse of their slots is then ordered by waits on
+    /// mbarriers, as a bulk copy's is.
+    cp_async_on_mbarriers: bool,
     /// Per kind (non-bulk, bulk): the depth at which pending groups are
     /// clamped, so that a loop that commits without waiting on some path
     /// reaches a fixed point (see [`depth_caps`]).
@@ -227,8 +231,10 @@ impl<'a> Engine<'a> {
     /// An engine for `k` with its symbolic values.
     pub fn new(k: &'a Kernel, syms: &'a Syms) -> Self {
         let mut waits_on: BTreeMap<SharedId, Vec<Inst>> = BTreeMap::new();
+        let mut cp_async_on_mbarriers = false;
         k.walk(k.body, &mut |i| {
             if let Op::Ptx(p) = &k.insts[i].op {
+                cp_async_on_mbarriers |= p.family == cpflow_ir::spec::Family::CpAsyncMbarrierArrive;
                 if matches!(p.family.sync(), SyncEffect::PhaseWait(_)) {
                     if let Some(id) = k.insts[i]
                         .args
@@ -295,6 +301,7 @@ impl<'a> Engine<'a> {
             needed: BTreeSet::new(),
             waited_bars,
             waits_on,
+            cp_async_on_mbarriers,
             depth_cap: depth_caps(k),
             effects: Vec::new(),
             loops_seen: HashMap::new(),
@@ -599,19 +606,21 @@ impl<'a> Engine<'a> {
     /// Whether phase `p` is one this analysis cannot name: unknown, or its
     /// barrier or index is loop-carried ring state with no closed form.
     fn unnamed(&self, p: &Sym) -> bool {
-        let k = self.k;
-        let carried = |e: &Affine| {
-            e.mentions(&|a| {
-                matches!(a, Atom::Opaque(v) if k.def_inst(*v).is_none() && !k.params.contains(v))
-            })
-        };
         match p {
             Sym::Unknown => true,
             Sym::Phase { bar, idx } => {
-                carried(idx) || matches!(bar.as_ref(), Sym::Ptr(_, off) if carried(off))
+                self.carried(idx) || matches!(bar.as_ref(), Sym::Ptr(_, off) if self.carried(off))
             }
             _ => false,
         }
+    }
+
+    /// Whether `e` mentions loop-carried state with no closed form.
+    fn carried(&self, e: &Affine) -> bool {
+        let k = self.k;
+        e.mentions(
+            &|a| matches!(a, Atom::Opaque(v) if k.def_inst(*v).is_none() && !k.params.contains(v)),
+        )
     }
 
     /// Whether `c` splits the threads of a declared block into two roles,
@@ -1005,7 +1014,7 @@ impl<'a> Engine<'a> {
                             .is_some_and(|conds| self.excluded_by(conds))
                     })
                 });
-        let defer = r.kind == Kind::Mbar
+        let defer = (r.kind == Kind::Mbar || r.phase.is_some())
             && part == "destination"
             && (others_wait || peeked || r.phase.as_ref().is_some_and(|p| self.unnamed(p)));
         let (code, msg, help) = if write {
@@ -1145,7 +1154,13 @@ impl<'a> Engine<'a> {
             // ordered the reads before it (a ring's `empty` barrier, on the
             // same unnamed ring state) cannot be matched either, and the
             // cross-thread analysis decides.
-            let unnamed = kind == Kind::Mbar && phase.as_ref().is_some_and(|p| self.unnamed(p));
+            // So is a `cp.async` into a slot of such ring state, where
+            // `cp.async.mbarrier.arrive` hands the kernel's copies to
+            // mbarrier phases (libcu++'s `cuda::pipeline`).
+            let unnamed = (kind == Kind::Mbar && phase.as_ref().is_some_and(|p| self.unnamed(p)))
+                || (kind == Kind::NonBulk
+                    && self.cp_async_on_mbarriers
+                    && d.off.as_ref().is_some_and(|o| self.carried(o)));
             let reads: Vec<_> = st.reads.iter().cloned().collect();
             for (m, rd, guard, trips) in reads {
                 // The reader: the copy may overwrite its bytes unless the one
