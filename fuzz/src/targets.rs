@@ -123,6 +123,7 @@ pub fn opt(text: &str) -> Result<(), String> {
         && !found
             .iter()
             .any(|d| matches!(d.code, "W1004" | "W1006" | "W1007"));
+    let fenced = !found.iter().any(|d| d.code == "W1010");
     for passes in PIPELINES {
         let name: Vec<&str> = passes.iter().map(|p| p.name()).collect();
         let out = match transform::run(input, passes) {
@@ -155,13 +156,14 @@ pub fn opt(text: &str) -> Result<(), String> {
             ));
         }
         if clean && *passes == transform::DEFAULT_PIPELINE && !transform::has_abstract(&out) {
-            // The fence pass places the fences of the safe reading too.
+            // The fence pass places the fences of the safe reading too,
+            // where the input has them.
             let checked = cpflow::check_module(&out);
             let mut found = errors(&checked);
             found.extend(
                 checked
                     .iter()
-                    .filter(|d| d.code == "W1010")
+                    .filter(|d| fenced && d.code == "W1010")
                     .map(|d| format!("{} {}", d.code, d.message)),
             );
             if !found.is_empty() {
