@@ -253,6 +253,23 @@ fn uniform_value(k: &Kernel, a: Arg, params: Params, depth: u32) -> Option<i64> 
                 arg(2)
             }
         }
+        // An integer loaded from global memory: the parameters' value, as
+        // the tracer loads one from an address the same in every thread
+        // (the sizes only choose the parameters' values).
+        Op::Load(_) if int(v).is_some() => {
+            let mut at = *d.args.first()?;
+            loop {
+                let p = at.value()?;
+                if k.params.contains(&p) {
+                    break matches!(k.ty(p), Type::Ptr(_)).then_some(params.base);
+                }
+                let def = &k.insts[k.def_inst(p)?];
+                if def.op != Op::PtrAdd {
+                    return None;
+                }
+                at = *def.args.first()?;
+            }
+        }
         _ => None,
     }
 }
@@ -361,6 +378,9 @@ const MAX_CTAS: i64 = 16;
 /// computed from kernel parameters or the grid's shape alone (each such
 /// branch is followed both ways).
 pub const MAX_BRANCH_RUNS: usize = 16;
+/// Most iterations of a loop of inits in a branch a thread skips that it
+/// counts ([`Tracer::skip_inits`]).
+const MAX_SKIPPED_INIT_TRIPS: i64 = 1024;
 /// Most runs of the roles before their loads read what they store
 /// ([`Memory`]).
 const MEMORY_RUNS: usize = 3;
@@ -591,7 +611,7 @@ const LOADED_BRANCH: &str = "a branch or loop bound on a value loaded from memor
 const BARRIER: &str = "an mbarrier or phase the analysis cannot place";
 const OPERAND: &str = "an operand (barrier id, thread count, mask) the analysis cannot evaluate";
 const REINIT: &str =
-    "an mbarrier initialised more than once (by several threads, or again while other threads use it)";
+    "an mbarrier initialised more than once (by several threads, or again while a thread still uses its earlier epoch)";
 const UNEQUAL_BARRIERS: &str =
     "threads pass the CTA's or the cluster's barriers unequally often, so their arrivals cannot be paired";
 
@@ -1094,6 +1114,7 @@ fn report_run(
     out.extend(report.arrivals_after_exit());
     out.extend(report.reads_after_exit());
     out.extend(report.invalidated());
+    out.extend(report.reinitialised());
     out.extend(report.never_initialised(syms));
     out.extend(report.races(&syms.bounds)?);
     out.extend(starved);
@@ -1856,6 +1877,9 @@ impl<'a> Tracer<'a> {
                         };
                         c = i64::from(taken);
                     }
+                    if let Some(&skipped) = data.regions.get(usize::from(c != 0)) {
+                        self.skip_inits(skipped);
+                    }
                     let out = match data.regions.get(usize::from(c == 0)) {
                         Some(&branch) => self.region(branch)?,
                         None => Vec::new(),
@@ -1885,6 +1909,59 @@ impl<'a> Tracer<'a> {
             }
         }
         Ok(Vec::new())
+    }
+
+    /// Counts the `mbarrier.init`s of branch `r`, which this thread does
+    /// not take, as if it ran them: a thread that passes another's
+    /// (re-)initialisation of a barrier counts its epochs as the
+    /// initialising thread does (Triton's barriers, initialised again in
+    /// the same shared memory for a later loop). Inits under a loop of
+    /// constant bounds count once per iteration, those under a further
+    /// branch (the elected lane's `if` inside its warp's) once; those whose
+    /// barrier the thread cannot place do not count.
+    fn skip_inits(&mut self, r: Region) {
+        let k = self.k;
+        for &inst in &k.regions[r].insts {
+            let data = &k.insts[inst];
+            match &data.op {
+                Op::Ptx(p) if p.family.sync() == SyncEffect::Init => {
+                    if let Some(&a) = data.args.first() {
+                        if let Ok(bar) = self.bar(a, &self.syms.arg(a)) {
+                            *self.inits.entry(bar.place()).or_default() += 1;
+                        }
+                    }
+                }
+                Op::For => {
+                    let bound = |i: usize| data.args.get(i).and_then(|a| k.const_int(*a));
+                    let (Some(lo), Some(hi), Some(step)) = (bound(0), bound(1), bound(2)) else {
+                        continue;
+                    };
+                    let body = data.regions[0];
+                    let Some(&iv) = k.regions[body].args.first() else {
+                        continue;
+                    };
+                    if step <= 0 || hi.saturating_sub(lo) > MAX_SKIPPED_INIT_TRIPS {
+                        continue;
+                    }
+                    let saved = self.vals[iv.index()];
+                    for (n, i) in (lo..hi).step_by(step as usize).enumerate() {
+                        self.vals[iv.index()] = Some(i);
+                        self.iters.push((inst, i));
+                        self.counts.push(n as i64);
+                        self.skip_inits(body);
+                        self.iters.pop();
+                        self.counts.pop();
+                    }
+                    self.vals[iv.index()] = saved;
+                }
+                Op::If => {
+                    for &branch in &data.regions {
+                        self.skip_inits(branch);
+                    }
+                }
+                _ => {}
+            }
+        }
     }
 
     fn for_loop(&mut self, inst: Inst) -> Result<(), GiveUp> {
@@ -3312,20 +3389,24 @@ impl Graph {
         if let Some((bar, _)) = inits.iter().find(|(_, &(n, _))| n > 1) {
             return Err(GiveUp::Unknown(REINIT, Some(inits[bar].1)));
         }
-        // Epochs are counted by the thread that initialises: a barrier
-        // initialised again is followed only where no other role uses it.
-        let mut users: BTreeMap<(i64, SharedId, i64), BTreeSet<usize>> = BTreeMap::new();
+        // Epochs are counted by the thread that initialises, and by the
+        // threads that pass its inits ([`Tracer::skip_inits`]): a barrier
+        // initialised again is followed where every role that uses it
+        // uses its latest epoch's phases only.
+        let mut users: BTreeMap<(i64, SharedId, i64), BTreeSet<(usize, i64)>> = BTreeMap::new();
         for (r, (_, events)) in roles.iter().enumerate() {
             for e in events {
                 for bar in e.step.bars() {
-                    users.entry(bar.place()).or_default().insert(r);
+                    users.entry(bar.place()).or_default().insert((r, bar.epoch));
                 }
             }
         }
-        if let Some((bar, _)) = inits
-            .iter()
-            .find(|(bar, _)| bar.epoch > 0 && users[&bar.place()].len() > 1)
-        {
+        if let Some((bar, _)) = inits.iter().find(|(bar, _)| {
+            bar.epoch > 0
+                && users[&bar.place()]
+                    .iter()
+                    .any(|&(_, epoch)| epoch > bar.epoch)
+        }) {
             return Err(GiveUp::Unknown(REINIT, Some(inits[bar].1)));
         }
         // Generation g of barrier `id` in CTA `rank` is where each thread's
@@ -4925,6 +5006,56 @@ impl Report<'_> {
                 .with_note(format!("for example {}", self.instance(r, i)))
                 .with_note("PTX ISA 9.7.13.1 (bar, barrier): arrivals are counted per barrier, not per thread; docs/readings.md #25");
                 out.insert(e.inst, d);
+            }
+        }
+        out.into_values().collect()
+    }
+
+    /// E1012 for each `mbarrier.init` of a barrier initialised before
+    /// (an epoch after the first) that no `mbarrier.inval` of the earlier
+    /// epoch comes before: it initialises a live mbarrier.
+    fn reinitialised(&self) -> Vec<Diagnostic> {
+        let mut invals: Vec<(Bar, NodeIndex)> = Vec::new();
+        for (r, (_, events)) in self.roles.iter().enumerate() {
+            for (i, e) in events.iter().enumerate() {
+                if let Step::Inval(bar) = e.step {
+                    invals.push((bar, self.g.at[r][i]));
+                }
+            }
+        }
+        let mut out: BTreeMap<Inst, Diagnostic> = BTreeMap::new();
+        for (r, (_, events)) in self.roles.iter().enumerate() {
+            for (i, e) in events.iter().enumerate() {
+                let Step::Init(bar) = e.step else {
+                    continue;
+                };
+                if bar.epoch == 0 || out.contains_key(&e.inst) {
+                    continue;
+                }
+                let init = self.g.at[r][i];
+                let earlier = Bar {
+                    epoch: bar.epoch - 1,
+                    ..bar
+                };
+                let ended = invals
+                    .iter()
+                    .any(|&(b, n)| b == earlier && holds(&self.g.reach(n, true), init));
+                if ended {
+                    continue;
+                }
+                let name = &self.k.shared[bar.alloc].name;
+                out.insert(
+                    e.inst,
+                    Diagnostic::error(
+                        "E1012",
+                        format!("initialises mbarrier `@{name}` again while it is live"),
+                        self.span(r, i),
+                    )
+                    .with_label("no `mbarrier.inval` of the earlier init comes before this one")
+                    .with_help(format!("invalidate `@{name}` (`mbarrier.inval`) after its last use, then initialise it again"))
+                    .with_note(format!("for example {}", self.instance(r, i)))
+                    .with_note("an `mbarrier.init` on memory that holds a valid mbarrier is undefined"),
+                );
             }
         }
         out.into_values().collect()

@@ -1368,14 +1368,22 @@ impl Walk<'_> {
         };
         let lo = self.k.const_int(*self.k.insts[l].args.first()?)?;
         let step = self.constant_step(l)?;
-        // A barrier initialised again in a loop its sites run in starts its
-        // phases over.
-        let reinit = on_bar.iter().any(|i| {
-            matches!(i.what, What::Init(_))
-                && on_bar.iter().any(|s| {
-                    !matches!(s.what, What::Init(_)) && s.loops.iter().any(|m| i.loops.contains(m))
-                })
-        });
+        // A barrier initialised again in a loop its sites run in, or at a
+        // second init site (a later loop's, after an `mbarrier.inval`),
+        // starts its phases over: the cross-thread analysis counts its
+        // epochs.
+        let inits = on_bar
+            .iter()
+            .filter(|i| matches!(i.what, What::Init(_)))
+            .count();
+        let reinit = inits > 1
+            || on_bar.iter().any(|i| {
+                matches!(i.what, What::Init(_))
+                    && on_bar.iter().any(|s| {
+                        !matches!(s.what, What::Init(_))
+                            && s.loops.iter().any(|m| i.loops.contains(m))
+                    })
+            });
         if reinit || !self.only_iv(&w.off, l) || !self.only_iv(&w.idx, l) {
             return None;
         }

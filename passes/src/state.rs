@@ -282,6 +282,11 @@ fn join_init(a: Init, b: Init) -> Init {
     use Init::*;
     match (a, b) {
         (x, y) if x == y => x,
+        // One side initialised it again (after an `mbarrier.inval`), the
+        // other still has the earlier init's publication: the new init is
+        // not published to the threads of that side.
+        (Local, Cta | Cluster) | (Cta | Cluster, Local) => Other,
+        (Fenced, Cta | Cluster) | (Cta | Cluster, Fenced) => OtherFenced,
         (None | Other | OtherFenced, Fenced | OtherFenced)
         | (Fenced | OtherFenced, None | Other | OtherFenced) => OtherFenced,
         (None, _) | (_, None) | (Other, _) | (_, Other) | (OtherFenced, _) | (_, OtherFenced) => {

@@ -2818,7 +2818,12 @@ impl Syms {
                     }
                     None => Vec::new(),
                 },
-                Op::For if data.args.iter().take(3).any(dep) => Vec::new(),
+                // A loop whose bounds differ between threads runs its body
+                // in some of the path's threads: all of them bound it from
+                // above, which is what the hulls are, where a declared
+                // block keeps them from ruling threads out
+                // ([`Syms::infer_max_tid`]).
+                Op::For if data.args.iter().take(3).any(dep) && k.block.is_none() => Vec::new(),
                 _ => vec![path.clone()],
             };
             for (&sub, p) in data.regions.iter().zip(&subs) {
