@@ -1443,6 +1443,23 @@ fn representative_tids(k: &Kernel, syms: &Syms) -> Vec<i64> {
         }
     }
     tids.extend(lanes.iter().copied());
+    // The same lanes in every other warp that starts a role (a warp's
+    // own `if lane < 5` stores, each warp with its own buffer).
+    if lane_is_tid_x_mod_32(k) {
+        let starts: Vec<i64> = tids
+            .iter()
+            .copied()
+            .filter(|&t| t > 0 && t % 32 == 0)
+            .collect();
+        for start in starts {
+            tids.extend(
+                lanes
+                    .iter()
+                    .filter(|l| (0..32).contains(*l))
+                    .map(|l| start + l),
+            );
+        }
+    }
     // Threads beyond a declared block do not exist; the bound inferred from
     // accesses is not used here (a thread beyond it is a bug to find).
     tids.into_iter()

@@ -1368,15 +1368,16 @@ impl Walk<'_> {
         };
         let lo = self.k.const_int(*self.k.insts[l].args.first()?)?;
         let step = self.constant_step(l)?;
-        // A barrier initialised again in a loop its sites run in, or at a
+        // A barrier initialised again in a loop its sites run in, or by a
         // second init site (a later loop's, after an `mbarrier.inval`),
         // starts its phases over: the cross-thread analysis counts its
         // epochs.
-        let inits = on_bar
-            .iter()
-            .filter(|i| matches!(i.what, What::Init(_)))
-            .count();
-        let reinit = inits > 1
+        let mut inited: Vec<i64> = Vec::new();
+        for i in on_bar.iter().filter(|i| matches!(i.what, What::Init(_))) {
+            inited.extend(self.init_offsets(i)?);
+        }
+        let distinct: BTreeSet<i64> = inited.iter().copied().collect();
+        let reinit = distinct.len() < inited.len()
             || on_bar.iter().any(|i| {
                 matches!(i.what, What::Init(_))
                     && on_bar.iter().any(|s| {
