@@ -1031,8 +1031,12 @@ fn analyse(
         ranges,
         unfollowed,
         data_branches,
+        uncounted,
         ..
     } = traced;
+    if uncounted {
+        miscounted_epochs(&roles)?;
+    }
     let found = report_run(k, syms, prior, &roles, &ranges, unfollowed);
     let Some(&at) = data_branches.first() else {
         return found;
@@ -1127,6 +1131,30 @@ fn report_run(
     Ok(out)
 }
 
+/// W1006 where a barrier is initialised again while a role that uses it
+/// may count its epochs wrong: one of the role's threads passed an init
+/// it could not place ([`Tracer::skip_inits`]).
+fn miscounted_epochs(roles: &[(Thread, Vec<Event>)]) -> Result<(), GiveUp> {
+    let mut users: BTreeMap<(i64, SharedId, i64), BTreeSet<usize>> = BTreeMap::new();
+    let mut later: BTreeMap<(i64, SharedId, i64), Inst> = BTreeMap::new();
+    for (r, (_, events)) in roles.iter().enumerate() {
+        for e in events {
+            for bar in e.step.bars() {
+                users.entry(bar.place()).or_default().insert(r);
+            }
+            if let Step::Init(bar) = e.step {
+                if bar.epoch > 0 {
+                    later.entry(bar.place()).or_insert(e.inst);
+                }
+            }
+        }
+    }
+    match later.iter().find(|(place, _)| users[place].len() > 1) {
+        Some((_, &at)) => Err(GiveUp::Unknown(REINIT, Some(at))),
+        None => Ok(()),
+    }
+}
+
 /// W1006 where the analysis followed a branch or loop bound on a value
 /// loaded in an earlier iteration, for one memory only.
 fn one_memory(k: &Kernel, at: Inst, base: i64) -> Diagnostic {
@@ -1152,6 +1180,8 @@ struct Traced {
     data_branches: BTreeSet<Inst>,
     /// What the roles stored, in the memory's form.
     stored: Memory,
+    /// Whether a thread passed an `mbarrier.init` it could not count.
+    uncounted: bool,
 }
 
 /// Runs every representative thread of the followed CTAs; threads with
@@ -1180,6 +1210,7 @@ fn trace_roles(
     let mut unfollowed = BTreeSet::new();
     let mut data_branches = BTreeSet::new();
     let mut stored = Memory::default();
+    let mut uncounted = false;
     for (rank, row) in (0..ctas).flat_map(|r| (0..rows).map(move |w| (r, w))) {
         for (n, &x) in tids.iter().enumerate() {
             let tid = row * width + x;
@@ -1193,6 +1224,7 @@ fn trace_roles(
             budget = run.budget;
             unfollowed.extend(run.unfollowed);
             data_branches.extend(run.data_branches);
+            uncounted |= run.uncounted;
             stored.add(run.stores);
             let events = run.events;
             let range = (
@@ -1223,6 +1255,7 @@ fn trace_roles(
         unfollowed,
         data_branches,
         stored,
+        uncounted,
     })
 }
 
@@ -1686,6 +1719,8 @@ struct Run {
     data_branches: BTreeSet<Inst>,
     /// Its stores of known values to known shared locations, in order.
     stores: Vec<(Place, i64)>,
+    /// Whether it passed an `mbarrier.init` it could not count.
+    uncounted: bool,
 }
 
 /// Unrolls one thread's run into its events.
@@ -1725,6 +1760,9 @@ struct Tracer<'a> {
     /// taken as [`Launch::memory`] gives them.
     data_branches: BTreeSet<Inst>,
     stores: Vec<(Place, i64)>,
+    /// Whether the thread passed an `mbarrier.init` it could not count
+    /// ([`Tracer::skip_inits`]).
+    uncounted: bool,
     /// Instructions left to run.
     budget: usize,
     /// Outcomes given to branches on assumed values.
@@ -1787,6 +1825,7 @@ impl<'a> Tracer<'a> {
             loads: HashMap::new(),
             data_branches: BTreeSet::new(),
             stores: Vec::new(),
+            uncounted: false,
             budget,
             forced,
             met,
@@ -1808,6 +1847,7 @@ impl<'a> Tracer<'a> {
             unfollowed: self.unfollowed,
             data_branches: self.data_branches,
             stores: self.stores,
+            uncounted: self.uncounted,
         })
     }
 
@@ -1934,32 +1974,46 @@ impl<'a> Tracer<'a> {
     /// initialising thread does (Triton's barriers, initialised again in
     /// the same shared memory for a later loop). Inits under a loop of
     /// constant bounds count once per iteration, those under a further
-    /// branch (the elected lane's `if` inside its warp's) once; those whose
-    /// barrier the thread cannot place do not count.
+    /// branch (the elected lane's `if` inside its warp's) once; an init it
+    /// cannot count (its address differs between threads, or it is under
+    /// a loop of other bounds) marks the thread [`Self::uncounted`].
     fn skip_inits(&mut self, r: Region) {
         let k = self.k;
         for &inst in &k.regions[r].insts {
             let data = &k.insts[inst];
             match &data.op {
                 Op::Ptx(p) if p.family.sync() == SyncEffect::Init => {
-                    if let Some(&a) = data.args.first() {
-                        if let Ok(bar) = self.bar(a, &self.syms.arg(a)) {
-                            *self.inits.entry(bar.place()).or_default() += 1;
-                        }
+                    let placed = data.args.first().and_then(|&a| {
+                        let by_thread = a
+                            .value()
+                            .is_some_and(|v| self.syms.tid_dependent[v.index()]);
+                        (!by_thread).then(|| self.bar(a, &self.syms.arg(a)).ok())?
+                    });
+                    match placed {
+                        Some(bar) => *self.inits.entry(bar.place()).or_default() += 1,
+                        None => self.uncounted = true,
                     }
                 }
                 Op::For => {
                     let bound = |i: usize| data.args.get(i).and_then(|a| k.const_int(*a));
-                    let (Some(lo), Some(hi), Some(step)) = (bound(0), bound(1), bound(2)) else {
-                        continue;
-                    };
                     let body = data.regions[0];
-                    let Some(&iv) = k.regions[body].args.first() else {
+                    let counted = match (bound(0), bound(1), bound(2)) {
+                        (Some(lo), Some(hi), Some(step))
+                            if step > 0 && hi.saturating_sub(lo) <= MAX_SKIPPED_INIT_TRIPS =>
+                        {
+                            Some((lo, hi, step))
+                        }
+                        _ => None,
+                    };
+                    let (Some((lo, hi, step)), Some(&iv)) = (counted, k.regions[body].args.first())
+                    else {
+                        let mut inits = false;
+                        k.walk(body, &mut |i| {
+                            inits |= matches!(&k.insts[i].op, Op::Ptx(p) if p.family.sync() == SyncEffect::Init);
+                        });
+                        self.uncounted |= inits;
                         continue;
                     };
-                    if step <= 0 || hi.saturating_sub(lo) > MAX_SKIPPED_INIT_TRIPS {
-                        continue;
-                    }
                     let saved = self.vals[iv.index()];
                     for (n, i) in (lo..hi).step_by(step as usize).enumerate() {
                         self.vals[iv.index()] = Some(i);
@@ -3404,26 +3458,6 @@ impl Graph {
             }
         }
         if let Some((bar, _)) = inits.iter().find(|(_, &(n, _))| n > 1) {
-            return Err(GiveUp::Unknown(REINIT, Some(inits[bar].1)));
-        }
-        // Epochs are counted by the thread that initialises, and by the
-        // threads that pass its inits ([`Tracer::skip_inits`]): a barrier
-        // initialised again is followed where every role that uses it
-        // uses its latest epoch's phases only.
-        let mut users: BTreeMap<(i64, SharedId, i64), BTreeSet<(usize, i64)>> = BTreeMap::new();
-        for (r, (_, events)) in roles.iter().enumerate() {
-            for e in events {
-                for bar in e.step.bars() {
-                    users.entry(bar.place()).or_default().insert((r, bar.epoch));
-                }
-            }
-        }
-        if let Some((bar, _)) = inits.iter().find(|(bar, _)| {
-            bar.epoch > 0
-                && users[&bar.place()]
-                    .iter()
-                    .any(|&(_, epoch)| epoch > bar.epoch)
-        }) {
             return Err(GiveUp::Unknown(REINIT, Some(inits[bar].1)));
         }
         // Generation g of barrier `id` in CTA `rank` is where each thread's
